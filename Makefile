@@ -1,0 +1,63 @@
+# stackmark: `make demo` and `make test` set everything up on a fresh
+# Debian 12 machine (as root) and are fast when it is already set up.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 \
+                elfutils debuginfod
+SYS_STAMP := $(VENV)/.system-packages
+PY_STAMP  := $(VENV)/.python-packages
+
+.PHONY: all setup demo test lint typecheck pytest bench clean
+
+all: test
+
+# --- set-up ----------------------------------------------------------------
+
+# System packages: installed only when one is missing.
+$(SYS_STAMP):
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:" $$missing; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@mkdir -p $(VENV)
+	@touch $@
+
+$(PY): | $(SYS_STAMP)
+	$(PYTHON) -m venv $(VENV)
+
+$(PY_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,lsp]'
+	@touch $@
+
+setup: $(SYS_STAMP) $(PY_STAMP)
+
+# --- the two commands ---------------------------------------------------------
+
+demo: setup
+	@$(MAKE) -s -C examples demo PY=$(abspath $(PY))
+
+test: setup lint typecheck pytest
+
+lint: setup
+	$(VENV)/bin/ruff check stackmark server gdb_plugin lldb_plugin tests bench examples
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+pytest: setup
+	$(VENV)/bin/pytest -q -ra $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	$(MAKE) -s -C examples clean

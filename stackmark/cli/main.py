@@ -1,0 +1,65 @@
+"""`stackmark` command line: dispatch to one module per subcommand.
+
+Subcommand modules are imported only when run, so that `stackmark
+symbolize` starts fast. Each module defines `add_arguments(parser)` and
+`run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from stackmark import __version__
+from stackmark.errors import StackmarkError
+
+# name -> (module, one-line help). Keep in the order `--help` shows them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stackmark",
+        description="Turn raw crash addresses back into functions, files and lines.",
+        epilog="Run 'stackmark COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"stackmark {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or args_list[0] not in COMMANDS:
+        parser = _top_parser()
+        if not args_list:
+            parser.print_help()
+            return 2
+        parser.parse_args(args_list)  # prints help/version or a usage error
+        return 2
+    name = args_list[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"stackmark {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    args = parser.parse_args(args_list[1:])
+    try:
+        return int(module.run(args))
+    except StackmarkError as exc:
+        print(f"stackmark {name}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error worth a traceback.
+        sys.stderr.close()
+        return 141
+
+
+if __name__ == "__main__":
+    sys.exit(main())
