@@ -1,0 +1,585 @@
+"""A lean ELF reader: headers, sections, segments, notes, symbols.
+
+Why not pyelftools here: importing it costs about 90 ms, which alone would
+double the time `stackmark symbolize` takes to give its first answer. This
+module imports only the standard library and reads lazily over mmap.
+
+Layout follows the System V gABI (Figure "ELF Header", "Section Header",
+"Program Header", "Symbol Table Entry", "Note Section") for ELFCLASS32 and
+ELFCLASS64 in either byte order. Every read is bounds-checked and a
+malformed file raises `FormatError` naming the file and the offset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from stackmark.errors import FormatError
+
+# e_type
+ET_REL, ET_EXEC, ET_DYN, ET_CORE = 1, 2, 3, 4
+# e_machine
+EM_386, EM_ARM, EM_S390, EM_X86_64, EM_AARCH64, EM_RISCV = 3, 40, 22, 62, 183, 243
+# sh_type
+SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = (
+    0, 1, 2, 3, 7, 8, 11,
+)
+SHT_GNU_SFRAME = 0x6FFFFFF4
+# sh_flags
+SHF_ALLOC, SHF_EXECINSTR, SHF_TLS, SHF_COMPRESSED = 0x2, 0x4, 0x400, 0x800
+# p_type
+PT_NULL, PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_TLS = 0, 1, 2, 4, 7
+PT_GNU_EH_FRAME, PT_GNU_STACK, PT_GNU_RELRO, PT_GNU_SFRAME = (
+    0x6474E550, 0x6474E551, 0x6474E552, 0x6474E554,
+)
+# p_flags
+PF_X, PF_W, PF_R = 1, 2, 4
+# special section indexes
+SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_XINDEX = 0, 0xFFF1, 0xFFF2, 0xFFFF
+# symbol types (low nibble of st_info) and bindings (high nibble)
+STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_COMMON, STT_TLS = 0, 1, 2, 3, 4, 5, 6
+STT_GNU_IFUNC = 10
+STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
+# note types
+NT_PRSTATUS, NT_FPREGSET, NT_PRPSINFO, NT_AUXV = 1, 2, 3, 6
+NT_FILE, NT_SIGINFO = 0x46494C45, 0x53494749
+NT_GNU_BUILD_ID = 3
+# compression (Elf_Chdr.ch_type)
+ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD = 1, 2
+
+MAX_DECOMPRESSED_SIZE = 4 << 30
+"""A compressed section claiming to expand past this is rejected, not inflated."""
+
+MACHINE_NAMES = {
+    EM_386: "i386",
+    EM_ARM: "arm",
+    EM_S390: "s390x",
+    EM_X86_64: "x86_64",
+    EM_AARCH64: "aarch64",
+    EM_RISCV: "riscv",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section header."""
+
+    index: int
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    addralign: int
+    entsize: int
+
+    @property
+    def is_compressed(self) -> bool:
+        return bool(self.flags & SHF_COMPRESSED) or self.name.startswith(".zdebug")
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramHeader:
+    """One program header (segment)."""
+
+    type: int
+    flags: int
+    offset: int
+    vaddr: int
+    paddr: int
+    filesz: int
+    memsz: int
+    align: int
+
+    @property
+    def mode(self) -> str:
+        """Permissions as markup writes them: a subset of "rwx", in that order."""
+        return (
+            ("r" if self.flags & PF_R else "")
+            + ("w" if self.flags & PF_W else "")
+            + ("x" if self.flags & PF_X else "")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One note entry: owner name, type and descriptor bytes."""
+
+    name: str
+    type: int
+    desc: bytes
+    offset: int  # file offset of the descriptor
+
+
+@dataclass(frozen=True, slots=True)
+class ElfSymbol:
+    """One symbol table entry, with its name resolved."""
+
+    name: str
+    value: int
+    size: int
+    type: int
+    binding: int
+    other: int
+    shndx: int
+
+    @property
+    def is_defined(self) -> bool:
+        return self.shndx != SHN_UNDEF
+
+
+class ElfFile:
+    """An ELF file opened for reading (from a path over mmap, or from bytes)."""
+
+    def __init__(self, data: bytes | mmap.mmap, name: str):
+        self._data = data
+        self.name = name
+        self._section_cache: dict[int, bytes] = {}
+        self._parse_header()
+
+    # -- opening ----------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> ElfFile:
+        """Open `path`; raise `FormatError` (not OSError) for unreadable or non-ELF files."""
+        name = os.fspath(path)
+        try:
+            with open(name, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    raise FormatError("empty file, not ELF", source=name)
+                data: bytes | mmap.mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise FormatError(f"cannot read: {exc.strerror or exc}", source=name) from None
+        return cls(data, name)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<memory>") -> ElfFile:
+        return cls(bytes(data), name)
+
+    def close(self) -> None:
+        if isinstance(self._data, mmap.mmap):
+            # BufferError: a view is still alive; the mapping goes with it.
+            with contextlib.suppress(BufferError):
+                self._data.close()
+
+    def __enter__(self) -> ElfFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- low-level reads ------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """`size` bytes at file `offset`, or FormatError if they are not all there."""
+        if offset < 0 or size < 0 or offset + size > len(self._data):
+            raise FormatError(
+                f"read of {size} bytes runs past the end of the file ({len(self._data)} bytes)",
+                offset=offset,
+                source=self.name,
+            )
+        return bytes(self._data[offset : offset + size])
+
+    def _unpack(self, fmt: struct.Struct, offset: int) -> tuple[int, ...]:
+        if offset < 0 or offset + fmt.size > len(self._data):
+            raise FormatError(
+                f"structure of {fmt.size} bytes runs past the end of the file",
+                offset=offset,
+                source=self.name,
+            )
+        return fmt.unpack_from(self._data, offset)
+
+    # -- ELF header -------------------------------------------------------------
+
+    def _parse_header(self) -> None:
+        ident = self._data[:16]
+        if len(ident) < 16 or ident[:4] != b"\x7fELF":
+            raise FormatError("not an ELF file (bad magic)", offset=0, source=self.name)
+        elf_class, elf_data = ident[4], ident[5]
+        if elf_class not in (1, 2):
+            raise FormatError(f"unknown ELF class {elf_class}", offset=4, source=self.name)
+        if elf_data not in (1, 2):
+            raise FormatError(f"unknown ELF data encoding {elf_data}", offset=5, source=self.name)
+        self.is_64 = elf_class == 2
+        self.endian = "<" if elf_data == 1 else ">"
+        self.osabi = ident[7]
+        e = self.endian
+        word = "Q" if self.is_64 else "I"
+        header = struct.Struct(f"{e}HHI{word}{word}{word}IHHHHHH")
+        (
+            self.e_type,
+            self.machine,
+            _version,
+            self.entry,
+            self._phoff,
+            self._shoff,
+            self.e_flags,
+            _ehsize,
+            self._phentsize,
+            self._phnum,
+            self._shentsize,
+            self._shnum,
+            self._shstrndx,
+        ) = self._unpack(header, 16)
+        if self.is_64:
+            self._shdr = struct.Struct(f"{e}IIQQQQIIQQ")
+            self._phdr = struct.Struct(f"{e}IIQQQQQQ")
+            self._sym = struct.Struct(f"{e}IBBHQQ")
+            self._chdr = struct.Struct(f"{e}IIQQ")
+        else:
+            self._shdr = struct.Struct(f"{e}IIIIIIIIII")
+            self._phdr = struct.Struct(f"{e}IIIIIIII")
+            self._sym = struct.Struct(f"{e}IIIBBH")
+            self._chdr = struct.Struct(f"{e}III")
+
+    @property
+    def machine_name(self) -> str:
+        return MACHINE_NAMES.get(self.machine, f"machine-{self.machine}")
+
+    @property
+    def pointer_size(self) -> int:
+        return 8 if self.is_64 else 4
+
+    # -- sections ---------------------------------------------------------------
+
+    @cached_property
+    def sections(self) -> list[Section]:
+        """All section headers, with names (empty list when there are none)."""
+        if self._shoff == 0:
+            return []
+        if self._shentsize < self._shdr.size:
+            raise FormatError(
+                f"section header size {self._shentsize} is too small",
+                offset=self._shoff,
+                source=self.name,
+            )
+        first = self._unpack(self._shdr, self._shoff)
+        count = self._shnum or first[5]  # extended numbering: count in section 0's sh_size
+        strndx = self._shstrndx if self._shstrndx != SHN_XINDEX else first[6]
+        if count * self._shentsize > len(self._data):
+            raise FormatError(
+                f"{count} section headers cannot fit in the file",
+                offset=self._shoff,
+                source=self.name,
+            )
+        raw = [
+            self._unpack(self._shdr, self._shoff + i * self._shentsize) for i in range(count)
+        ]
+        names_blob = b""
+        if 0 < strndx < count:
+            _, _, _, _, str_off, str_size, *_ = raw[strndx]  # same field order in 32/64
+            names_blob = self.read(str_off, str_size)
+        result = []
+        for index, fields in enumerate(raw):
+            name_off, sh_type, flags, addr, offset, size, link, info, align, entsize = fields
+            result.append(
+                Section(
+                    index,
+                    _cstring(names_blob, name_off),
+                    sh_type,
+                    flags,
+                    addr,
+                    offset,
+                    size,
+                    link,
+                    info,
+                    align,
+                    entsize,
+                )
+            )
+        return result
+
+    @cached_property
+    def _sections_by_name(self) -> dict[str, Section]:
+        by_name: dict[str, Section] = {}
+        for section in self.sections:
+            by_name.setdefault(section.name, section)
+        return by_name
+
+    def section(self, name: str) -> Section | None:
+        """The first section called `name` (also found as `.zdebug_*` for `.debug_*`)."""
+        found = self._sections_by_name.get(name)
+        if found is None and name.startswith(".debug_"):
+            found = self._sections_by_name.get(".z" + name[1:])
+        return found
+
+    def section_data(self, section: Section | str) -> bytes:
+        """The contents of a section, decompressed if needed (cached).
+
+        SHT_NOBITS sections read as empty. A missing named section reads as b"".
+        """
+        if isinstance(section, str):
+            found = self.section(section)
+            if found is None:
+                return b""
+            section = found
+        cached = self._section_cache.get(section.index)
+        if cached is not None:
+            return cached
+        if section.type == SHT_NOBITS or section.size == 0:
+            data = b""
+        else:
+            data = self.read(section.offset, section.size)
+            if section.flags & SHF_COMPRESSED:
+                data = self._inflate_gabi(section, data)
+            elif section.name.startswith(".zdebug"):
+                data = self._inflate_gnu(section, data)
+        self._section_cache[section.index] = data
+        return data
+
+    def _inflate_gabi(self, section: Section, data: bytes) -> bytes:
+        if len(data) < self._chdr.size:
+            raise FormatError(
+                f"compressed section {section.name} is shorter than its header",
+                offset=section.offset,
+                source=self.name,
+            )
+        fields = self._chdr.unpack_from(data, 0)
+        ch_type, ch_size = fields[0], (fields[2] if self.is_64 else fields[1])
+        return self._inflate(section, ch_type, ch_size, data[self._chdr.size :])
+
+    def _inflate_gnu(self, section: Section, data: bytes) -> bytes:
+        if len(data) < 12 or data[:4] != b"ZLIB":
+            raise FormatError(
+                f"{section.name} lacks its ZLIB header", offset=section.offset, source=self.name
+            )
+        size = struct.unpack_from(">Q", data, 4)[0]
+        return self._inflate(section, ELFCOMPRESS_ZLIB, size, data[12:])
+
+    def _inflate(self, section: Section, kind: int, size: int, payload: bytes) -> bytes:
+        def fail(reason: str) -> FormatError:
+            return FormatError(reason, offset=section.offset, source=self.name)
+
+        if size > MAX_DECOMPRESSED_SIZE:
+            raise fail(
+                f"compressed section {section.name} claims {size} bytes, over the "
+                f"{MAX_DECOMPRESSED_SIZE} byte limit"
+            )
+        if kind == ELFCOMPRESS_ZLIB:
+            inflater = zlib.decompressobj()
+            try:
+                out = inflater.decompress(payload, size)
+            except zlib.error as exc:
+                raise fail(f"cannot decompress {section.name}: {exc}") from None
+        elif kind == ELFCOMPRESS_ZSTD:
+            out = _zstd_decompress(payload, size, section.name, self.name, section.offset)
+        else:
+            raise fail(f"{section.name} uses unknown compression type {kind}")
+        if len(out) != size:
+            raise fail(f"{section.name} decompressed to {len(out)} bytes, header says {size}")
+        return out
+
+    # -- program headers -----------------------------------------------------------
+
+    @cached_property
+    def segments(self) -> list[ProgramHeader]:
+        """All program headers (empty for relocatable objects)."""
+        if self._phoff == 0:
+            return []
+        count = self._phnum
+        if count == 0xFFFF and self.sections:  # PN_XNUM: real count in section 0's sh_info
+            count = self.sections[0].info
+        if self._phentsize < self._phdr.size:
+            raise FormatError(
+                f"program header size {self._phentsize} is too small",
+                offset=self._phoff,
+                source=self.name,
+            )
+        result = []
+        for i in range(count):
+            fields = self._unpack(self._phdr, self._phoff + i * self._phentsize)
+            if self.is_64:
+                p_type, flags, offset, vaddr, paddr, filesz, memsz, align = fields
+            else:
+                p_type, offset, vaddr, paddr, filesz, memsz, flags, align = fields
+            result.append(ProgramHeader(p_type, flags, offset, vaddr, paddr, filesz, memsz, align))
+        return result
+
+    def load_segments(self) -> list[ProgramHeader]:
+        return [s for s in self.segments if s.type == PT_LOAD]
+
+    def read_vaddr(self, vaddr: int, size: int) -> bytes | None:
+        """Bytes at virtual address `vaddr` from the file image of a PT_LOAD.
+
+        Bytes past p_filesz (bss) read as zeros. None when no segment holds
+        the whole range.
+        """
+        for seg in self.segments:
+            if seg.type == PT_LOAD and seg.vaddr <= vaddr and vaddr + size <= seg.vaddr + seg.memsz:
+                start = vaddr - seg.vaddr
+                in_file = max(0, min(size, seg.filesz - start))
+                data = self.read(seg.offset + start, in_file) if in_file else b""
+                return data + bytes(size - in_file)
+        return None
+
+    # -- notes ------------------------------------------------------------------
+
+    def notes(self) -> Iterator[Note]:
+        """Notes from SHT_NOTE sections, or from PT_NOTE segments if there are no sections."""
+        note_sections = [s for s in self.sections if s.type == SHT_NOTE]
+        if note_sections:
+            for s in note_sections:
+                yield from self._parse_notes(s.offset, s.size, max(4, s.addralign))
+        else:
+            for seg in self.segments:
+                if seg.type == PT_NOTE:
+                    yield from self._parse_notes(seg.offset, seg.filesz, max(4, seg.align))
+
+    def _parse_notes(self, offset: int, size: int, align: int) -> Iterator[Note]:
+        align = 8 if align == 8 else 4
+        header = struct.Struct(f"{self.endian}III")
+        pos, end = offset, offset + size
+        if end > len(self._data):
+            raise FormatError(
+                f"note area of {size} bytes runs past the end of the file",
+                offset=offset,
+                source=self.name,
+            )
+        while pos + 12 <= end:
+            namesz, descsz, note_type = header.unpack_from(self._data, pos)
+            name_at = pos + 12
+            desc_at = name_at + _round_up(namesz, align if align == 8 else 4)
+            next_at = desc_at + _round_up(descsz, align)
+            if desc_at + descsz > end:
+                raise FormatError(
+                    f"note (namesz {namesz}, descsz {descsz}) runs past its area",
+                    offset=pos,
+                    source=self.name,
+                )
+            name = bytes(self._data[name_at : name_at + namesz]).rstrip(b"\0")
+            desc = bytes(self._data[desc_at : desc_at + descsz])
+            yield Note(name.decode("latin-1"), note_type, desc, desc_at)
+            pos = next_at
+
+    @cached_property
+    def build_id(self) -> str | None:
+        """The GNU build ID as lower-case hex, or None."""
+        section = self.section(".note.gnu.build-id")
+        candidates: Iterator[Note]
+        if section is not None and section.type == SHT_NOTE:
+            candidates = self._parse_notes(section.offset, section.size, 4)
+        else:
+            candidates = self.notes()
+        for note in candidates:
+            if note.name == "GNU" and note.type == NT_GNU_BUILD_ID and note.desc:
+                return note.desc.hex()
+        return None
+
+    # -- debug links --------------------------------------------------------------
+
+    @cached_property
+    def debuglink(self) -> tuple[str, int] | None:
+        """(file name, CRC32) from `.gnu_debuglink`, or None."""
+        data = self.section_data(".gnu_debuglink")
+        if not data:
+            return None
+        nul = data.find(b"\0")
+        if nul <= 0:
+            return None
+        crc_at = _round_up(nul + 1, 4)
+        if crc_at + 4 > len(data):
+            return None
+        crc = struct.unpack_from(f"{self.endian}I", data, crc_at)[0]
+        return data[:nul].decode("utf-8", "surrogateescape"), crc
+
+    @property
+    def has_dwarf(self) -> bool:
+        info = self.section(".debug_info")
+        return info is not None and info.type != SHT_NOBITS and info.size > 0
+
+    # -- symbols ----------------------------------------------------------------
+
+    def symbols(self, table: str | None = None) -> list[ElfSymbol]:
+        """Defined and undefined symbols of `.symtab`, else `.dynsym` (or the named table)."""
+        if table is not None:
+            section = self.section(table)
+        else:
+            section = self.section(".symtab")
+            if section is None or section.type != SHT_SYMTAB:
+                section = self.section(".dynsym")
+        if section is None or section.type not in (SHT_SYMTAB, SHT_DYNSYM):
+            return []
+        return self._read_symbols(section)
+
+    def _read_symbols(self, section: Section) -> list[ElfSymbol]:
+        strtab = b""
+        if 0 < section.link < len(self.sections):
+            strtab = self.section_data(self.sections[section.link])
+        data = self.section_data(section)
+        entsize = section.entsize or self._sym.size
+        if entsize < self._sym.size:
+            raise FormatError(
+                f"{section.name} entry size {entsize} is too small",
+                offset=section.offset,
+                source=self.name,
+            )
+        result = []
+        unpack = self._sym.unpack_from
+        for pos in range(0, len(data) - self._sym.size + 1, entsize):
+            if self.is_64:
+                name_off, info, other, shndx, value, size = unpack(data, pos)
+            else:
+                name_off, value, size, info, other, shndx = unpack(data, pos)
+            result.append(
+                ElfSymbol(
+                    _cstring(strtab, name_off), value, size, info & 0xF, info >> 4, other, shndx
+                )
+            )
+        return result
+
+
+def _round_up(value: int, align: int) -> int:
+    return (value + align - 1) & ~(align - 1)
+
+
+def _cstring(blob: bytes, offset: int) -> str:
+    """The NUL-terminated string at `offset` of a string table ("" when out of range)."""
+    if offset >= len(blob):
+        return ""
+    end = blob.find(b"\0", offset)
+    if end < 0:
+        end = len(blob)
+    return blob[offset:end].decode("utf-8", "surrogateescape")
+
+
+def _zstd_decompress(payload: bytes, size: int, section: str, source: str, offset: int) -> bytes:
+    """zstd through the optional `zstandard` package (gcc's -gz=zstd)."""
+    try:
+        import zstandard  # type: ignore[import-not-found]
+    except ImportError:
+        raise FormatError(
+            f"{section} is zstd-compressed; install the 'zstandard' package to read it",
+            offset=offset,
+            source=source,
+        ) from None
+    try:
+        out: bytes = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
+    except zstandard.ZstdError as exc:
+        raise FormatError(
+            f"cannot decompress {section}: {exc}", offset=offset, source=source
+        ) from None
+    return out
+
+
+def is_elf(path: str | os.PathLike[str]) -> bool:
+    """True when `path` is a readable file starting with the ELF magic."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
