@@ -47,7 +47,7 @@ demo: setup
 test: setup lint typecheck pytest
 
 lint: setup
-	$(VENV)/bin/ruff check stackmark server gdb_plugin lldb_plugin tests bench examples
+	$(VENV)/bin/ruff check .
 
 typecheck: setup
 	$(VENV)/bin/mypy
