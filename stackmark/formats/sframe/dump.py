@@ -54,8 +54,7 @@ def objdump_text(
     """The whole `objdump --sframe FILE` output for one file."""
     return (
         f"\n{file_name}:     file format {bfd_format_name(section.abi_arch)}\n\n"
-        f"Contents of the SFrame section {section_name}:"
-        + dump_sframe(section, style=style)
+        f"Contents of the SFrame section {section_name}:" + dump_sframe(section, style=style)
     )
 
 

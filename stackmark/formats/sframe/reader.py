@@ -303,9 +303,7 @@ def read_sframe_file(path: str | os.PathLike[str]) -> SFrameSection:
         section = read_elf_sframe(elf)
         if section is None:
             raise FormatError(
-                "no .sframe section (build with -Wa,--gsframe, or run "
-                "'stackmark sframe generate')",
+                "no .sframe section (build with -Wa,--gsframe, or run 'stackmark sframe generate')",
                 source=elf.name,
             )
         return section
-

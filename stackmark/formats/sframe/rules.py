@@ -92,8 +92,7 @@ def _flex_row(
     count = len(words)
     if count < 2:
         raise FormatError(
-            f"flex FRE has {count} data word(s); the CFA rule needs a control word and an "
-            "offset",
+            f"flex FRE has {count} data word(s); the CFA rule needs a control word and an offset",
             offset=fre.offset if fre.offset >= 0 else None,
         )
     control = fre.unsigned_word(0)

@@ -105,9 +105,7 @@ class AbiArch(enum.IntEnum):
 
 def fde_info(fre_type: int, pc_type: int, pauth_key: int = 0, signal: bool = False) -> int:
     """Compose an FDE info byte (v3's signal bit 7 only when `signal`)."""
-    return (
-        (int(signal) << 7) | ((pauth_key & 1) << 5) | ((pc_type & 1) << 4) | (fre_type & 0xF)
-    )
+    return (int(signal) << 7) | ((pauth_key & 1) << 5) | ((pc_type & 1) << 4) | (fre_type & 0xF)
 
 
 def fde_info_fre_type(info: int) -> int:
