@@ -1,0 +1,197 @@
+"""Inline trees (FunctionInfo InfoType 2).
+
+One tree, written depth first. Each node:
+
+    ULEB128 count, then count x (ULEB128 start - base, ULEB128 size)
+    u8      has_children
+    u32     name (string-table offset)
+    ULEB128 call_file (file-table index of the call site, in the parent)
+    ULEB128 call_line
+    if has_children: the children, then one ULEB128 0 (a node with no
+                     ranges ends the sibling list)
+
+The root's ranges are relative to the function start; every child's are
+relative to the start of its parent's *first* range. Ranges are merged on
+write and on read (see ranges.py), so a node whose ranges all decode empty
+ends its sibling list, as in LLVM.
+
+Lookup follows, at each level, the first child whose ranges contain the
+address; the resulting chain turns one source location into several (see
+`apply_inline_chain`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
+from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
+
+
+@dataclass(slots=True)
+class InlineInfo:
+    """One node: the root is the concrete function, children are inlined calls."""
+
+    name: int
+    ranges: list[Range]
+    call_file: int = 0
+    call_line: int = 0
+    children: list[InlineInfo] = field(default_factory=list)
+
+    def total_children(self) -> int:
+        """All descendants: LLVM orders FunctionInfos by this (more is better)."""
+        return sum(1 + child.total_children() for child in self.children)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InlineInfo):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.call_file == other.call_file
+            and self.call_line == other.call_line
+            and self.ranges == other.ranges
+            and self.children == other.children
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class InlineFrame:
+    """A node on the lookup path: what lookups need from it."""
+
+    name: int
+    call_file: int
+    call_line: int
+    first_start: int
+
+
+def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
+    count = cur.uleb("missing InlineInfo address ranges data")
+    ranges: list[Range] = []
+    for _ in range(count):
+        start = base + cur.uleb("missing InlineInfo address range start")
+        size = cur.uleb("missing InlineInfo address range size")
+        insert_range(ranges, start, start + size)
+    return ranges
+
+
+def _decode_node(cur: Cursor, base: int, depth: int) -> InlineInfo | None:
+    """A node, or None for the empty-ranges node that ends a sibling list."""
+    if depth > 10_000:
+        raise RecordError(
+            "inline tree nests more than 10000 levels deep", offset=cur.pos, source=cur.source
+        )
+    if cur.at_end():
+        raise cur.fail("missing InlineInfo address ranges data")
+    ranges = _decode_ranges(cur, base)
+    if not ranges:
+        return None
+    has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
+    name = cur.u32("missing InlineInfo uint32_t for name")
+    call_file = cur.uleb("missing ULEB128 for InlineInfo call file") & 0xFFFFFFFF
+    call_line = cur.uleb("missing ULEB128 for InlineInfo call line") & 0xFFFFFFFF
+    node = InlineInfo(name, ranges, call_file, call_line)
+    if has_children:
+        child_base = ranges[0][0]
+        while True:
+            child = _decode_node(cur, child_base, depth + 1)
+            if child is None:
+                break
+            node.children.append(child)
+    return node
+
+
+def decode_inline_info(cur: Cursor, base_addr: int) -> InlineInfo | None:
+    """The tree of the payload at `cur` (None if its root has no ranges)."""
+    return _decode_node(cur, base_addr, 0)
+
+
+def _skip_node(cur: Cursor) -> bool:
+    """Skip one node and its subtree; False for the count-0 list terminator."""
+    count = cur.uleb("missing InlineInfo address ranges data")
+    if count == 0:
+        return False
+    for _ in range(count):
+        cur.uleb("missing InlineInfo address range start")
+        cur.uleb("missing InlineInfo address range size")
+    has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
+    cur.u32("missing InlineInfo uint32_t for name")
+    cur.uleb("missing ULEB128 for InlineInfo call file")
+    cur.uleb("missing ULEB128 for InlineInfo call line")
+    if has_children:
+        while _skip_node(cur):
+            pass
+    return True
+
+
+def _lookup_node(cur: Cursor, base: int, addr: int, path: list[InlineFrame], depth: int) -> bool:
+    """Walk one node like LLVM's lookup; True ends the sibling scan."""
+    if depth > 10_000:
+        raise RecordError(
+            "inline tree nests more than 10000 levels deep", offset=cur.pos, source=cur.source
+        )
+    ranges = _decode_ranges(cur, base)
+    if not ranges:
+        return True
+    if not contains_address(ranges, addr):
+        # Skip the rest of this node and its children.
+        has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
+        cur.u32("missing InlineInfo uint32_t for name")
+        cur.uleb("missing ULEB128 for InlineInfo call file")
+        cur.uleb("missing ULEB128 for InlineInfo call line")
+        if has_children:
+            while _skip_node(cur):
+                pass
+        return False
+    has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
+    name = cur.u32("missing InlineInfo uint32_t for name")
+    call_file = cur.uleb("missing ULEB128 for InlineInfo call file") & 0xFFFFFFFF
+    call_line = cur.uleb("missing ULEB128 for InlineInfo call line") & 0xFFFFFFFF
+    path.append(InlineFrame(name, call_file, call_line, ranges[0][0]))
+    if has_children:
+        child_base = ranges[0][0]
+        while not _lookup_node(cur, child_base, addr, path, depth + 1):
+            pass
+    return True
+
+
+def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
+    """The nodes containing `addr`, outermost (the root) first."""
+    path: list[InlineFrame] = []
+    _lookup_node(cur, base_addr, addr, path, 0)
+    return path
+
+
+def inline_path_in_tree(root: InlineInfo, addr: int) -> list[InlineFrame]:
+    """The same walk over a decoded tree."""
+    path: list[InlineFrame] = []
+    node: InlineInfo | None = root
+    while node is not None and contains_address(node.ranges, addr):
+        path.append(InlineFrame(node.name, node.call_file, node.call_line, node.ranges[0][0]))
+        node = next((c for c in node.children if contains_address(c.ranges, addr)), None)
+    return path
+
+
+def encode_inline_info(w: Writer, node: InlineInfo, base_addr: int) -> None:
+    """Write `node` and its subtree; child ranges must lie inside the parent's."""
+    if not node.ranges:
+        raise ValueError("attempted to encode an InlineInfo without address ranges")
+    w.uleb(len(node.ranges))
+    for start, end in node.ranges:
+        if start < base_addr:
+            raise ValueError(f"inline range 0x{start:x} starts before its base 0x{base_addr:x}")
+        w.uleb(start - base_addr)
+        w.uleb(end - start)
+    w.u8(1 if node.children else 0)
+    w.u32(node.name)
+    w.uleb(node.call_file)
+    w.uleb(node.call_line)
+    if node.children:
+        child_base = node.ranges[0][0]
+        for child in node.children:
+            for start, end in child.ranges:
+                if not contains_range(node.ranges, start, end):
+                    raise ValueError("child range not contained in parent")
+            encode_inline_info(w, child, child_base)
+        w.uleb(0)
