@@ -1,0 +1,415 @@
+"""A `Target` over an ELF core file (Linux, AMD64 and AArch64): unwinding without a debugger.
+
+What a Linux core holds (kernel `fs/binfmt_elf.c`, GDB's `gcore`):
+
+- `NT_PRSTATUS`, one per thread, the crashing (or selected) thread first:
+  `struct elf_prstatus`; signal number at +0 (si_signo) and +12
+  (pr_cursig), thread ID at +32, the general registers at +112
+  (AMD64: `user_regs_struct`, r15 ... gs; AArch64: x0-x30, sp, pc, pstate).
+- `NT_FILE`: the file-backed mappings: count, page size, then (start, end,
+  file offset in pages) per mapping, then their paths, NUL-terminated.
+- `NT_AUXV`: the auxiliary vector (AT_SYSINFO_EHDR locates the vDSO,
+  AT_ENTRY the executable's entry point).
+- `NT_ARM_PAC_MASK` (AArch64): the pointer-authentication masks.
+- `PT_LOAD`s: memory. Read-only file-backed mappings (program text) are
+  usually left out, or only their first page kept (`coredump_filter`), so
+  such bytes are read from the files that `NT_FILE` names, when present
+  (under `sysroot` if given) and when their build ID matches the core's.
+
+Modules are the ELF files of `NT_FILE` (and the vDSO), their layout and
+build ID read from their headers in the core's memory (falling back to the
+files); segments are their PT_LOADs rounded out to pages, as markup
+emitters describe them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stackmark.elf import (
+    EM_AARCH64,
+    EM_X86_64,
+    ET_CORE,
+    NT_AUXV,
+    NT_FILE,
+    NT_PRSTATUS,
+    PT_LOAD,
+    PT_NOTE,
+    ElfFile,
+    ProgramHeader,
+)
+from stackmark.errors import FormatError, StackmarkError
+from stackmark.model import Module, Segment
+from stackmark.unwind.rules import Arch
+from stackmark.unwind.target import RegisterState, UnreadableMemory
+
+NT_ARM_PAC_MASK = 0x406
+AT_PAGESZ, AT_ENTRY, AT_SYSINFO_EHDR = 6, 9, 33
+NT_GNU_BUILD_ID = 3
+
+PRSTATUS_SIGNAL = 12  # pr_cursig (short)
+PRSTATUS_PID = 32
+PRSTATUS_REGS = 112
+
+# user_regs_struct order -> DWARF register number (None: not a DWARF register we keep)
+_AMD64_PRSTATUS_DWARF = (15, 14, 13, 12, 6, 3, 11, 10, 9, 8, 0, 2, 1, 4, 5, None)
+_AMD64_RIP, _AMD64_RSP = 16, 19  # indexes in user_regs_struct
+
+_ARCH_BY_MACHINE = {EM_X86_64: Arch.AMD64, EM_AARCH64: Arch.AARCH64}
+_MACHINE_NAMES = {EM_X86_64: "x86_64", EM_AARCH64: "aarch64"}
+
+
+@dataclass(frozen=True, slots=True)
+class CoreThread:
+    """One thread of the core: its ID, the signal it stopped with, its registers."""
+
+    tid: int
+    signal: int
+    registers: RegisterState
+
+
+@dataclass(frozen=True, slots=True)
+class FileMapping:
+    """One `NT_FILE` entry: [start, end) maps `path` from byte `offset`."""
+
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+@dataclass(slots=True)
+class _MappedFile:
+    """A file named by NT_FILE, mapped for reading; unusable when it is not
+    the file that ran (its build ID differs from the one in the core)."""
+
+    data: mmap.mmap
+    usable: bool = True
+
+
+class CoreFile:
+    """An opened core file: threads, memory and modules."""
+
+    def __init__(self, path: str | os.PathLike[str], *, sysroot: str | None = None):
+        self.path = os.fspath(path)
+        self.sysroot = sysroot
+        self.elf = ElfFile.open(self.path)
+        if self.elf.e_type != ET_CORE:
+            raise FormatError(f"not a core file (ELF type {self.elf.e_type})", source=self.path)
+        arch = _ARCH_BY_MACHINE.get(self.elf.machine)
+        if arch is None or not self.elf.is_64 or self.elf.endian != "<":
+            raise FormatError(
+                f"unsupported core architecture {self.elf.machine_name} "
+                "(AMD64 and AArch64 little-endian are supported)",
+                source=self.path,
+            )
+        self.arch = arch
+        self.machine_name = _MACHINE_NAMES[self.elf.machine]
+        self.threads: list[CoreThread] = []
+        self.mappings: list[FileMapping] = []
+        self.file_page_size = 4096  # NT_FILE's unit for file offsets (GDB writes 1)
+        self.auxv: dict[int, int] = {}
+        self.pac_mask: int | None = None
+        self._read_notes()
+        if not self.threads:
+            raise FormatError("the core has no NT_PRSTATUS note (no threads)", source=self.path)
+        loads = sorted((s for s in self.elf.segments if s.type == PT_LOAD), key=lambda s: s.vaddr)
+        self._loads = loads
+        self._load_starts = [s.vaddr for s in loads]
+        self._mapping_starts = [m.start for m in self.mappings]
+        self._files: dict[str, _MappedFile | None] = {}
+        self.warnings: list[str] = []
+        self.modules: list[Module] = self._find_modules()
+        self._check_files()
+
+    def close(self) -> None:
+        for mapped in self._files.values():
+            if mapped is not None and isinstance(mapped.data, mmap.mmap):
+                mapped.data.close()
+        self.elf.close()
+
+    def __enter__(self) -> CoreFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- notes ----------------------------------------------------------------------
+
+    def _read_notes(self) -> None:
+        for note in self.elf.notes():
+            if note.name == "CORE" and note.type == NT_PRSTATUS:
+                self.threads.append(self._parse_prstatus(note.desc, note.offset))
+            elif note.name == "CORE" and note.type == NT_FILE:
+                self._parse_nt_file(note.desc, note.offset)
+            elif note.name == "CORE" and note.type == NT_AUXV:
+                for i in range(0, len(note.desc) - 15, 16):
+                    key, value = struct.unpack_from("<QQ", note.desc, i)
+                    self.auxv.setdefault(key, value)
+            elif note.name == "LINUX" and note.type == NT_ARM_PAC_MASK and len(note.desc) >= 16:
+                _data_mask, insn_mask = struct.unpack_from("<QQ", note.desc)
+                self.pac_mask = insn_mask
+
+    def _parse_prstatus(self, desc: bytes, offset: int) -> CoreThread:
+        count = 27 if self.arch is Arch.AMD64 else 34
+        if len(desc) < PRSTATUS_REGS + 8 * count:
+            raise FormatError(
+                f"NT_PRSTATUS of {len(desc)} bytes is too short", offset=offset, source=self.path
+            )
+        signal = struct.unpack_from("<h", desc, PRSTATUS_SIGNAL)[0]
+        tid = struct.unpack_from("<i", desc, PRSTATUS_PID)[0]
+        regs = struct.unpack_from(f"<{count}Q", desc, PRSTATUS_REGS)
+        values: dict[int, int]
+        if self.arch is Arch.AMD64:
+            values = {
+                dwarf: regs[i] for i, dwarf in enumerate(_AMD64_PRSTATUS_DWARF) if dwarf is not None
+            }
+            values[Arch.AMD64.sp] = regs[_AMD64_RSP]
+            pc = regs[_AMD64_RIP]
+        else:
+            values = {i: regs[i] for i in range(32)}  # x0-x30, sp
+            pc = regs[32]
+        return CoreThread(tid, signal, RegisterState(pc, values))
+
+    def _parse_nt_file(self, desc: bytes, offset: int) -> None:
+        if len(desc) < 16:
+            raise FormatError("NT_FILE note is too short", offset=offset, source=self.path)
+        count, page_size = struct.unpack_from("<QQ", desc)
+        table_end = 16 + 24 * count
+        if table_end > len(desc):
+            raise FormatError(
+                f"NT_FILE lists {count} mappings but holds {len(desc)} bytes",
+                offset=offset,
+                source=self.path,
+            )
+        names = desc[table_end:].split(b"\0")
+        if len(names) < count:
+            raise FormatError(
+                f"NT_FILE lists {count} mappings but only {len(names)} paths",
+                offset=offset,
+                source=self.path,
+            )
+        self.file_page_size = page_size or 4096
+        for i in range(count):
+            start, end, page_offset = struct.unpack_from("<QQQ", desc, 16 + 24 * i)
+            path = names[i].decode("utf-8", "surrogateescape")
+            self.mappings.append(FileMapping(start, end, page_offset * self.file_page_size, path))
+        self.mappings.sort(key=lambda m: m.start)
+
+    # -- memory ---------------------------------------------------------------------
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        """Bytes at `address` from the core, else from the mapped file; raises
+        `UnreadableMemory` when neither has them."""
+        out = bytearray()
+        while size > 0:
+            chunk = self._read_some(address, size)
+            out += chunk
+            address += len(chunk)
+            size -= len(chunk)
+        return bytes(out)
+
+    def _read_some(self, address: int, size: int) -> bytes:
+        """A non-empty prefix of the range, from wherever it is available."""
+        i = bisect.bisect_right(self._load_starts, address) - 1
+        if i >= 0:
+            seg = self._loads[i]
+            inside = address - seg.vaddr
+            if inside < seg.filesz:
+                count = min(size, seg.filesz - inside)
+                return self.elf.read(seg.offset + inside, count)
+        data = self._read_from_file(address, size)
+        if data:
+            return data
+        raise UnreadableMemory(address, size, "not in the core or its mapped files")
+
+    def _read_from_file(self, address: int, size: int) -> bytes:
+        j = bisect.bisect_right(self._mapping_starts, address) - 1
+        if j < 0:
+            return b""
+        mapping = self.mappings[j]
+        if not mapping.start <= address < mapping.end:
+            return b""
+        mapped = self._file(mapping.path)
+        if mapped is None or not mapped.usable:
+            return b""
+        where = mapping.offset + address - mapping.start
+        count = min(size, mapping.end - address, len(mapped.data) - where)
+        if count <= 0:
+            return b""
+        return bytes(mapped.data[where : where + count])
+
+    def local_path(self, path: str) -> str:
+        """Where a path named in the core is found on this machine."""
+        if self.sysroot:
+            return os.path.join(self.sysroot, path.lstrip("/"))
+        return path
+
+    def _file(self, path: str) -> _MappedFile | None:
+        if path in self._files:
+            return self._files[path]
+        mapped: _MappedFile | None = None
+        try:
+            with open(self.local_path(path), "rb") as f:
+                if os.fstat(f.fileno()).st_size > 0:
+                    mapped = _MappedFile(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+        except OSError:
+            mapped = None
+        self._files[path] = mapped
+        return mapped
+
+    # -- modules --------------------------------------------------------------------
+
+    def _find_modules(self) -> list[Module]:
+        headers: list[tuple[int, str | None, str]] = []  # (address, path, name)
+        seen: set[str] = set()
+        for mapping in self.mappings:
+            if mapping.offset == 0 and mapping.path not in seen:
+                seen.add(mapping.path)
+                headers.append((mapping.start, mapping.path, os.path.basename(mapping.path)))
+        vdso = self.auxv.get(AT_SYSINFO_EHDR)
+        if vdso:
+            headers.append((vdso, None, "[vdso]"))
+        modules: list[Module] = []
+        for address, path, name in headers:
+            module = self._module_at(address, path, name)
+            if module is not None:
+                modules.append(module)
+        entry = self.auxv.get(AT_ENTRY)
+        modules.sort(
+            key=lambda m: (
+                not any(s.contains(entry) for s in m.segments) if entry else True,
+                m.segments[0].start,
+            )
+        )
+        for i, module in enumerate(modules):
+            module.id = i
+        return modules
+
+    def _module_at(self, address: int, path: str | None, name: str) -> Module | None:
+        """The module whose ELF header is mapped at `address`; None if it is not ELF."""
+        try:
+            ident = self.read_memory(address, 64)
+        except StackmarkError:
+            self.warnings.append(f"{path or name}: its ELF header is not in the core or on disk")
+            return None
+        if ident[:4] != b"\x7fELF":
+            return None  # a mapped data file
+        if ident[4] != 2 or ident[5] != 1:
+            self.warnings.append(f"{path or name}: not a 64-bit little-endian ELF file")
+            return None
+        phoff, phentsize, phnum = (
+            struct.unpack_from("<Q", ident, 32)[0],
+            *struct.unpack_from("<HH", ident, 54),
+        )
+        try:
+            header = self.read_memory(address, phoff + phentsize * phnum)
+            elf = ElfFile.from_bytes(header, name=f"{path or name} (in memory)")
+            segments = elf.segments
+        except StackmarkError as exc:
+            self.warnings.append(f"{path or name}: unreadable program headers: {exc}")
+            return None
+        loads = [s for s in segments if s.type == PT_LOAD]
+        if not loads:
+            return None
+        page = self.auxv.get(AT_PAGESZ) or 4096
+        first = min(loads, key=lambda s: s.offset)  # the one mapping file offset 0
+        bias = address - (first.vaddr - first.offset)
+        module_segments: list[Segment] = []
+        for seg in sorted(loads, key=lambda s: s.vaddr):
+            low = seg.vaddr & ~(page - 1)
+            high = (seg.vaddr + seg.memsz + page - 1) & ~(page - 1)
+            if module_segments and bias + low < module_segments[-1].end:
+                low = module_segments[-1].end - bias  # two PT_LOADs share a page
+            if high > low:
+                module_segments.append(Segment(bias + low, high - low, seg.mode, low))
+        build_id = self._build_id(bias, [s for s in segments if s.type == PT_NOTE], path)
+        return Module(id=0, name=name, build_id=build_id, segments=module_segments, path=path)
+
+    def _build_id(self, bias: int, notes: Sequence[ProgramHeader], path: str | None) -> str:
+        """The GNU build ID from the PT_NOTE segments in memory, else from the file."""
+        for seg in notes:
+            try:
+                data = self.read_memory(bias + seg.vaddr, seg.filesz)
+            except StackmarkError:
+                continue
+            found = _find_build_id(data)
+            if found:
+                return found
+        if path is not None:
+            try:
+                with ElfFile.open(self.local_path(path)) as elf:
+                    return elf.build_id or ""
+            except StackmarkError:
+                pass
+        return ""
+
+    def _check_files(self) -> None:
+        """Stop reading memory from files whose build ID differs from the core's."""
+        for module in self.modules:
+            if module.path is None or not module.build_id:
+                continue
+            mapped = self._file(module.path)
+            if mapped is None:
+                self.warnings.append(
+                    f"{self.local_path(module.path)}: not found; its code is not in the core"
+                )
+                continue
+            try:
+                with ElfFile.open(self.local_path(module.path)) as elf:
+                    file_id = elf.build_id or ""
+            except StackmarkError:
+                file_id = ""
+            if file_id != module.build_id:
+                mapped.usable = False
+                self.warnings.append(
+                    f"{self.local_path(module.path)}: build ID {file_id or 'none'} differs from "
+                    f"the core's {module.build_id}; not reading code from it"
+                )
+
+
+def _find_build_id(data: bytes) -> str | None:
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, note_type = struct.unpack_from("<III", data, pos)
+        name_at = pos + 12
+        desc_at = name_at + ((namesz + 3) & ~3)
+        end = desc_at + ((descsz + 3) & ~3)
+        if desc_at + descsz > len(data):
+            return None
+        if (
+            note_type == NT_GNU_BUILD_ID
+            and data[name_at : name_at + namesz].rstrip(b"\0") == b"GNU"
+        ):
+            return data[desc_at : desc_at + descsz].hex() or None
+        pos = end
+    return None
+
+
+class CoreTarget:
+    """The `Target` for one thread of a core file."""
+
+    def __init__(self, core: CoreFile, thread: int = 0):
+        self.core = core
+        self.thread = core.threads[thread]
+
+    @property
+    def arch(self) -> Arch:
+        return self.core.arch
+
+    def registers(self) -> RegisterState:
+        return self.thread.registers
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        return self.core.read_memory(address, size)
+
+    def modules(self) -> Sequence[Module]:
+        return self.core.modules
+
+    def code_address_mask(self) -> int | None:
+        return self.core.pac_mask
