@@ -1,0 +1,519 @@
+"""Line number programs (.debug_line, DWARF 2-5 section 6.2) and lookups in them.
+
+`parse_line_table` reads the header (including DWARF 5's described
+directory and file tables), then runs the state machine over the whole
+program once, keeping every row in a flat list. Lookups follow llvm's
+DWARFDebugLine exactly, because llvm-symbolizer is the reference:
+
+* rows are emitted by special opcodes, DW_LNS_copy and DW_LNE_end_sequence;
+  rows after a DW_LNE_set_address to the tombstone address (all ones) are
+  dropped until the next DW_LNE_set_address;
+* a sequence is kept when its first address is below its end address;
+  sequences are ordered by end address, and an address belongs to the
+  first sequence whose end is above it, if that sequence starts at or
+  below it;
+* inside a sequence the row is the last one whose address is <= the
+  address (so of two rows at one address, the second wins);
+* registers wrap like llvm's: line is 32 bits, file and column 16 bits.
+
+File names are resolved the way llvm-symbolizer prints them by default
+(absolute: comp_dir / include directory / name, llvm's path joining).
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.abbrev import Encoding, read_form
+from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb
+
+if TYPE_CHECKING:
+    from stackmark.dwarf.reader import DwarfReader
+
+_MASK64 = (1 << 64) - 1
+
+
+class LineRow(NamedTuple):
+    """One row of the line number matrix."""
+
+    address: int
+    file: int
+    line: int
+    column: int
+    is_stmt: bool
+    end_sequence: bool
+    discriminator: int
+
+
+class Sequence(NamedTuple):
+    """Rows [first, end) of the table, covering addresses [low, high)."""
+
+    low: int
+    high: int
+    first: int
+    end: int
+
+
+class FileEntry(NamedTuple):
+    name: str
+    dir_index: int
+    md5: bytes | None = None
+
+
+class LineProgramHeader:
+    """The header fields of one line number program."""
+
+    __slots__ = (
+        "address_size",
+        "default_is_stmt",
+        "directories",
+        "files",
+        "header_end",
+        "line_base",
+        "line_range",
+        "max_ops_per_inst",
+        "min_inst_length",
+        "offset",
+        "offset_size",
+        "opcode_base",
+        "program_end",
+        "standard_opcode_lengths",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.version = 0
+        self.offset_size = 4
+        self.address_size = 0
+        self.min_inst_length = 1
+        self.max_ops_per_inst = 1
+        self.default_is_stmt = True
+        self.line_base = 0
+        self.line_range = 0
+        self.opcode_base = 0
+        self.standard_opcode_lengths: list[int] = []
+        self.directories: list[str] = []
+        self.files: list[FileEntry] = []
+        self.header_end = 0
+        self.program_end = 0
+
+
+def _read_header(
+    reader: DwarfReader, section: Section, offset: int, unit_addr_size: int
+) -> LineProgramHeader:
+    h = LineProgramHeader()
+    h.offset = offset
+    endian = reader.endian
+    u16 = struct.Struct(endian + "H")
+    (length,) = section.unpack(struct.Struct(endian + "I"), offset, "line table length")
+    pos = offset + 4
+    if length == 0xFFFFFFFF:
+        (length,) = section.unpack(struct.Struct(endian + "Q"), pos, "line table length")
+        pos += 8
+        h.offset_size = 8
+    h.program_end = pos + length
+    if h.program_end > section.size:
+        raise section.error(
+            f"line table at 0x{offset:x} claims {length} bytes, past the end of the section",
+            offset,
+        )
+    (h.version,) = section.unpack(u16, pos, "line table version")
+    pos += 2
+    if not 2 <= h.version <= 5:
+        raise section.error(
+            f"line table at 0x{offset:x} has unsupported version {h.version}", offset
+        )
+    h.address_size = unit_addr_size
+    if h.version >= 5:
+        h.address_size, _seg = section.unpack(struct.Struct("BB"), pos, "line table address size")
+        pos += 2
+    header_length = section.uint(pos, h.offset_size, endian, "line table header length")
+    pos += h.offset_size
+    h.header_end = pos + header_length
+    if h.header_end > h.program_end:
+        raise section.error(f"line table header at 0x{offset:x} is longer than the table", offset)
+    buf = section.buf
+    base = section.start
+    p = section.check(pos, 4, "line table header") - base
+    h.min_inst_length = buf[base + p]
+    p += 1
+    if h.version >= 4:
+        h.max_ops_per_inst = buf[base + p]
+        p += 1
+    h.default_is_stmt = buf[base + p] != 0
+    h.line_base = struct.unpack_from("b", buf, base + p + 1)[0]
+    h.line_range = buf[base + p + 2]
+    h.opcode_base = buf[base + p + 3]
+    p += 4
+    count = max(h.opcode_base - 1, 0)
+    h.standard_opcode_lengths = list(section.bytes_at(p, count, "standard opcode lengths"))
+    p += count
+    try:
+        if h.version >= 5:
+            enc = Encoding(5, h.address_size, h.offset_size, endian)
+            dirs, p = _read_entry_table(reader, section, p, enc, "directory")
+            h.directories = [str(entry.get(C.DW_LNCT_path, "")) for entry in dirs]
+            files, p = _read_entry_table(reader, section, p, enc, "file name")
+            h.files = [
+                FileEntry(
+                    str(entry.get(C.DW_LNCT_path, "")),
+                    _as_int(entry.get(C.DW_LNCT_directory_index, 0)),
+                    _as_bytes(entry.get(C.DW_LNCT_MD5)),
+                )
+                for entry in files
+            ]
+        else:
+            while True:
+                name, p = _cstr(section, p)
+                if not name:
+                    break
+                h.directories.append(name)
+            while True:
+                name, p = _cstr(section, p)
+                if not name:
+                    break
+                dir_index, q = read_uleb(buf, base + p)
+                q = _skip_uleb(buf, q)
+                q = _skip_uleb(buf, q)
+                p = q - base
+                h.files.append(FileEntry(name, dir_index))
+    except IndexError:
+        raise section.error(f"line table header at 0x{offset:x} is truncated", offset) from None
+    if p > h.header_end:
+        raise section.error(
+            f"line table header at 0x{offset:x} runs past its stated length", offset
+        )
+    return h
+
+
+def _as_int(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _as_bytes(value: object) -> bytes | None:
+    return value if isinstance(value, bytes) else None
+
+
+def _skip_uleb(buf: Buffer, pos: int) -> int:
+    _, pos = read_uleb(buf, pos)
+    return pos
+
+
+def _cstr(section: Section, p: int) -> tuple[str, int]:
+    start = section.check(p, 1, "line table string")
+    nul = section.buf.find(b"\0", start, section.end)
+    if nul < 0:
+        raise section.error("unterminated string in line table header", p)
+    return section.buf[start:nul].decode("utf-8", "surrogateescape"), nul + 1 - section.start
+
+
+def _read_entry_table(
+    reader: DwarfReader, section: Section, p: int, enc: Encoding, what: str
+) -> tuple[list[dict[int, object]], int]:
+    """A DWARF 5 directory or file-name table: formats, then entries."""
+    buf = section.buf
+    base = section.start
+    format_count = buf[base + p]
+    pos = base + p + 1
+    formats = []
+    for _ in range(format_count):
+        content, pos = read_uleb(buf, pos)
+        form, pos = read_uleb(buf, pos)
+        formats.append((content, form))
+    count, pos = read_uleb(buf, pos)
+    entries = []
+    for _ in range(count):
+        entry: dict[int, object] = {}
+        for content, form in formats:
+            try:
+                raw, pos = read_form(buf, pos, form, enc)
+            except ValueError as exc:
+                raise section.error(f"{what} table: {exc}", pos - base) from None
+            if content == C.DW_LNCT_path:
+                entry[content] = _string_of(reader, form, raw)
+            else:
+                entry[content] = raw
+        entries.append(entry)
+    return entries, pos - base
+
+
+def _string_of(reader: DwarfReader, form: int, raw: object) -> str:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, int):
+        if form == C.DW_FORM_line_strp:
+            return reader.line_str.cstring(raw)
+        if form == C.DW_FORM_strp:
+            return reader.debug_str.cstring(raw)
+    return ""
+
+
+class LineTable:
+    """The rows and sequences of one line number program, and lookups over them."""
+
+    def __init__(
+        self,
+        header: LineProgramHeader,
+        rows: list[LineRow],
+        sequences: list[Sequence],
+        comp_dir: str | None,
+    ):
+        self.header = header
+        self.rows = rows
+        self.sequences = sequences  # ordered by high
+        self.comp_dir = comp_dir or ""
+        self._addresses = [row[0] for row in rows]
+        self._seq_highs = [seq.high for seq in sequences]
+        self._names: dict[int, str | None] = {}
+
+    @property
+    def version(self) -> int:
+        return self.header.version
+
+    def row_index(self, address: int) -> int | None:
+        """Index of the row describing `address` (llvm's lookupAddress), or None."""
+        i = bisect_right(self._seq_highs, address)
+        if i == len(self.sequences):
+            return None
+        seq = self.sequences[i]
+        if not seq.low <= address < seq.high:
+            return None
+        # last row in [first, end - 1) whose address is <= address
+        return bisect_right(self._addresses, address, seq.first + 1, seq.end - 1) - 1
+
+    def lookup(self, address: int) -> LineRow | None:
+        index = self.row_index(address)
+        return self.rows[index] if index is not None else None
+
+    def rows_in(self, low: int, high: int) -> Iterator[LineRow]:
+        """Rows of the sequences overlapping [low, high) that describe addresses in it,
+        starting with the row in effect at `low` (llvm's lookupAddressRange)."""
+        i = bisect_right(self._seq_highs, low)
+        if i == len(self.sequences) or not self.sequences[i].low <= low:
+            return
+        first = True
+        while i < len(self.sequences) and self.sequences[i].low < high:
+            seq = self.sequences[i]
+            start = seq.first
+            if first:
+                start = bisect_right(self._addresses, low, seq.first + 1, seq.end - 1) - 1
+                first = False
+            if seq.low <= high - 1 < seq.high:
+                stop = bisect_right(self._addresses, high - 1, seq.first + 1, seq.end - 1)
+            else:
+                stop = seq.end
+            yield from self.rows[start:stop]
+            i += 1
+
+    def has_file(self, index: int) -> bool:
+        if self.header.version >= 5:
+            return 0 <= index < len(self.header.files)
+        return 1 <= index <= len(self.header.files)
+
+    def file_entry(self, index: int) -> FileEntry | None:
+        if not self.has_file(index):
+            return None
+        return self.header.files[index if self.header.version >= 5 else index - 1]
+
+    def file_name(self, index: int) -> str | None:
+        """File `index` as an absolute path the way llvm-symbolizer prints it; None if absent."""
+        if index in self._names:
+            return self._names[index]
+        entry = self.file_entry(index)
+        result = None if entry is None else self._absolute(entry)
+        self._names[index] = result
+        return result
+
+    def _absolute(self, entry: FileEntry) -> str:
+        name = entry.name
+        if _is_absolute(name):
+            return name
+        dirs = self.header.directories
+        include = ""
+        if self.header.version >= 5:
+            if entry.dir_index < len(dirs):
+                include = dirs[entry.dir_index]
+        elif 0 < entry.dir_index <= len(dirs):
+            include = dirs[entry.dir_index - 1]
+        path = ""
+        if (
+            (self.header.version < 5 or entry.dir_index != 0)
+            and self.comp_dir
+            and not _is_absolute(include)
+        ):
+            path = self.comp_dir
+        return _path_append(path, include, name)
+
+
+def _is_absolute(path: str) -> bool:
+    """Absolute for POSIX or Windows, as llvm's isPathAbsoluteOnWindowsOrPosix."""
+    if path.startswith("/"):
+        return True
+    if path.startswith("\\\\"):
+        return True
+    return len(path) >= 3 and path[0].isalpha() and path[1] == ":" and path[2] in "/\\"
+
+
+def _path_append(path: str, *components: str) -> str:
+    """llvm::sys::path::append in POSIX style: one '/' between components."""
+    for component in components:
+        if path.endswith("/"):
+            path += component.lstrip("/")
+        elif component.startswith("/") or not path:
+            path += component
+        else:
+            path += "/" + component
+    return path
+
+
+def parse_line_table(
+    reader: DwarfReader, offset: int, unit_addr_size: int, comp_dir: str | None
+) -> LineTable:
+    """Read the line number program at .debug_line `offset` and run it."""
+    section = reader.line
+    header = _read_header(reader, section, offset, unit_addr_size)
+    try:
+        rows, sequences = _run_program(section, header, reader.endian)
+    except (IndexError, struct.error):
+        raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
+    sequences.sort(key=lambda s: s.high)
+    return LineTable(header, rows, sequences, comp_dir)
+
+
+def _run_program(
+    section: Section, h: LineProgramHeader, endian: str
+) -> tuple[list[LineRow], list[Sequence]]:
+    """The line number state machine (DWARF 5 6.2.2), producing rows and sequences."""
+    buf = section.buf
+    pos = section.start + h.header_end
+    end = section.start + h.program_end
+    opcode_base = h.opcode_base
+    line_base = h.line_base
+    line_range = h.line_range
+    min_inst = h.min_inst_length
+    max_ops = max(h.max_ops_per_inst, 1)
+    default_is_stmt = h.default_is_stmt
+    std_lengths = h.standard_opcode_lengths
+    order = byteorder(endian)
+
+    # Special opcodes: precomputed address and line advances (op_index when max_ops > 1).
+    sp_ops = [0] * 256
+    sp_line = [0] * 256
+    for opcode in range(opcode_base, 256):
+        adjusted = (opcode - opcode_base) & 0xFF
+        if line_range:
+            sp_ops[opcode] = adjusted // line_range
+            sp_line[opcode] = line_base + adjusted % line_range
+    const_add_ops = ((255 - opcode_base) & 0xFF) // line_range if line_range else 0
+    simple = max_ops == 1
+
+    rows: list[LineRow] = []
+    sequences: list[Sequence] = []
+    append = rows.append
+    new_row = LineRow
+
+    address = 0
+    op_index = 0
+    file = 1
+    line = 1
+    column = 0
+    is_stmt = default_is_stmt
+    discriminator = 0
+    tombstoned = False
+    seq_first = -1
+    seq_low = 0
+
+    while pos < end:
+        opcode = buf[pos]
+        pos += 1
+        if opcode >= opcode_base:
+            if simple:
+                address = (address + sp_ops[opcode] * min_inst) & _MASK64
+            else:
+                advance = op_index + sp_ops[opcode]
+                address = (address + (advance // max_ops) * min_inst) & _MASK64
+                op_index = advance % max_ops
+            line = (line + sp_line[opcode]) & 0xFFFFFFFF
+            if not tombstoned:
+                if seq_first < 0:
+                    seq_first = len(rows)
+                    seq_low = address
+                append(new_row(address, file, line, column, is_stmt, False, discriminator))
+            discriminator = 0
+        elif opcode == C.DW_LNS_advance_line:
+            delta, pos = read_sleb(buf, pos)
+            line = (line + delta) & 0xFFFFFFFF
+        elif opcode == C.DW_LNS_set_column:
+            value, pos = read_uleb(buf, pos)
+            column = value & 0xFFFF
+        elif opcode == C.DW_LNS_copy:
+            if not tombstoned:
+                if seq_first < 0:
+                    seq_first = len(rows)
+                    seq_low = address
+                append(new_row(address, file, line, column, is_stmt, False, discriminator))
+            discriminator = 0
+        elif opcode == C.DW_LNS_advance_pc:
+            value, pos = read_uleb(buf, pos)
+            advance = op_index + value
+            address = (address + (advance // max_ops) * min_inst) & _MASK64
+            op_index = advance % max_ops
+        elif opcode == C.DW_LNS_negate_stmt:
+            is_stmt = not is_stmt
+        elif opcode == C.DW_LNS_set_file:
+            value, pos = read_uleb(buf, pos)
+            file = value & 0xFFFF
+        elif opcode == C.DW_LNS_const_add_pc:
+            advance = op_index + const_add_ops
+            address = (address + (advance // max_ops) * min_inst) & _MASK64
+            op_index = advance % max_ops
+        elif opcode == 0:
+            length, pos = read_uleb(buf, pos)
+            if length == 0:
+                continue
+            ext_end = pos + length
+            sub = buf[pos]
+            if sub == C.DW_LNE_end_sequence:
+                if not tombstoned:
+                    if seq_first < 0:
+                        seq_first = len(rows)
+                        seq_low = address
+                    append(new_row(address, file, line, column, is_stmt, True, discriminator))
+                    if seq_low < address:
+                        sequences.append(Sequence(seq_low, address, seq_first, len(rows)))
+                address = 0
+                op_index = 0
+                file = 1
+                line = 1
+                column = 0
+                is_stmt = default_is_stmt
+                discriminator = 0
+                seq_first = -1
+            elif sub == C.DW_LNE_set_address:
+                size = length - 1
+                if size in (1, 2, 4, 8):
+                    address = int.from_bytes(buf[pos + 1 : pos + 1 + size], order)
+                    op_index = 0
+                    tombstoned = address == (1 << (8 * size)) - 1
+            elif sub == C.DW_LNE_set_discriminator:
+                discriminator, _ = read_uleb(buf, pos + 1)
+            # DW_LNE_define_file (obsolete) and unknown opcodes: skipped by length.
+            pos = ext_end
+        elif opcode == C.DW_LNS_fixed_advance_pc:
+            address = (address + int.from_bytes(buf[pos : pos + 2], order)) & _MASK64
+            op_index = 0
+            pos += 2
+        elif opcode == C.DW_LNS_set_isa:
+            _, pos = read_uleb(buf, pos)
+        elif opcode in (C.DW_LNS_set_basic_block, C.DW_LNS_set_prologue_end,
+                        C.DW_LNS_set_epilogue_begin):
+            pass
+        else:
+            for _ in range(std_lengths[opcode - 1]):
+                _, pos = read_uleb(buf, pos)
+    return rows, sequences

@@ -1,0 +1,134 @@
+"""Address range lists: .debug_ranges (DWARF 2-4, 2.17.3) and .debug_rnglists (DWARF 5, 7.25).
+
+Both yield [low, high) pairs with the unit's base address applied, the way
+llvm's DWARFDebugRangeList / DWARFDebugRnglist do, including their
+tombstone rules (entries starting at the tombstone address are dropped).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.sections import byteorder, read_uleb
+
+if TYPE_CHECKING:
+    from stackmark.dwarf.unit import AddressRange, Unit
+
+_MASK64 = (1 << 64) - 1
+
+
+def read_ranges(unit: Unit, form: int, value: int) -> list[AddressRange]:
+    """The ranges DW_AT_ranges (in `form`, with raw `value`) designates for `unit`."""
+    if unit.version >= 5:
+        if form == C.DW_FORM_rnglistx:
+            offset = _rnglist_offset(unit, value)
+        else:
+            offset = value
+        return _read_rnglist(unit, offset)
+    return _read_debug_ranges(unit, value + unit._ranges_base)
+
+
+def _rnglist_offset(unit: Unit, index: int) -> int:
+    section = unit.reader.rnglists
+    size = unit.header.offset_size
+    base = unit.rnglists_base
+    relative = section.uint(base + index * size, size, unit.enc.endian, f"range list #{index}")
+    return base + relative
+
+
+def _read_debug_ranges(unit: Unit, offset: int) -> list[AddressRange]:
+    section = unit.skeleton.reader.ranges if unit.skeleton is not None else unit.reader.ranges
+    size = unit.header.addr_size
+    max_address = (1 << (8 * size)) - 1
+    tombstone = max_address - 1
+    order = byteorder(unit.enc.endian)
+    base: int | None = unit.base_address
+    result: list[AddressRange] = []
+    pos = offset
+    while True:
+        raw = section.bytes_at(pos, 2 * size, "range list entry")
+        start = int.from_bytes(raw[:size], order)
+        end = int.from_bytes(raw[size:], order)
+        pos += 2 * size
+        if start == 0 and end == 0:
+            return result
+        if start == max_address:
+            base = end
+            continue
+        if start == tombstone:
+            continue
+        if base is not None:
+            if base == tombstone:
+                continue
+            start = (start + base) & _MASK64
+            end = (end + base) & _MASK64
+        result.append((start, end))
+
+
+def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
+    section = unit.reader.rnglists
+    buf = section.buf
+    size = unit.header.addr_size
+    order = byteorder(unit.enc.endian)
+    tombstone = (1 << (8 * size)) - 1
+    base: int | None = unit.base_address
+    result: list[AddressRange] = []
+    pos = section.check(offset, 1, "range list")
+    end_of_section = section.end
+
+    def addr_at(p: int) -> int:
+        if p + size > end_of_section:
+            raise section.error("range list entry runs past the end of the section", offset)
+        return int.from_bytes(buf[p : p + size], order)
+
+    try:
+        while True:
+            if pos >= end_of_section:
+                raise section.error(f"range list at 0x{offset:x} has no end marker", offset)
+            kind = buf[pos]
+            pos += 1
+            if kind == C.DW_RLE_end_of_list:
+                return result
+            if kind == C.DW_RLE_base_addressx:
+                index, pos = read_uleb(buf, pos)
+                base = unit.indexed_address(index)
+                continue
+            if kind == C.DW_RLE_base_address:
+                base = addr_at(pos)
+                pos += size
+                continue
+            if kind == C.DW_RLE_offset_pair:
+                low, pos = read_uleb(buf, pos)
+                high, pos = read_uleb(buf, pos)
+                if base is not None:
+                    low = (low + base) & _MASK64
+                    high = (high + base) & _MASK64
+            elif kind == C.DW_RLE_start_end:
+                low = addr_at(pos)
+                high = addr_at(pos + size)
+                pos += 2 * size
+            elif kind == C.DW_RLE_start_length:
+                low = addr_at(pos)
+                length, pos = read_uleb(buf, pos + size)
+                high = (low + length) & _MASK64
+            elif kind == C.DW_RLE_startx_length:
+                index, pos = read_uleb(buf, pos)
+                length, pos = read_uleb(buf, pos)
+                low = unit.indexed_address(index)
+                high = (low + length) & _MASK64
+            elif kind == C.DW_RLE_startx_endx:
+                index, pos = read_uleb(buf, pos)
+                index2, pos = read_uleb(buf, pos)
+                low = unit.indexed_address(index)
+                high = unit.indexed_address(index2)
+            else:
+                raise section.error(
+                    f"unknown range list entry kind 0x{kind:x} at 0x{pos - 1 - section.start:x}",
+                    pos - 1 - section.start,
+                )
+            if low == tombstone:
+                continue
+            result.append((low, high))
+    except IndexError:
+        raise section.error(f"range list at 0x{offset:x} is truncated", offset) from None

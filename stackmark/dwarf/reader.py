@@ -1,0 +1,192 @@
+"""`DwarfReader`: the entry point to the DWARF of one ELF file.
+
+    reader = DwarfReader.open("prog")          # or DwarfReader(ElfFile.open(...))
+    unit = reader.unit_for_address(0x1234)     # via .debug_aranges, nothing else parsed
+    chain = unit.inline_chain(0x1234)          # [innermost inlined call, ..., subprogram]
+    row = unit.line_table().lookup(0x1234)     # file index, line, column
+
+    for unit in reader.units():                # every compile unit (GSYM conversion)
+        for function in unit.functions():      # subprograms with code, DIE order
+            function.name, function.ranges, function.children  # inline tree
+        table = unit.line_table()
+
+Split DWARF: a skeleton unit's `functions()` come from its .dwo file
+(found through DW_AT_dwo_name and DW_AT_comp_dir, or next to the binary),
+read with the skeleton's address table and line table.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Iterator
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
+from stackmark.dwarf.aranges import AddressRanges, read_aranges
+from stackmark.dwarf.sections import Section
+from stackmark.dwarf.unit import Unit, UnitHeader
+from stackmark.elf import ElfFile
+from stackmark.errors import FormatError
+
+
+class DwarfReader:
+    """Lazy access to the DWARF sections of one ELF file (or one .dwo file)."""
+
+    def __init__(self, elf: ElfFile, *, is_dwo: bool = False):
+        self.elf = elf
+        self.name = elf.name
+        self.endian = elf.endian
+        self.is_dwo = is_dwo
+        suffix = ".dwo" if is_dwo else ""
+        self.info = self._section(".debug_info" + suffix)
+        self.abbrev = self._section(".debug_abbrev" + suffix)
+        self.debug_str = self._section(".debug_str" + suffix)
+        self.str_offsets = self._section(".debug_str_offsets" + suffix)
+        self.line = self._section(".debug_line" + suffix)
+        self.line_str = self._section(".debug_line_str")
+        self.rnglists = self._section(".debug_rnglists" + suffix)
+        self.ranges = self._section(".debug_ranges")
+        self.debug_addr = self._section(".debug_addr")
+        self.aranges = self._section(".debug_aranges")
+        self._abbrev_tables: dict[int, dict[int, Abbrev]] = {}
+        self._unit_offsets: list[int] | None = None
+        self._units: dict[int, Unit] = {}
+        self._address_ranges: AddressRanges | None = None
+        self._dwo_readers: dict[str, DwarfReader | None] = {}
+        self.supplementary: DwarfReader | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> DwarfReader:
+        return cls(ElfFile.open(path))
+
+    def _section(self, name: str) -> Section:
+        section = self.elf.section(name)
+        if section is None:
+            return Section.empty(name, self.name)
+        buf, start, end = self.elf.section_buffer(section)
+        return Section(name, buf, start, end, self.name)
+
+    @property
+    def has_info(self) -> bool:
+        return bool(self.info)
+
+    # -- units ----------------------------------------------------------------
+
+    def abbrev_table(self, offset: int) -> dict[int, Abbrev]:
+        table = self._abbrev_tables.get(offset)
+        if table is None:
+            table = self._abbrev_tables[offset] = parse_abbrev_table(self.abbrev, offset)
+        return table
+
+    def unit_offsets(self) -> list[int]:
+        """Offsets of every unit in .debug_info (headers only are read)."""
+        if self._unit_offsets is None:
+            offsets = []
+            offset = 0
+            size = self.info.size
+            while offset < size:
+                header = UnitHeader(self.info, offset, self.endian)
+                offsets.append(offset)
+                self._units.setdefault(offset, Unit(self, header))
+                offset = header.end
+            self._unit_offsets = offsets
+        return self._unit_offsets
+
+    def unit_at(self, offset: int) -> Unit:
+        """The unit whose header starts at .debug_info `offset`."""
+        unit = self._units.get(offset)
+        if unit is None:
+            unit = self._units[offset] = Unit(self, UnitHeader(self.info, offset, self.endian))
+        return unit
+
+    def all_units(self) -> Iterator[Unit]:
+        """Every unit in .debug_info, in order (compile, partial, skeleton, type units)."""
+        for offset in self.unit_offsets():
+            yield self._units[offset]
+
+    def units(self) -> Iterator[Unit]:
+        """The compile units (including skeletons; not type or partial units), in order."""
+        for unit in self.all_units():
+            if unit.unit_type in (C.DW_UT_compile, C.DW_UT_skeleton, C.DW_UT_split_compile):
+                yield unit
+
+    def unit_containing(self, offset: int) -> Unit | None:
+        """The unit whose DIEs span .debug_info `offset`."""
+        offsets = self.unit_offsets()
+        i = bisect_right(offsets, offset) - 1
+        if i < 0:
+            return None
+        unit = self._units[offsets[i]]
+        return unit if offset < unit.header.end else None
+
+    # -- address lookup ---------------------------------------------------------
+
+    def address_ranges(self) -> AddressRanges:
+        """llvm's merged address -> unit map (.debug_aranges plus unit ranges)."""
+        if self._address_ranges is None:
+            triples: list[tuple[int, int, int]] = []
+            covered: set[int] = set()
+            if self.aranges:
+                triples, covered = read_aranges(self.aranges, self.endian)
+            for unit in self.units():
+                if unit.offset not in covered and unit.unit_type != C.DW_UT_split_compile:
+                    triples.extend((low, high, unit.offset) for low, high in unit.ranges)
+            self._address_ranges = AddressRanges(triples)
+        return self._address_ranges
+
+    def unit_for_address(self, address: int) -> Unit | None:
+        """The compile unit covering `address`, as llvm chooses it; None when none does."""
+        offset = self.address_ranges().find(address)
+        if offset is None:
+            return None
+        try:
+            unit = self.unit_at(offset)
+        except FormatError:
+            return None
+        if unit.unit_type not in (C.DW_UT_compile, C.DW_UT_skeleton):
+            return None
+        return unit
+
+    # -- split DWARF --------------------------------------------------------------
+
+    def load_split_unit(self, skeleton: Unit) -> Unit | None:
+        """The split unit matching `skeleton` (by DWO id) from its .dwo file, or None."""
+        name = skeleton.dwo_name
+        if not name:
+            return None
+        for path in self._dwo_candidates(name, skeleton.comp_dir):
+            reader = self._dwo_reader(path)
+            if reader is None:
+                continue
+            for unit in reader.all_units():
+                if unit.unit_type in (C.DW_UT_split_compile, C.DW_UT_compile) and (
+                    skeleton.dwo_id is None or unit.dwo_id == skeleton.dwo_id
+                ):
+                    unit.adopt_skeleton(skeleton)
+                    return unit
+        return None
+
+    def _dwo_candidates(self, name: str, comp_dir: str | None) -> list[str]:
+        candidates = []
+        if os.path.isabs(name):
+            candidates.append(name)
+        else:
+            if comp_dir:
+                candidates.append(os.path.join(comp_dir, name))
+            candidates.append(os.path.join(os.path.dirname(os.path.abspath(self.name)), name))
+        candidates.append(
+            os.path.join(os.path.dirname(os.path.abspath(self.name)), os.path.basename(name))
+        )
+        return list(dict.fromkeys(candidates))
+
+    def _dwo_reader(self, path: str) -> DwarfReader | None:
+        if path not in self._dwo_readers:
+            reader: DwarfReader | None = None
+            if os.path.isfile(path):
+                try:
+                    reader = DwarfReader(ElfFile.open(path), is_dwo=True)
+                except FormatError:
+                    reader = None
+            self._dwo_readers[path] = reader
+        return self._dwo_readers[path]

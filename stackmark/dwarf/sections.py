@@ -1,0 +1,130 @@
+"""Section views and the primitive reads every DWARF structure is built from.
+
+A `Section` is a window `buf[start:end]` onto the file mapping (or onto
+decompressed bytes), read in place: DWARF offsets are section-relative and
+`start + offset` is the position in `buf`. The LEB128 readers are plain
+functions over (buf, pos) because they sit in every hot loop.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from collections.abc import Callable
+from typing import Literal, TypeAlias
+
+from stackmark.errors import FormatError
+
+Buffer: TypeAlias = bytes | mmap.mmap
+ByteOrder: TypeAlias = Literal["little", "big"]
+
+
+def byteorder(endian: str) -> ByteOrder:
+    """int.from_bytes' name for a struct byte-order prefix ("<" or ">")."""
+    return "little" if endian == "<" else "big"
+
+
+class Section:
+    """One DWARF section of one file, read in place."""
+
+    __slots__ = ("buf", "end", "name", "source", "start")
+
+    def __init__(self, name: str, buf: Buffer, start: int, end: int, source: str):
+        self.name = name
+        self.buf = buf
+        self.start = start
+        self.end = end
+        self.source = source
+
+    @classmethod
+    def empty(cls, name: str, source: str) -> Section:
+        return cls(name, b"", 0, 0, source)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def __bool__(self) -> bool:
+        return self.end > self.start
+
+    def error(self, message: str, offset: int) -> FormatError:
+        """A FormatError naming this section and a section-relative offset."""
+        return FormatError(f"{self.name}: {message}", offset=offset, source=self.source)
+
+    def check(self, offset: int, size: int, what: str) -> int:
+        """The buffer position of `size` bytes at section `offset`, or FormatError."""
+        if offset < 0 or size < 0 or offset + size > self.end - self.start:
+            raise self.error(
+                f"{what} at 0x{offset:x} (+{size}) lies outside the section "
+                f"({self.end - self.start} bytes)",
+                offset,
+            )
+        return self.start + offset
+
+    def bytes_at(self, offset: int, size: int, what: str) -> bytes:
+        pos = self.check(offset, size, what)
+        return bytes(self.buf[pos : pos + size])
+
+    def cstring(self, offset: int) -> str:
+        """The NUL-terminated string at section `offset` (UTF-8, undecodable bytes escaped)."""
+        pos = self.check(offset, 1, "string")
+        nul = self.buf.find(b"\0", pos, self.end)
+        if nul < 0:
+            raise self.error(f"string at 0x{offset:x} is not NUL-terminated", offset)
+        return self.buf[pos:nul].decode("utf-8", "surrogateescape")
+
+    def unpack(self, fmt: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
+        pos = self.check(offset, fmt.size, what)
+        return fmt.unpack_from(self.buf, pos)
+
+    def uint(self, offset: int, size: int, endian: str, what: str) -> int:
+        pos = self.check(offset, size, what)
+        return int.from_bytes(self.buf[pos : pos + size], byteorder(endian))
+
+
+def read_uleb(buf: Buffer, pos: int) -> tuple[int, int]:
+    """(value, next position) of the unsigned LEB128 at `pos`."""
+    byte = buf[pos]
+    pos += 1
+    if byte < 0x80:
+        return byte, pos
+    result = byte & 0x7F
+    shift = 7
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def read_sleb(buf: Buffer, pos: int) -> tuple[int, int]:
+    """(value, next position) of the signed LEB128 at `pos`."""
+    result = 0
+    shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            if byte & 0x40:
+                result -= 1 << shift
+            return result, pos
+
+
+def skip_leb(buf: Buffer, pos: int) -> int:
+    """The position after the LEB128 (signed or not) at `pos`."""
+    while buf[pos] >= 0x80:
+        pos += 1
+    return pos + 1
+
+
+def guarded(section: Section, offset: int, what: str) -> Callable[[BaseException], FormatError]:
+    """Turn a low-level read failure (IndexError, struct.error, ...) into a FormatError."""
+
+    def convert(exc: BaseException) -> FormatError:
+        return section.error(f"truncated or malformed {what} ({exc})", offset)
+
+    return convert
