@@ -1,0 +1,546 @@
+"""stackmark's markup filter: llvm's layout, without llvm's ways of losing things.
+
+The output looks like llvm-symbolizer 19's (module info lines, `pc` as
+`FUNCTION[FILE:LINE]`, `bt` frames `#N.K`, colours), and every frame line
+llvm gets right comes out the same. Where llvm fails its users, this
+filter does the following instead (each is named in the tests):
+
+1. Contextual lines keep their text. A line holding only contextual
+   elements (and blanks) folds into a module info line as in llvm; any
+   other line is printed whole, its contextual elements shown in place
+   (`[[[ELF module ...]]]`, `[[[reset]]]`). Several contextual elements on
+   one line all take effect. `{{{reset}}}` is always shown.
+2. A malformed element is kept as it came (llvm removes it), with the
+   diagnostic on stderr; so is a contextual element that cannot be used.
+3. A module whose symbols cannot be found still gives best-effort output:
+   `bt` frames and `pc`/`data` show `(MODULE+0xOFFSET)` (llvm issue 63178),
+   and the warning names the module, once per module and process (newer
+   llvm names it on every element).
+4. Frames known only from the symbol table print `NAME (MODULE+0xOFFSET)`
+   for `pc`, and leave out `<invalid>:0:0` in `bt`; a `data` address
+   covered by no symbol prints `(MODULE+0xOFFSET)` instead of `<invalid>`.
+5. `hexdict` elements, also over several lines, are kept as they are and
+   followed by one note line per value that falls in a mapped module.
+6. Diagnostics name the input, line and column (`log:12:7: error: ...`).
+
+With `records` set (`--output-style=json`), the filter also describes
+every element as a JSON-ready record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from stackmark.markup import layout, records
+from stackmark.markup.context import Mapping, MarkupContext, Placement, lookup_address
+from stackmark.markup.diagnostics import Diagnostic, Severity
+from stackmark.markup.elements import (
+    BtElement,
+    DataElement,
+    DumpfileElement,
+    HexdictElement,
+    MmapElement,
+    ModuleElement,
+    OtherElement,
+    PcElement,
+    ResetElement,
+    SymbolElement,
+    TypedElement,
+    decode,
+)
+from stackmark.markup.layout import FrameText
+from stackmark.markup.naming import Naming
+from stackmark.markup.parser import MarkupParser, Pending
+from stackmark.markup.report import DiagnosticPrinter
+from stackmark.markup.resolve import NOT_FOUND, CodeResult, Resolver
+from stackmark.markup.styled import StyledWriter
+from stackmark.markup.syntax import (
+    CONTEXTUAL_TAGS,
+    MULTILINE_TAGS,
+    Continuation,
+    Element,
+    Sgr,
+    Span,
+    Text,
+)
+from stackmark.model import Module
+
+
+@dataclass(slots=True)
+class _InfoLine:
+    module: Module
+    eol: str
+    mappings: list[Mapping] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Applied:
+    """What a contextual element did: declared a module, mapped a segment, reset, or nothing."""
+
+    typed: TypedElement
+    module: Module | None = None
+    mapping: Mapping | None = None
+    ok: bool = True
+
+
+class StackmarkFilter:
+    """Feeds lines (without their terminator); returns the output for each."""
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        naming: Naming,
+        printer: DiagnosticPrinter,
+        *,
+        colour: bool = False,
+        records: list[records.Record] | None = None,
+    ) -> None:
+        self.resolver = resolver
+        self.naming = naming
+        self.printer = printer
+        self.records = records
+        self.context = MarkupContext()
+        self.out = StyledWriter(colour)
+        self._parser = MarkupParser(MULTILINE_TAGS)
+        self._pending: Pending | None = None
+        self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
+        self._info: _InfoLine | None = None
+        self._warned: set[tuple[int, int]] = set()  # (context generation, module id)
+        self._line_no = -1
+        self._text = ""
+        self._eol = "\n"
+        self._notes: list[str] = []
+
+    @property
+    def errors(self) -> int:
+        return self.printer.errors
+
+    # --- driving -------------------------------------------------------------
+
+    def feed(self, text: str, eol: str) -> str:
+        """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""
+        self._line_no += 1
+        self._text, self._eol = text, eol
+        self.out.reset_state()
+        if self._pending is None:
+            self._held_lines.clear()
+        parsed = self._parser.parse(text, self._line_no, self._pending)
+        self._pending = parsed.pending
+        if parsed.pending is not None:
+            self._held_lines[self._line_no] = (text, eol)
+        spans = parsed.spans
+        if self._is_context_only(spans):
+            applied = [self._apply(s) for s in spans if isinstance(s, Element)]
+            if all(a.ok for a in applied):
+                self._fold(spans, applied)
+            else:
+                self._render_line(spans, iter(applied))
+        else:
+            self._render_line(spans, None)
+        return self.out.take()
+
+    def finish(self) -> str:
+        """End of input: close any module info line; an open multi-line element was text."""
+        self._end_info_line()
+        self.out.reset_state()
+        self.context = MarkupContext()
+        self._pending = None
+        self._held_lines.clear()
+        return self.out.take()
+
+    # --- reporting -------------------------------------------------------------
+
+    def _report(self, diag: Diagnostic) -> None:
+        text, eol = self._held_lines.get(diag.line, (self._text, self._eol))
+        self.printer.report(diag, text, eol)
+
+    def _report_all(self, diags: list[Diagnostic]) -> bool:
+        for diag in diags:
+            self._report(diag)
+        return not any(d.is_error for d in diags)
+
+    def _record(self, typed: TypedElement, extra_diags: list[Diagnostic], **fields: object) -> None:
+        if self.records is None:
+            return
+        record = records.element(
+            typed.element, self.printer.source, [*typed.diagnostics, *extra_diags]
+        )
+        record.update(fields)
+        self.records.append(record)
+
+    def _lookup_warning(self, module: Module, message: str, searched: list[str]) -> Diagnostic:
+        diag = Diagnostic(
+            Severity.WARNING,
+            f'{message} for ELF module #0x{module.id:x} "{module.name}"; BuildID={module.build_id}',
+            self._line_no,
+            None,
+            None,
+            "no-symbols",
+        )
+        key = (self.context.generation, module.id)
+        if key not in self._warned:
+            self._warned.add(key)
+            self._report(diag)
+            if searched:
+                self.printer.note("looked for it in: " + ", ".join(searched))
+        return diag
+
+    def _no_mmap(self, element: Element) -> Diagnostic:
+        first = element.fields[0]
+        diag = Diagnostic(
+            Severity.ERROR, "no mmap covers address", first.line, first.start, first.end, "no-mmap"
+        )
+        self._report(diag)
+        return diag
+
+    # --- contextual elements ---------------------------------------------------
+
+    @staticmethod
+    def _is_context_only(spans: tuple[Span, ...]) -> bool:
+        """Only contextual elements, blanks and SGR codes (and at least one element)."""
+        found = False
+        for span in spans:
+            if isinstance(span, Element):
+                if span.tag not in CONTEXTUAL_TAGS or span.multiline:
+                    return False
+                found = True
+            elif isinstance(span, Text):
+                if not span.text.isspace():
+                    return False
+            elif not isinstance(span, Sgr):
+                return False
+        return found
+
+    def _apply(self, element: Element) -> _Applied:
+        """Replay one contextual element on the context, reporting what is wrong."""
+        typed = decode(element)
+        applied = _Applied(typed)
+        if not self._report_all(typed.diagnostics):
+            applied.ok = False
+        elif isinstance(typed, ResetElement):
+            self.context.reset()
+        elif isinstance(typed, ModuleElement):
+            result = self.context.declare_module(typed)
+            if isinstance(result, Diagnostic):
+                self._report(result)
+                applied.ok = False
+            else:
+                applied.module = result
+        elif isinstance(typed, MmapElement):
+            mapped = self.context.map_segment(typed)
+            if isinstance(mapped, Diagnostic):
+                self._report(mapped)
+                applied.ok = False
+            else:
+                applied.mapping, applied.module = mapped, mapped.module
+        self._record_context(applied)
+        return applied
+
+    def _record_context(self, applied: _Applied) -> None:
+        if self.records is None:
+            return
+        typed = applied.typed
+        if isinstance(typed, ModuleElement):
+            self._record(
+                typed, [], module=records.module(applied.module) if applied.module else None
+            )
+        elif isinstance(typed, MmapElement):
+            mapping = applied.mapping
+            self._record(
+                typed,
+                [],
+                mmap=None
+                if mapping is None
+                else {
+                    "module": records.module(mapping.module),
+                    "start": records.hex_(mapping.start),
+                    "size": records.hex_(mapping.segment.size),
+                    "last": records.hex_(mapping.last),
+                    "mode": mapping.segment.mode,
+                    "module_relative": records.hex_(mapping.segment.module_relative),
+                },
+            )
+        else:
+            self._record(typed, [])
+
+    def _fold(self, spans: tuple[Span, ...], applied: list[_Applied]) -> None:
+        """A context-only line: fold it into module info lines, as llvm does."""
+        lead = spans[0].text if spans and isinstance(spans[0], Text) else ""
+        for item in applied:
+            if isinstance(item.typed, ResetElement):
+                self._end_info_line()
+                self.out.write(lead)
+                layout.raw_element(self.out, item.typed.element)
+                self.out.write(self._eol)
+            elif isinstance(item.typed, ModuleElement) and item.module is not None:
+                self._end_info_line()
+                self.out.write(lead)
+                self._info = _InfoLine(item.module, self._eol)
+                layout.module_info_begin(self.out, item.module)
+                layout.module_build_id(self.out, item.module)
+            elif item.mapping is not None:
+                if self._info is None or self._info.module is not item.mapping.module:
+                    self._end_info_line()
+                    self.out.write(lead)
+                    self._info = _InfoLine(item.mapping.module, self._eol)
+                    layout.module_info_begin(self.out, item.mapping.module)
+                    layout.module_adds(self.out)
+                self._info.mappings.append(item.mapping)
+            else:
+                continue
+            lead = ""
+
+    def _end_info_line(self) -> None:
+        if self._info is None:
+            return
+        layout.module_info_end(self.out, self._info.mappings, self._info.eol)
+        self._info = None
+
+    def _context_in_place(self, item: _Applied) -> None:
+        """A contextual element on a line with other text: shown where it stands."""
+        typed = item.typed
+        if not item.ok:
+            self.out.write(typed.element.text)
+        elif isinstance(typed, ResetElement):
+            layout.raw_element(self.out, typed.element)
+        elif item.mapping is not None:
+            layout.module_info_begin(self.out, item.mapping.module)
+            layout.module_adds(self.out)
+            layout.module_info_end(self.out, [item.mapping], "")
+        elif item.module is not None:
+            layout.module_info_begin(self.out, item.module)
+            layout.module_build_id(self.out, item.module)
+            layout.module_info_end(self.out, [], "")
+
+    # --- a whole line, in place --------------------------------------------------
+
+    def _render_line(self, spans: tuple[Span, ...], done: Iterator[_Applied] | None) -> None:
+        """Print a line as it stands; `done` has its contextual elements if already applied."""
+        self._end_info_line()
+        for span in spans:
+            if isinstance(span, Text | Continuation):
+                self.out.write(span.text)
+            elif isinstance(span, Sgr):
+                self.out.sgr(span.code)
+            elif span.tag in CONTEXTUAL_TAGS and not span.multiline:
+                item = next(done) if done is not None else self._apply(span)
+                self._context_in_place(item)
+            else:
+                self._element(span)
+        self.out.write(self._eol)
+        if self._notes:
+            if not self._eol:
+                self.out.write("\n")
+            for note in self._notes:
+                self.out.write(note)
+                self.out.write(self._eol or "\n")
+            self._notes.clear()
+
+    def _element(self, element: Element) -> None:
+        typed = decode(element)
+        if isinstance(typed, PcElement):
+            self._pc(typed)
+        elif isinstance(typed, BtElement):
+            self._bt(typed)
+        elif isinstance(typed, DataElement):
+            self._data(typed)
+        elif isinstance(typed, SymbolElement):
+            if self._report_all(typed.diagnostics):
+                demangled = self.naming.symbol_element(typed.name)
+                layout.plain_name(self.out, demangled)
+                self._record(typed, [], name=typed.name, demangled=demangled)
+            else:
+                self._keep(typed)
+        elif isinstance(typed, HexdictElement):
+            self._hexdict(typed)
+        elif isinstance(typed, DumpfileElement):
+            self._keep(typed)
+            self._record(
+                typed, [], type=typed.dump_type, name=typed.name, **records.context(self.context)
+            )
+        else:
+            assert isinstance(typed, OtherElement)
+            self._report_all(typed.diagnostics)
+            self._keep(typed)
+            self._record(typed, [], fields=[f.text for f in typed.element.fields])
+
+    def _keep(self, typed: TypedElement) -> None:
+        """Write an element as it came (the part of it on this line)."""
+        element = typed.element
+        self.out.write(element.text if not element.multiline else self._text[: element.end])
+
+    # --- presentation elements ---------------------------------------------------
+
+    def _code(self, typed: PcElement | BtElement) -> tuple[CodeResult, list[Diagnostic]]:
+        result = self.resolver.code(self.context, lookup_address(typed))
+        extra: list[Diagnostic] = []
+        if result.placement is None:
+            extra.append(self._no_mmap(typed.element))
+        elif result.error is not None:
+            searched = result.resolution.searched if result.resolution else []
+            extra.append(self._lookup_warning(result.placement.module, result.error, searched))
+        return result, extra
+
+    def _pc(self, typed: PcElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            self._keep(typed)
+            self._record(typed, [])
+            return
+        result, extra = self._code(typed)
+        self._record(
+            typed,
+            extra,
+            address=records.hex_(typed.address),
+            type=typed.pc_type,
+            **records.code(result, self.naming),
+        )
+        placement = result.placement
+        if placement is None:
+            layout.raw_element(self.out, typed.element)
+            return
+        frames = result.frames
+        frame = FrameText(
+            self.naming.pc_function(frames),
+            self.naming.file(frames[0]) if frames else None,
+            frames[0].line if frames else 0,
+        )
+        if frame.file is not None:
+            layout.pc_location(self.out, frame)
+        elif frame.function is not None:
+            self.out.highlight()
+            self.out.value(frame.function)
+            self.out.write(" ")
+            self.out.restore()
+            layout.module_offset(self.out, placement.module.name, placement.module_relative)
+        else:
+            layout.module_offset(self.out, placement.module.name, placement.module_relative)
+
+    def _bt(self, typed: BtElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            self._keep(typed)
+            self._record(typed, [])
+            return
+        result, extra = self._code(typed)
+        self._record(
+            typed,
+            extra,
+            frame=typed.frame,
+            address=records.hex_(typed.address),
+            type=typed.pc_type,
+            **records.code(result, self.naming),
+        )
+        placement = result.placement
+        if placement is None:
+            layout.raw_element(self.out, typed.element)
+            return
+        frames = [
+            FrameText(self.naming.function(f), self.naming.file(f), f.line, f.column)
+            for f in result.frames
+        ] or [FrameText(None, None)]
+        layout.bt_frames(
+            self.out,
+            typed.frame,
+            result.address,
+            frames,
+            placement.module.name,
+            placement.module_relative,
+            self._eol or "\n",
+            show_invalid=False,
+        )
+
+    def _data(self, typed: DataElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            self._keep(typed)
+            self._record(typed, [])
+            return
+        result = self.resolver.data(self.context, lookup_address(typed))
+        extra: list[Diagnostic] = []
+        placement = result.placement
+        if placement is None:
+            extra.append(self._no_mmap(typed.element))
+        elif result.error is not None:
+            searched = result.resolution.searched if result.resolution else []
+            extra.append(self._lookup_warning(placement.module, result.error, searched))
+        self._record(
+            typed, extra, address=records.hex_(typed.address), **records.data(result, self.naming)
+        )
+        if placement is None:
+            layout.raw_element(self.out, typed.element)
+        elif result.symbol is None:
+            layout.module_offset(self.out, placement.module.name, placement.module_relative)
+        else:
+            layout.plain_name(self.out, self.naming.data(result.symbol))
+
+    # --- hexdict -------------------------------------------------------------------
+
+    def _hexdict(self, typed: HexdictElement) -> None:
+        """Keep the dump as it is; note what each value points at, after the line."""
+        self._report_all(typed.diagnostics)
+        self._keep(typed)
+        pairs_out: list[records.Record] = []
+        indent = self._held_indent(typed.element)
+        for pair in typed.pairs:
+            if pair.value is None or pair.value == 0:
+                continue
+            placement = self.context.place(pair.value)
+            if placement is None:
+                continue
+            entry: records.Record = {"key": pair.key, "value": records.hex_(pair.value)}
+            note = self._hexdict_note(pair.key, pair.value, placement, entry)
+            self._notes.append(indent + note)
+            pairs_out.append(entry)
+        if self.records is not None:
+            self._record(typed, [], pairs=pairs_out)
+
+    def _held_indent(self, element: Element) -> str:
+        text = self._held_lines.get(element.line, (self._text, ""))[0]
+        return text[: len(text) - len(text.lstrip())]
+
+    def _hexdict_note(
+        self, key: str, value: int, placement: Placement, entry: records.Record
+    ) -> str:
+        """`    KEY: 0x<value> DESCRIPTION (MODULE+0xOFFSET)`, styled like a bt frame."""
+        w = StyledWriter(self.out.enabled)
+        w.highlight()
+        w.write("    ")
+        w.value(key)
+        w.write(":")
+        w.value(f" 0x{value:016x} ")
+        module = placement.module
+        if "x" in placement.segment.mode:
+            result = self.resolver.code(self.context, value)
+            entry.update(records.code(result, self.naming))
+            if result.error is not None:
+                searched = result.resolution.searched if result.resolution else []
+                self._lookup_warning(module, result.error, searched)
+            if result.frames:
+                inner = result.frames[0]
+                name = self.naming.function(inner)
+                file = self.naming.file(inner)
+                if name is not None:
+                    w.value(name)
+                    w.write(" ")
+                if file is not None:
+                    w.value(f"{file}:{inner.line}:{inner.column}")
+                    w.write(" ")
+        else:
+            data = self.resolver.data(self.context, value)
+            entry.update(records.data(data, self.naming))
+            if data.error is not None:
+                searched = data.resolution.searched if data.resolution else []
+                self._lookup_warning(module, data.error, searched)
+            if data.symbol is not None:
+                offset = placement.module_relative - data.symbol.start
+                w.value(self.naming.data(data.symbol) + (f"+0x{offset:x}" if offset else ""))
+                w.write(" ")
+        w.write("(")
+        w.value(module.name)
+        w.write("+")
+        w.value(f"0x{placement.module_relative:x}")
+        w.write(")")
+        w.restore()
+        return w.take()
+
+
+__all__ = ["NOT_FOUND", "StackmarkFilter"]

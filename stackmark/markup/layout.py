@@ -1,0 +1,156 @@
+"""llvm-symbolizer's text layout for symbolized markup, on a `StyledWriter`.
+
+* module info line: `[[[ELF module #0x<id> "<name>"; BuildID=<hex> [<start>-<last>](<mode>),...]]]`
+  (or `; adds` instead of the build ID for mmaps of an earlier module);
+* `pc`: `FUNCTION[FILE:LINE]`;
+* `bt`: one line per frame, innermost inlined first:
+  `    #N.K  0x<16 hex digits> FUNCTION FILE:LINE:COLUMN (MODULE+0x<offset>)`;
+* anything that cannot be shown: the raw echo `[[[tag:field:...]]]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stackmark.markup.context import Mapping
+from stackmark.markup.styled import StyledWriter
+from stackmark.markup.syntax import Element
+from stackmark.model import Module
+
+
+@dataclass(frozen=True, slots=True)
+class FrameText:
+    """One frame as printed: function, file, line, column (None when unknown)."""
+
+    function: str | None
+    file: str | None
+    line: int = 0
+    column: int = 0
+
+    @property
+    def known(self) -> bool:
+        return self.function is not None or self.file is not None
+
+
+def module_info_begin(w: StyledWriter, module: Module) -> None:
+    w.highlight()
+    w.write("[[[ELF module")
+    w.value(f" #0x{module.id:x} ")
+    w.write('"')
+    w.value(module.name)
+    w.write('"')
+
+
+def module_build_id(w: StyledWriter, module: Module) -> None:
+    w.write("; BuildID=")
+    w.value(module.build_id)
+
+
+def module_adds(w: StyledWriter) -> None:
+    w.write("; adds")
+
+
+def module_info_end(w: StyledWriter, mappings: Sequence[Mapping], eol: str) -> None:
+    """The segment list (by start address) and the closing `]]]`."""
+    for index, mapping in enumerate(sorted(mappings, key=lambda m: m.start)):
+        w.write(" [" if index == 0 else ",[")
+        w.value(f"0x{mapping.start:x}")
+        w.write("-")
+        w.value(f"0x{mapping.last:x}")
+        w.write("](")
+        w.value(mapping.segment.mode)
+        w.write(")")
+    w.write("]]]" + eol)
+    w.restore()
+
+
+def raw_element(w: StyledWriter, element: Element) -> None:
+    """`[[[tag:field:...]]]`: an element shown as it came, when nothing better is known."""
+    w.highlight()
+    w.write("[[[")
+    w.value(element.tag)
+    for field in element.fields:
+        w.write(":")
+        w.value(field.text)
+    w.write("]]]")
+    w.restore()
+
+
+def pc_location(w: StyledWriter, frame: FrameText) -> None:
+    """`FUNCTION[FILE:LINE]`."""
+    w.highlight()
+    w.value(frame.function or "<invalid>")
+    w.write("[")
+    w.value(frame.file or "<invalid>")
+    w.write(":")
+    w.value(str(frame.line))
+    w.write("]")
+    w.restore()
+
+
+def bt_frames(
+    w: StyledWriter,
+    number: int,
+    address: int,
+    frames: Sequence[FrameText],
+    module_name: str,
+    module_relative: int,
+    eol: str,
+    *,
+    show_invalid: bool = True,
+) -> None:
+    """One line per frame (innermost first, the physical frame `#N` last), no final newline.
+
+    `show_invalid=False` leaves out ` <invalid>:0:0` for frames known only
+    by name (stackmark's default; llvm prints it).
+    """
+    w.highlight()
+    header = f"#{number}".rjust(6)
+    hash_at = header.index("#") + 1
+    count = len(frames)
+    for index, frame in enumerate(frames):
+        w.write(header[:hash_at])
+        w.value(header[hash_at:])
+        if index == count - 1:
+            w.write("   ")
+        else:
+            w.write(".")
+            w.value(f"{index + 1:<2}")
+        w.value(f" 0x{address:016x} ")
+        if frame.known:
+            w.value(frame.function or "<invalid>")
+            if show_invalid or frame.file is not None:
+                w.write(" ")
+                w.value(frame.file or "<invalid>")
+                w.write(":")
+                w.value(str(frame.line))
+                w.write(":")
+                w.value(str(frame.column))
+            w.write(" ")
+        w.write("(")
+        w.value(module_name)
+        w.write("+")
+        w.value(f"0x{module_relative:x}")
+        w.write(")")
+        if index != count - 1:
+            w.write(eol)
+    w.restore()
+
+
+def plain_name(w: StyledWriter, name: str) -> None:
+    """A name printed highlighted as a whole (`data`, `symbol`)."""
+    w.highlight()
+    w.write(name)
+    w.restore()
+
+
+def module_offset(w: StyledWriter, module_name: str, module_relative: int) -> None:
+    """`(MODULE+0xOFFSET)`: where an address is when nothing more is known."""
+    w.highlight()
+    w.write("(")
+    w.value(module_name)
+    w.write("+")
+    w.value(f"0x{module_relative:x}")
+    w.write(")")
+    w.restore()

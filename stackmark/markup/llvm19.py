@@ -1,0 +1,286 @@
+"""`--compat=llvm19`: llvm-symbolizer 19's `--filter-markup`, byte for byte.
+
+This reproduces what LLVM 19.1 prints, including what it gets wrong, so
+its output and stackmark's can be compared side by side (see
+/work/shared/notes/markup.md, sections 3-7):
+
+* a line holding a contextual element (`reset`, `module`, `mmap`) loses
+  everything after that element; the text before it is kept only when the
+  element starts a new module info line; an mmap that extends the open
+  module info line makes the whole input line vanish;
+* a `reset` with nothing to forget prints nothing;
+* a contextual element with an error takes no effect and its line vanishes;
+* a missing debug file gives `error: could not find build ID` (no module
+  named) and the raw element;
+* `hexdict` and `dumpfile` pass through as text; no multi-line elements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stackmark.markup import layout
+from stackmark.markup.context import Mapping, MarkupContext, lookup_address
+from stackmark.markup.diagnostics import Diagnostic, Severity
+from stackmark.markup.elements import (
+    BtElement,
+    DataElement,
+    MmapElement,
+    ModuleElement,
+    OtherElement,
+    PcElement,
+    ResetElement,
+    SymbolElement,
+    decode,
+)
+from stackmark.markup.layout import FrameText
+from stackmark.markup.naming import Naming
+from stackmark.markup.parser import MarkupParser
+from stackmark.markup.report import DiagnosticPrinter
+from stackmark.markup.resolve import Resolver
+from stackmark.markup.styled import StyledWriter
+from stackmark.markup.syntax import CONTEXTUAL_TAGS, Element, Sgr, Span, Text
+from stackmark.model import Module
+
+
+@dataclass(slots=True)
+class _InfoLine:
+    """The module info line being printed: more mmaps of its module may join it."""
+
+    module: Module
+    mappings: list[Mapping] = field(default_factory=list)
+
+
+class Llvm19Filter:
+    """Feeds lines (without their terminator); returns the output for each."""
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        naming: Naming,
+        printer: DiagnosticPrinter,
+        *,
+        colour: bool = False,
+    ) -> None:
+        self.resolver = resolver
+        self.naming = naming
+        self.printer = printer
+        self.context = MarkupContext()
+        self.out = StyledWriter(colour)
+        self._parser = MarkupParser(frozenset())
+        self._info: _InfoLine | None = None
+        self._line_no = -1
+        self._text = ""
+        self._eol = "\n"
+
+    # --- driving -------------------------------------------------------------
+
+    def feed(self, text: str, eol: str) -> str:
+        """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""
+        if eol == "" and text.endswith("\r"):
+            text, eol = text[:-1], "\r\n"  # llvm appends '\n' to a last line
+        self._line_no += 1
+        self._text, self._eol = text, ("\r\n" if eol == "\r\n" else "\n")
+        self.out.reset_state()
+        parsed = self._parser.parse(text, self._line_no)
+        deferred: list[Span] = []
+        for span in parsed.spans:
+            if isinstance(span, Element) and span.tag in CONTEXTUAL_TAGS:
+                self._contextual(span, deferred)
+                return self.out.take()
+            deferred.append(span)
+        self._end_info_line()
+        for span in deferred:
+            self._span(span)
+        self.out.write(self._eol)
+        return self.out.take()
+
+    def finish(self) -> str:
+        """End of input: close any module info line and forget the context."""
+        self._end_info_line()
+        self.out.reset_state()
+        self.context = MarkupContext()
+        return self.out.take()
+
+    @property
+    def errors(self) -> int:
+        return self.printer.errors
+
+    # --- helpers -------------------------------------------------------------
+
+    def _report(self, diag: Diagnostic) -> None:
+        self.printer.report(diag, self._text, self._eol)
+
+    def _report_all(self, diags: list[Diagnostic]) -> bool:
+        """Print `diags`; True when there was no error among them."""
+        for diag in diags:
+            self._report(diag)
+        return not any(d.is_error for d in diags)
+
+    def _lookup_failed(self, message: str) -> None:
+        self._report(Diagnostic(Severity.ERROR, message, self._line_no, None, None, "no-symbols"))
+
+    def _no_mmap(self, element: Element) -> None:
+        first = element.fields[0]
+        self._report(
+            Diagnostic(
+                Severity.ERROR,
+                "no mmap covers address",
+                first.line,
+                first.start,
+                first.end,
+                "no-mmap",
+            )
+        )
+        layout.raw_element(self.out, element)
+
+    def _flush(self, deferred: list[Span]) -> None:
+        for span in deferred:
+            self._span(span)
+
+    def _begin_info_line(self, module: Module) -> None:
+        layout.module_info_begin(self.out, module)
+        self._info = _InfoLine(module)
+
+    def _end_info_line(self) -> None:
+        if self._info is None:
+            return
+        layout.module_info_end(self.out, self._info.mappings, self._eol)
+        self._info = None
+
+    # --- contextual elements ---------------------------------------------------
+
+    def _contextual(self, element: Element, deferred: list[Span]) -> None:
+        typed = decode(element)
+        if isinstance(typed, MmapElement):
+            self._mmap(typed, deferred)
+        elif isinstance(typed, ResetElement):
+            self._reset(typed, deferred)
+        elif isinstance(typed, ModuleElement):
+            self._module(typed, deferred)
+
+    def _mmap(self, typed: MmapElement, deferred: list[Span]) -> None:
+        if not self._report_all(typed.diagnostics):
+            return
+        result = self.context.map_segment(typed)
+        if isinstance(result, Diagnostic):
+            self._report(result)
+            return
+        if self._info is None or self._info.module is not result.module:
+            self._end_info_line()
+            self._flush(deferred)
+            self._begin_info_line(result.module)
+            layout.module_adds(self.out)
+        assert self._info is not None
+        self._info.mappings.append(result)
+
+    def _reset(self, typed: ResetElement, deferred: list[Span]) -> None:
+        self._report_all(typed.diagnostics)  # only a warning is possible
+        if self.context.empty:
+            return
+        self._end_info_line()
+        self._flush(deferred)
+        layout.raw_element(self.out, typed.element)
+        self.out.write(self._eol)
+        self.context.reset()
+
+    def _module(self, typed: ModuleElement, deferred: list[Span]) -> None:
+        if not self._report_all(typed.diagnostics):
+            return
+        result = self.context.declare_module(typed)
+        if isinstance(result, Diagnostic):
+            self._report(result)
+            return
+        self._end_info_line()
+        self._flush(deferred)
+        self._begin_info_line(result)
+        layout.module_build_id(self.out, result)
+
+    # --- everything else -------------------------------------------------------
+
+    def _span(self, span: Span) -> None:
+        if isinstance(span, Text):
+            self.out.write(span.text)
+        elif isinstance(span, Sgr):
+            self.out.sgr(span.code)
+        elif isinstance(span, Element):
+            self._element(span)
+        else:  # a Continuation: never produced without multi-line tags
+            self.out.write(span.text)
+
+    def _element(self, element: Element) -> None:
+        typed = decode(element)
+        if isinstance(typed, SymbolElement):
+            if self._report_all(typed.diagnostics):
+                layout.plain_name(self.out, self.naming.symbol_element(typed.name))
+        elif isinstance(typed, PcElement):
+            self._pc(typed)
+        elif isinstance(typed, BtElement):
+            self._bt(typed)
+        elif isinstance(typed, DataElement):
+            self._data(typed)
+        elif isinstance(typed, OtherElement) and typed.diagnostics:
+            self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
+        else:
+            self.out.write(element.text)  # hexdict, dumpfile, unknown tags: as they are
+
+    def _pc(self, typed: PcElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            return
+        result = self.resolver.code(self.context, lookup_address(typed))
+        if result.placement is None:
+            self._no_mmap(typed.element)
+            return
+        if result.error is not None:
+            self._lookup_failed(result.error)
+            layout.raw_element(self.out, typed.element)
+            return
+        frames = result.frames
+        frame = FrameText(
+            self.naming.pc_function(frames),
+            self.naming.file(frames[0]) if frames else None,
+            frames[0].line if frames else 0,
+        )
+        if not frame.known and not (frames and frames[0].line):
+            layout.raw_element(self.out, typed.element)
+            return
+        layout.pc_location(self.out, frame)
+
+    def _bt(self, typed: BtElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            return
+        result = self.resolver.code(self.context, lookup_address(typed))
+        placement = result.placement
+        if placement is None:
+            self._no_mmap(typed.element)
+            return
+        if result.error is not None:
+            self._lookup_failed(result.error)
+            layout.raw_element(self.out, typed.element)
+            return
+        frames = [
+            FrameText(self.naming.function(f), self.naming.file(f), f.line, f.column)
+            for f in result.frames
+        ] or [FrameText(None, None)]
+        layout.bt_frames(
+            self.out,
+            typed.frame,
+            result.address,
+            frames,
+            placement.module.name,
+            placement.module_relative,
+            self._eol,
+        )
+
+    def _data(self, typed: DataElement) -> None:
+        if not self._report_all(typed.diagnostics):
+            return
+        result = self.resolver.data(self.context, lookup_address(typed))
+        if result.placement is None:
+            self._no_mmap(typed.element)
+            return
+        if result.error is not None:
+            self._lookup_failed(result.error)
+            layout.raw_element(self.out, typed.element)
+            return
+        layout.plain_name(self.out, self.naming.data(result.symbol))

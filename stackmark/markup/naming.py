@@ -1,0 +1,91 @@
+"""How function names, file paths and data names are shown (llvm's options).
+
+`--functions=linkage` (the default) shows the demangled linkage name;
+`short` the bare DWARF name; `none` hides names (llvm then prints
+`<invalid>`). `--no-demangle` keeps linkage names mangled, except in
+`{{{symbol}}}`, which llvm always demangles. `--basenames` keeps the last
+path component, `--relativenames` the path relative to the compilation
+directory.
+
+A `pc` element shows the name of the outermost (physical) function with the
+line of the innermost inlined location; `--functions=short` shows the
+innermost name instead (llvm takes the physical name from the symbol
+table only for linkage names).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from stackmark.model import DataSymbol, SourceFrame
+
+INVALID = "<invalid>"
+
+Demangler = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class NameOptions:
+    functions: str = "linkage"  # linkage | short | none
+    demangle: bool = True
+    paths: str = "absolute"  # absolute | basename | relative
+
+
+class Naming:
+    """Turns symbolizer answers into the strings the renderers print.
+
+    `demangle_name` demangles function and data names (llvm's symbolizer
+    rules); `demangle_symbol` is used for `{{{symbol}}}` (llvm::demangle,
+    which also accepts an extra leading underscore).
+    """
+
+    def __init__(
+        self,
+        options: NameOptions,
+        demangle_name: Demangler,
+        demangle_symbol: Demangler,
+        relative_path: Callable[[SourceFrame], str | None] | None = None,
+    ) -> None:
+        self.options = options
+        self._demangle_name = demangle_name
+        self.symbol_element = demangle_symbol
+        self._relative_path = relative_path
+
+    def _linkage(self, name: str) -> str:
+        return self._demangle_name(name) if self.options.demangle else name
+
+    def function(self, frame: SourceFrame) -> str | None:
+        """The name of one frame of an inline chain (None: not known or hidden)."""
+        kind = self.options.functions
+        if kind == "none":
+            return None
+        if kind == "short":
+            return frame.name
+        raw = frame.linkage_name or frame.name
+        return self._linkage(raw) if raw else None
+
+    def pc_function(self, frames: Sequence[SourceFrame]) -> str | None:
+        """The name a `pc` element shows: physical function, or innermost for short names."""
+        if not frames:
+            return None
+        if self.options.functions == "short":
+            return frames[0].name
+        return self.function(frames[-1])
+
+    def file(self, frame: SourceFrame) -> str | None:
+        path = frame.file
+        if path is None:
+            return None
+        style = self.options.paths
+        if style == "basename":
+            return posixpath.basename(path)
+        if style == "relative" and self._relative_path is not None:
+            return self._relative_path(frame) or path
+        return path
+
+    def data(self, symbol: DataSymbol | None) -> str:
+        if symbol is None:
+            return INVALID
+        return self._linkage(symbol.name)

@@ -1,0 +1,95 @@
+"""Addresses in markup elements -> placements in the context -> symbols.
+
+The one place where the markup core asks a `SymbolizerAPI`. A failure to
+find or read symbols never escapes as an exception: it becomes the
+result's `error`, which the filter reports and renders around.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stackmark.errors import StackmarkError
+from stackmark.markup.context import MarkupContext, Placement
+from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.symbols.api import ModuleResolution, SymbolizerAPI
+
+NOT_FOUND = "could not find build ID"
+
+
+@dataclass(slots=True)
+class CodeResult:
+    """A code address: where it lies and the inline chain there (innermost first).
+
+    `placement` is None when no mmap covers the address. `error` is set when
+    the module's symbols could not be found or read; `frames` is empty then,
+    and also when the symbols say nothing about the address.
+    """
+
+    address: int  # the address looked up (after any -1 adjustment)
+    placement: Placement | None
+    frames: list[SourceFrame] = field(default_factory=list)
+    error: str | None = None
+    resolution: ModuleResolution | None = None
+
+
+@dataclass(slots=True)
+class DataResult:
+    """A data address: where it lies and the symbol covering it, if any."""
+
+    address: int
+    placement: Placement | None
+    symbol: DataSymbol | None = None
+    error: str | None = None
+    resolution: ModuleResolution | None = None
+
+
+class Resolver:
+    """Asks the symbolizer about addresses placed by a context."""
+
+    def __init__(self, symbolizer: SymbolizerAPI) -> None:
+        self.symbolizer = symbolizer
+
+    def module(self, module: Module) -> ModuleResolution:
+        """Where the module's symbols come from (an `error` when nowhere)."""
+        try:
+            resolution = self.symbolizer.resolve(module)
+        except (StackmarkError, OSError) as exc:
+            return ModuleResolution(module.build_id, None, error=str(exc))
+        if resolution.binary is None and not resolution.error:
+            resolution.error = NOT_FOUND
+        return resolution
+
+    def code(self, context: MarkupContext, address: int) -> CodeResult:
+        placement = context.place(address)
+        result = CodeResult(address, placement)
+        if placement is None:
+            return result
+        resolution = result.resolution = self.module(placement.module)
+        if resolution.binary is None:
+            result.error = resolution.error
+            return result
+        try:
+            lookup = self.symbolizer.code(placement.module, placement.module_relative)
+        except (StackmarkError, OSError) as exc:
+            result.error = str(exc)
+            return result
+        result.frames = list(lookup.frames)
+        return result
+
+    def data(self, context: MarkupContext, address: int) -> DataResult:
+        placement = context.place(address)
+        result = DataResult(address, placement)
+        if placement is None:
+            return result
+        resolution = result.resolution = self.module(placement.module)
+        if resolution.binary is None:
+            result.error = resolution.error
+            return result
+        try:
+            lookup = self.symbolizer.data(placement.module, placement.module_relative)
+        except (StackmarkError, OSError) as exc:
+            result.error = str(exc)
+            return result
+        result.symbol = lookup.symbol
+        return result

@@ -1,0 +1,132 @@
+"""What a line of symbolizer markup is made of: text, SGR codes and elements.
+
+The parser (`parser.py`) turns a line into a tuple of spans; everything
+downstream (element decoding, the context, the renderers, the language
+server) works on these spans. Every span knows where it came from: a
+0-based line number and 0-based columns counted in characters of the
+decoded line (the filter converts to byte offsets where llvm reports bytes;
+the language server converts to UTF-16 units).
+
+A multi-line element (`hexdict`) is reported once, on the line where it
+closes; `line`/`start` then point at its `{{{` on an earlier line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Tags the markup specification defines.
+CONTEXTUAL_TAGS = frozenset({"reset", "module", "mmap"})
+PRESENTATION_TAGS = frozenset({"symbol", "pc", "bt", "data", "hexdict"})
+TRIGGER_TAGS = frozenset({"dumpfile"})
+KNOWN_TAGS = CONTEXTUAL_TAGS | PRESENTATION_TAGS | TRIGGER_TAGS
+# Tags whose element may span lines.
+MULTILINE_TAGS = frozenset({"hexdict"})
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One `:`-separated field of an element, with its position."""
+
+    text: str
+    line: int
+    start: int  # column of the first character (of where it would be, if empty)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain log text (outside any element), never interpreted."""
+
+    text: str
+    line: int
+    start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Sgr:
+    """One of the SGR colour codes the spec allows: ESC[0m, ESC[1m, ESC[30m..ESC[37m."""
+
+    text: str
+    line: int
+    start: int
+    code: int  # 0 reset, 1 bold, 30..37 colours
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Part of a multi-line element that has not closed yet on this line.
+
+    If the element never closes, these parts turn out to be plain text
+    (see `ParsedLine.abandoned`).
+    """
+
+    text: str
+    line: int
+    start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    """`{{{tag:field:...}}}`: everything from `{{{` to the first `}}}` after it.
+
+    `text` is the source text, braces included (lines of a multi-line
+    element joined by '\\n'). `tag_start`/`tag_end` are columns on `line`.
+    `end` is the column just past `}}}` on `end_line`.
+    """
+
+    tag: str
+    fields: tuple[Field, ...]
+    text: str
+    line: int
+    start: int
+    end_line: int
+    end: int
+
+    @property
+    def tag_start(self) -> int:
+        return self.start + 3
+
+    @property
+    def tag_end(self) -> int:
+        return self.start + 3 + len(self.tag)
+
+    @property
+    def multiline(self) -> bool:
+        return self.end_line != self.line
+
+    @property
+    def content(self) -> str:
+        """What is between the braces."""
+        return self.text[3:-3]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(line, column) of character `offset` of `text`."""
+        before = self.text[:offset]
+        newlines = before.count("\n")
+        if newlines == 0:
+            return self.line, self.start + offset
+        return self.line + newlines, offset - before.rfind("\n") - 1
+
+
+Span = Text | Sgr | Element | Continuation
+
+
+def is_tag_valid(tag: str) -> bool:
+    """Tags are all lower-case ASCII letters (an empty tag is not an element at all)."""
+    return all("a" <= c <= "z" for c in tag)
