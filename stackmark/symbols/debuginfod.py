@@ -79,6 +79,7 @@ CHUNK_BYTES = 64 * 1024
 
 DEBUGINFO = "debuginfo"
 EXECUTABLE = "executable"
+_MODULE_FILE = "module file"  # memo key of find_module_file results adopted by `seed`
 
 
 class DebuginfodConfigError(StackmarkError):
@@ -355,6 +356,10 @@ class DebuginfodClient:
 
         Reports (once per build ID) when servers failed and nothing was found.
         """
+        with self._lock:
+            seeded = self._results.get((build_id, _MODULE_FILE))
+        if seeded is not None and self._still_good(*seeded):
+            return seeded[0]
         debuginfo = self._find_elf(build_id, DEBUGINFO)
         if debuginfo.found:
             return self._reported(debuginfo)
@@ -409,6 +414,16 @@ class DebuginfodClient:
             return {}
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(unique)))) as pool:
             return dict(zip(unique, pool.map(self.find_module_file, unique), strict=True))
+
+    def seed(self, results: Mapping[str, FetchResult]) -> None:
+        """Adopt module results found elsewhere (a batch's parent process), so
+        this client answers `find_module_file` for those build IDs without
+        asking any server again, with the same file or the same error."""
+        now = time.monotonic()
+        with self._lock:
+            for build_id, result in results.items():
+                self._results[(build_id, _MODULE_FILE)] = (result, now)
+                self._reported_keys.add(build_id)  # the parent reported it already
 
     def forget_failures(self) -> None:
         """Drop failures remembered in memory (e.g. after the settings changed)."""

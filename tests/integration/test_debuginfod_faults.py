@@ -253,3 +253,26 @@ def test_corrupt_cached_file_is_fetched_again(
     result = make_client([server.url], tmp_path).find_debuginfo(alpha.build_id)
     assert result.path == cached and not result.from_cache
     assert cached.read_bytes() == alpha.executable.read_bytes()
+
+
+def test_seeded_results_are_answered_without_asking(
+    server: ScriptedServer, builds: dict[str, Build], tmp_path: Path
+) -> None:
+    """A batch's workers adopt what the parent found, including its failures."""
+    alpha, split = builds["alpha"], builds["split"]
+    server.set_routes(
+        {
+            debuginfo(alpha.build_id): Serve(alpha.executable.read_bytes()),
+            debuginfo(split.build_id): Status(500),
+            executable(split.build_id): Status(500),
+        }
+    )
+    parent = make_client([server.url], tmp_path)
+    found = parent.prefetch([alpha.build_id, split.build_id])
+    asked = list(server.requests)
+    reports: list[str] = []
+    worker = make_client([server.url], tmp_path, report=reports.append)
+    worker.seed(found)
+    assert worker.find_module_file(alpha.build_id) == found[alpha.build_id]
+    assert worker.find_module_file(split.build_id) == found[split.build_id]
+    assert server.requests == asked and reports == []
