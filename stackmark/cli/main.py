@@ -18,6 +18,7 @@ from stackmark.errors import StackmarkError
 # name -> (module, one-line help). Keep in the order `--help` shows them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
+    "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
 }
 
 

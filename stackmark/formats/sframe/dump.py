@@ -70,6 +70,13 @@ def dump_sframe(section: SFrameSection, *, style: str | None = None) -> str:
             f"objdump {style} cannot display SFrame version {version} "
             f"(try --style={default_style(version)})"
         )
+    if style in ("2.40", "2.44") and section.header.flags & ~(
+        spec.F_FDE_SORTED | spec.F_FRAME_POINTER
+    ):
+        raise StackmarkError(
+            f"objdump {style} cannot display a section with flags 0x{section.header.flags:x} "
+            "(it knows only FDE_SORTED and FRAME_POINTER; try --style=2.47)"
+        )
     out: list[str] = [_header_text(section, style)]
     if (style == "2.44" and version != spec.VERSION_2) or (
         style == "2.40" and version != spec.VERSION_1

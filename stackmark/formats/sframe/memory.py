@@ -8,6 +8,7 @@ answer with rows in the module's own address space (runtime - load bias).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from stackmark.elf import PT_GNU_SFRAME, PT_LOAD, ElfFile
@@ -57,17 +58,15 @@ def read_sframe_from_image(read: ReadMemory, image_base: int) -> LoadedSFrame | 
     `image_base` (its first PT_LOAD, file offset 0). None when it has none."""
     source = f"ELF image at 0x{image_base:x}"
     ident = _read(read, image_base, 64, source)
-    is_64 = ident[4:5] == b"\x02"
-    endian = "<" if ident[5:6] == b"\x01" else ">"
-    if is_64:
-        phoff = int.from_bytes(ident[32:40], "little" if endian == "<" else "big")
-        phentsize_at, phnum_at = 54, 56
-    else:
-        phoff = int.from_bytes(ident[28:32], "little" if endian == "<" else "big")
-        phentsize_at, phnum_at = 42, 44
-    order = "little" if endian == "<" else "big"
-    phentsize = int.from_bytes(ident[phentsize_at : phentsize_at + 2], order)
-    phnum = int.from_bytes(ident[phnum_at : phnum_at + 2], order)
+    if ident[:4] != b"\x7fELF":
+        raise FormatError("no ELF header there", offset=0, source=source)
+    endian = "<" if ident[5] == 1 else ">"
+    if ident[4] == 2:  # ELFCLASS64: e_phoff at 32, e_phentsize/e_phnum at 54/56
+        (phoff,) = struct.unpack_from(endian + "Q", ident, 32)
+        phentsize, phnum = struct.unpack_from(endian + "HH", ident, 54)
+    else:  # ELFCLASS32: e_phoff at 28, e_phentsize/e_phnum at 42/44
+        (phoff,) = struct.unpack_from(endian + "I", ident, 28)
+        phentsize, phnum = struct.unpack_from(endian + "HH", ident, 42)
     if not 0 < phnum < 0xFFFF or phentsize == 0 or phoff > MAX_SFRAME_SIZE:
         raise FormatError("no usable program headers", offset=0, source=source)
     image = _read(read, image_base, phoff + phnum * phentsize, source)

@@ -1,0 +1,94 @@
+"""Add an `.sframe` section to a copy of an ELF file.
+
+The new section is appended as a non-allocated section (it is not mapped
+at run time, and no PT_GNU_SFRAME is added: the program headers have no
+room for one without relinking). Readers that work from the file, such
+as objdump, readelf, stackmark and its debugger plugins, find it by name.
+Its sh_addr is 0, so the section must be encoded for address 0.
+
+Layout of the copy: the original bytes unchanged, then the section data, a
+new section-name table (the old one plus ".sframe"), and a new section
+header table (the old headers plus one) that e_shoff points at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+
+from stackmark.elf import SHT_GNU_SFRAME, SHT_PROGBITS, ElfFile
+from stackmark.errors import StackmarkError
+from stackmark.formats.sframe import spec
+
+SECTION_NAME = b".sframe"
+SECTION_ADDRESS = 0
+"""Where the added section says it lives (encode the section for this address)."""
+
+
+def add_sframe_section(
+    source: str | os.PathLike[str], data: bytes, output: str | os.PathLike[str]
+) -> None:
+    """Write a copy of ELF file `source` with `data` as its `.sframe` section to `output`."""
+    name = os.fspath(source)
+    with ElfFile.open(name) as elf:
+        if elf.section(".sframe") is not None:
+            raise StackmarkError(f"{name} already has an .sframe section")
+        sections = elf.sections
+        if not sections:
+            raise StackmarkError(f"{name} has no section headers to add a section to")
+        image = bytearray(elf.read(0, elf.size))
+        is_64, endian = elf.is_64, elf.endian
+    ehdr = struct.Struct(endian + ("HHIQQQIHHHHHH" if is_64 else "HHIIIIIHHHHHH"))  # after e_ident
+    fields = list(ehdr.unpack_from(image, 16))
+    shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
+    if shnum == 0 or shnum >= 0xFF00 or not 0 < shstrndx < shnum:
+        raise StackmarkError(f"{name}: extended section numbering is not supported here")
+    shdr = struct.Struct(endian + ("IIQQQQIIQQ" if is_64 else "IIIIIIIIII"))
+    if shentsize < shdr.size:
+        raise StackmarkError(f"{name}: section header size {shentsize} is too small")
+    align = 8 if is_64 else 4
+
+    def pad() -> None:
+        image.extend(b"\0" * (-len(image) % align))
+
+    pad()
+    data_at = len(image)
+    image += data
+    old_names = sections[shstrndx]
+    names_blob = bytes(image[old_names.offset : old_names.offset + old_names.size])
+    name_index = len(names_blob)
+    names_at = len(image)
+    image += names_blob + SECTION_NAME + b"\0"
+    pad()
+    table_at = len(image)
+    for index in range(shnum):
+        raw = bytearray(image[shoff + index * shentsize : shoff + (index + 1) * shentsize])
+        if index == shstrndx:
+            entry = list(shdr.unpack_from(raw, 0))
+            entry[4], entry[5] = names_at, len(names_blob) + len(SECTION_NAME) + 1
+            shdr.pack_into(raw, 0, *entry)
+        image += raw
+    version = data[2] if len(data) > 2 else 0
+    sh_type = SHT_GNU_SFRAME if version >= spec.VERSION_3 else SHT_PROGBITS
+    new = bytearray(shentsize)
+    shdr.pack_into(new, 0, name_index, sh_type, 0, SECTION_ADDRESS, data_at, len(data), 0, 0, 8, 0)
+    image += new
+    fields[5], fields[11] = table_at, shnum + 1
+    ehdr.pack_into(image, 16, *fields)
+    _write(output, bytes(image), source_mode=os.stat(name).st_mode)
+
+
+def _write(output: str | os.PathLike[str], image: bytes, source_mode: int) -> None:
+    """Write atomically (a temporary file renamed into place), keeping the mode bits."""
+    out = os.fspath(output)
+    tmp = f"{out}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(image)
+        os.chmod(tmp, source_mode & 0o7777)
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise StackmarkError(f"cannot write {out}: {exc.strerror or exc}") from None
