@@ -1,0 +1,105 @@
+"""SFrame against the real binutils, on programs compiled during the test.
+
+- v1: gcc -Wa,--gsframe with this machine's binutils 2.40; its objdump is
+  the oracle for our dump, and for sections we generate from CFI.
+- v2/v3: sections we generate are read back by objdump 2.44 and 2.47
+  (Debian trixie/sid packages, unpacked by shared/tools/get-binutils.sh
+  into build/toolchains on first use).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stackmark.cli.main import main
+from stackmark.formats.sframe.dump import objdump_text
+from stackmark.formats.sframe.reader import read_sframe_file
+from tests.conftest import require_tool
+from tests.support.build import REPO, compile_program
+
+GSFRAME = ("-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+PLAIN = ("-O2", "-fomit-frame-pointer")
+TOOLCHAINS = REPO / "build" / "toolchains"
+
+
+def _objdump(objdump: str, binary: Path) -> str:
+    proc = subprocess.run(
+        [objdump, "--sframe", binary.name],
+        cwd=binary.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+def test_v1_from_gas_matches_system_objdump(program: str) -> None:
+    objdump = require_tool("objdump")
+    binary = compile_program(f"{program}_v1", [f"{program}.c"], flags=GSFRAME)
+    section = read_sframe_file(binary)
+    assert section.version == 1
+    assert objdump_text(section, binary.name) == _objdump(objdump, binary)
+
+
+def _generate(binary: Path, out: Path, version: int) -> None:
+    assert (
+        main(["sframe", "generate", str(binary), "-o", str(out), "--sframe-version", str(version)])
+        == 0
+    )
+
+
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+def test_generated_v1_read_back_by_system_objdump(program: str, tmp_path: Path) -> None:
+    objdump = require_tool("objdump")
+    binary = compile_program(f"{program}_plain", [f"{program}.c"], flags=PLAIN)
+    out = tmp_path / f"{program}-generated"
+    _generate(binary, out, 1)
+    section = read_sframe_file(out)
+    assert len(section.fdes) >= 6
+    assert objdump_text(section, out.name) == _objdump(objdump, out)
+    # the copy still runs
+    assert subprocess.run([str(out)], check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def newer_binutils() -> Path:
+    """binutils 2.44 (bin-trixie) and 2.47 (bin-sid), fetched once per checkout."""
+    if (
+        not (TOOLCHAINS / "bin-sid" / "objdump").exists()
+        or not (TOOLCHAINS / "bin-trixie" / "objdump").exists()
+    ):
+        script = REPO.parent / "shared" / "tools" / "get-binutils.sh"
+        if not script.exists():
+            pytest.fail(f"{script} is missing: it fetches binutils 2.44/2.47 for these tests")
+        proc = subprocess.run(
+            ["bash", str(script), str(TOOLCHAINS)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"get-binutils.sh failed:\n{proc.stdout}{proc.stderr}")
+    return TOOLCHAINS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+@pytest.mark.parametrize(
+    ("version", "releases"), [(2, ("2.44", "2.47")), (3, ("2.47",))], ids=["v2", "v3"]
+)
+def test_generated_sections_read_back_by_newer_objdump(
+    newer_binutils: Path, program: str, version: int, releases: tuple[str, ...], tmp_path: Path
+) -> None:
+    binary = compile_program(f"{program}_plain", [f"{program}.c"], flags=PLAIN)
+    out = tmp_path / f"{program}-v{version}"
+    _generate(binary, out, version)
+    section = read_sframe_file(out)
+    if version == 3 and program == "sframe_edge":
+        assert any(f.is_flex for f in section.fdes)  # drap's DRAP prologue
+    suite = {"2.44": "bin-trixie", "2.47": "bin-sid"}
+    for release in releases:
+        expected = _objdump(str(newer_binutils / suite[release] / "objdump"), out)
+        assert objdump_text(section, out.name, style=release) == expected, release
+    assert subprocess.run([str(out)], check=False).returncode == 0
