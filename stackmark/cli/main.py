@@ -18,6 +18,8 @@ from stackmark.errors import StackmarkError
 # name -> (module, one-line help). Keep in the order `--help` shows them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
+    "cbf": ("stackmark.cli.cbf", "encode or decode Compact Backtrace Format (Swift) backtraces"),
+    "unwind": ("stackmark.cli.unwind", "print the backtrace of a core file as markup, CBF or JSON"),
     "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
 }
 

@@ -1,0 +1,121 @@
+"""Core files and reference backtraces from GDB, for the unwinder tests.
+
+`capture_with_gdb` runs a program under `gdb -nx -batch` (which turns ASLR
+off) to a breakpoint, writes a core with `gcore`, and records the frames
+GDB's own unwinder finds there (walking `gdb.newest_frame().older()`):
+their pcs and frame types. `fixture_programs` builds the programs of
+tests/fixtures/src/unwind_*.c in the variants the tests compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.build import compile_program
+
+GDB_FRAME_SCRIPT = """\
+import gdb, json
+names = {gdb.NORMAL_FRAME: "normal", gdb.SIGTRAMP_FRAME: "sigtramp", gdb.INLINE_FRAME: "inline",
+         gdb.TAILCALL_FRAME: "tailcall", gdb.DUMMY_FRAME: "dummy"}
+frames = []
+frame = gdb.newest_frame()
+while frame is not None:
+    frames.append({"pc": frame.pc(), "type": names.get(frame.type(), str(frame.type())),
+                   "name": frame.name()})
+    frame = frame.older()
+with open(OUT, "w") as out:
+    json.dump(frames, out)
+"""
+
+
+@dataclass(frozen=True)
+class GdbFrame:
+    pc: int
+    type: str  # "normal", "sigtramp", "inline", ...
+    name: str | None
+
+
+@dataclass(frozen=True)
+class GdbCapture:
+    """A core written by gcore at a breakpoint, and GDB's frames there."""
+
+    core: Path
+    frames: list[GdbFrame]
+
+    @property
+    def pcs(self) -> list[int]:
+        return [f.pc for f in self.frames]
+
+
+def capture_with_gdb(
+    program: Path,
+    breakpoint: str,
+    out_dir: Path,
+    *,
+    args: Sequence[str] = (),
+    pass_signals: Sequence[str] = ("SIGILL",),
+    name: str = "capture",
+    timeout: float = 120,
+) -> GdbCapture:
+    """Run `program` to `breakpoint`, gcore it, and record GDB's frames."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    core = out_dir / f"{name}.core"
+    frames_json = out_dir / f"{name}.frames.json"
+    script = out_dir / f"{name}.frames.py"
+    script.write_text(f"OUT = {str(frames_json)!r}\n" + GDB_FRAME_SCRIPT)
+    cmd = ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
+    for signal in pass_signals:
+        cmd += ["-ex", f"handle {signal} nostop noprint pass"]
+    cmd += [
+        "-ex", f"break {breakpoint}",
+        "-ex", "run",
+        "-ex", f"gcore {core}",
+        "-x", str(script),
+        "--args", str(program), *args,
+    ]  # fmt: skip
+    env = dict(os.environ, LC_ALL="C")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if not core.exists() or not frames_json.exists():
+        raise RuntimeError(
+            f"gdb did not stop at {breakpoint} in {program}:\n{proc.stdout}\n{proc.stderr}"
+        )
+    frames = [GdbFrame(f["pc"], f["type"], f["name"]) for f in json.loads(frames_json.read_text())]
+    return GdbCapture(core, frames)
+
+
+def gdb_frames_of_core(
+    program: Path, core: Path, out_dir: Path, name: str = "core"
+) -> list[GdbFrame]:
+    """GDB's frames for an existing core file (e.g. one the kernel wrote)."""
+    frames_json = out_dir / f"{name}.frames.json"
+    script = out_dir / f"{name}.frames.py"
+    script.write_text(f"OUT = {str(frames_json)!r}\n" + GDB_FRAME_SCRIPT)
+    cmd = ["gdb", "-nx", "-batch", "-x", str(script), str(program), str(core)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if not frames_json.exists():
+        raise RuntimeError(f"gdb could not read {core}:\n{proc.stdout}\n{proc.stderr}")
+    return [GdbFrame(f["pc"], f["type"], f["name"]) for f in json.loads(frames_json.read_text())]
+
+
+SFRAME_FLAGS = ("-g", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+FRAME_POINTER_FLAGS = ("-g", "-O0", "-fno-omit-frame-pointer")
+STRIP_EH_FRAME = ("objcopy", "--remove-section", ".eh_frame", "--remove-section", ".eh_frame_hdr")
+
+
+def build_chain(flags: Sequence[str], *, strip_eh_frame: bool = False) -> Path:
+    """unwind_chain with its library (same flags), optionally without .eh_frame."""
+    post = [[*STRIP_EH_FRAME, "{out}"]] if strip_eh_frame else []
+    suffix = "-noeh" if strip_eh_frame else ""
+    lib = compile_program("libunwind_lib.so", ["unwind_lib.c"], flags=flags, shared=True, post=post)
+    return compile_program(
+        f"unwind_chain{suffix}",
+        ["unwind_chain.c"],
+        flags=flags,
+        link_flags=[str(lib), f"-Wl,-rpath,{lib.parent}"],
+        post=post,
+    )
