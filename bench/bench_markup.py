@@ -1,0 +1,218 @@
+"""Benchmark: `stackmark symbolize` against `llvm-symbolizer-19 --filter-markup`.
+
+Both run in the same session on the same inputs, over the large generated
+binary (`build_big.sh`: ~20k functions, 34 MB of .debug_info):
+
+* first answer: a crash log with one context (reset, module, mmaps) and a
+  single `bt` line: start-up plus the first lookup in a cold process;
+* a 100,000-line service log (`gen_markup_log.py`, ~30% markup lines,
+  a fresh context per crash, ASLR bases).
+
+For each: wall time, CPU time and peak RSS (median of the runs). Then a
+profile of stackmark on the 100k log says where its time goes. Results are
+printed as Markdown and saved to bench/work/results/markup.json.
+
+    python bench/bench_markup.py [--repeat N] [--big-repeat N] [--no-profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+from measure import Summary, measure, table  # noqa: E402
+
+TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
+WORK = HERE / "work"
+BIG = WORK / "big"
+OUT = WORK / "markup"
+RESULTS = WORK / "results"
+LLVM = "llvm-symbolizer-19"
+
+
+def ensure_big() -> None:
+    """The big binaries (built once; minutes on 2 cores)."""
+    if (BIG / "big-O2").exists() and (BIG / "debugdir").exists():
+        return
+    print("building the big benchmark binary (takes minutes) ...", flush=True)
+    subprocess.run(["bash", str(TOOLS / "build_big.sh"), str(WORK)], check=True)
+
+
+def ensure_logs() -> tuple[Path, Path]:
+    """(one-frame log, 100k-line log), generated once."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    addrs = OUT / "addrs-O2.txt"
+    big_log = OUT / "log-100k.txt"
+    one_log = OUT / "log-1.txt"
+    if not addrs.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(TOOLS / "gen_addrs.py"),
+                str(BIG / "big-O2"),
+                "--count",
+                "10000",
+                "--seed",
+                "42",
+                "--out",
+                str(addrs),
+            ],
+            check=True,
+        )
+    if not big_log.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(TOOLS / "gen_markup_log.py"),
+                "--module",
+                f"{BIG / 'big-O2'}:{addrs}",
+                "--lines",
+                "100000",
+                "--out",
+                str(big_log),
+            ],
+            check=True,
+        )
+    if not one_log.exists():
+        lines = big_log.read_text().splitlines()
+        context = []
+        for line in lines:
+            if line.startswith("{{{"):
+                context.append(line)
+            elif context:
+                break
+        first_bt = next(line for line in lines if "{{{bt:" in line)
+        one_log.write_text("\n".join([*context, first_bt]) + "\n")
+    return one_log, big_log
+
+
+def commands() -> dict[str, list[str]]:
+    debug = ["--debug-file-directory", str(BIG / "debugdir")]
+    stackmark = [sys.executable, "-m", "stackmark", "symbolize", *debug]
+    return {
+        "llvm-symbolizer-19 --filter-markup": [LLVM, "--filter-markup", *debug],
+        "stackmark symbolize": stackmark,
+        "stackmark symbolize --compat=llvm19": [*stackmark, "--compat=llvm19"],
+    }
+
+
+def compare_outputs(log: Path) -> bool:
+    """Is stackmark's --compat=llvm19 output byte-identical to llvm's on `log`?"""
+    cmds = commands()
+    with open(log, "rb") as f:
+        ours = subprocess.run(
+            cmds["stackmark symbolize --compat=llvm19"], stdin=f, capture_output=True
+        ).stdout
+    with open(log, "rb") as f:
+        theirs = subprocess.run(
+            cmds["llvm-symbolizer-19 --filter-markup"], stdin=f, capture_output=True
+        ).stdout
+    return ours == theirs
+
+
+BUCKETS = (
+    ("/stackmark/dwarf/", "DWARF reading (stackmark/dwarf)"),
+    ("/stackmark/symbols/", "symbol lookup and caches (stackmark/symbols)"),
+    ("/stackmark/elf", "ELF reading (stackmark/elf.py)"),
+    ("demangle", "demangling"),
+    ("/stackmark/markup/", "markup: parse, context, render (stackmark/markup)"),
+    ("/stackmark/cli/", "CLI: line I/O (stackmark/cli)"),
+)
+
+
+def profile(log: Path) -> list[tuple[str, float]]:
+    """Where stackmark's time goes on `log`: own time per package, in seconds."""
+    from stackmark.cli import symbolize
+
+    parser = argparse.ArgumentParser()
+    symbolize.add_arguments(parser)
+    args = parser.parse_args(["--debug-file-directory", str(BIG / "debugdir"), str(log)])
+    profiler = cProfile.Profile()
+    with open(log, "rb") as stream, open(os.devnull, "wb") as sink:
+        profiler.enable()
+        symbolize.run_streams(
+            [(str(log), stream)],
+            sink,
+            lambda _text: None,
+            args,
+            symbolize._make_symbolizer(args),
+            symbolize._make_naming(args),
+        )
+        profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    totals: dict[str, float] = {}
+    for (filename, _line, _name), entry in stats.stats.items():  # type: ignore[attr-defined]
+        own = entry[2]
+        bucket = "Python built-ins and standard library"
+        for needle, label in BUCKETS:
+            if needle in filename:
+                bucket = label
+                break
+        else:
+            if "elftools" in filename:
+                bucket = "pyelftools"
+            elif "cxxfilt" in filename:
+                bucket = "demangling"
+        totals[bucket] = totals.get(bucket, 0.0) + own
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs of the one-frame log")
+    ap.add_argument("--big-repeat", type=int, default=3, help="runs of the 100k-line log")
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+
+    ensure_big()
+    one_log, big_log = ensure_logs()
+    results: dict[str, object] = {}
+    print("## markup filter: first answer (one bt line over big-O2)\n")
+    first = [measure(label, cmd, one_log, args.repeat) for label, cmd in commands().items()]
+    print(table(first) + "\n", flush=True)
+    print("## markup filter: 100,000-line log over big-O2\n")
+    big = [measure(label, cmd, big_log, args.big_repeat) for label, cmd in commands().items()]
+    print(table(big) + "\n", flush=True)
+    identical = compare_outputs(big_log)
+    print(f"--compat=llvm19 output byte-identical to llvm's on the 100k log: {identical}\n")
+    results["first_answer"] = [_summary(s) for s in first]
+    results["log_100k"] = [_summary(s) for s in big]
+    results["compat_identical_100k"] = identical
+    if not args.no_profile:
+        shares = profile(big_log)
+        total = sum(t for _, t in shares)
+        print("## where stackmark's time goes on the 100k log (cProfile, own time)\n")
+        print("| part | seconds | share |\n| --- | ---: | ---: |")
+        for label, seconds in shares:
+            print(f"| {label} | {seconds:.2f} | {100 * seconds / total:.0f}% |")
+        print()
+        results["profile_100k"] = shares
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "markup.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def _summary(s: Summary) -> dict[str, object]:
+    return {
+        "command": s.label,
+        "wall_s": round(s.wall, 4),
+        "cpu_s": round(s.cpu, 4),
+        "max_rss_mib": round(s.max_rss_mib, 1),
+        "runs": len(s.runs),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
