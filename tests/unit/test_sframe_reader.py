@@ -233,3 +233,35 @@ def test_damaged_sections_raise_only_format_errors(data: st.DataObject) -> None:
         parse_sframe(bytes(blob[:cut]))
     except FormatError as exc:
         assert exc.offset is None or 0 <= exc.offset <= len(blob)
+
+
+def test_without_section_headers_the_segment_is_used(tmp_path: Path) -> None:
+    """llvm-objcopy --strip-sections leaves only PT_GNU_SFRAME, whose p_memsz ld
+    makes larger than the section: the header gives the size."""
+    import subprocess
+
+    from tests.conftest import require_tool
+
+    tool = require_tool("llvm-objcopy-19")
+    source = FIXTURES / "deep-x86_64-v1"
+    stripped = tmp_path / "stripped"
+    subprocess.run([tool, "--strip-sections", str(source), str(stripped)], check=True)
+    with ElfFile.open(stripped) as elf:
+        assert elf.sections == []
+        from_segment = read_elf_sframe(elf)
+    assert from_segment is not None
+    assert _rows(from_segment) == _rows(read_sframe_file(source))
+
+
+def test_separate_debug_file_has_no_sframe_data(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import require_tool
+
+    objcopy = require_tool("objcopy")
+    debug = tmp_path / "deep.debug"
+    subprocess.run(
+        [objcopy, "--only-keep-debug", str(FIXTURES / "deep-x86_64-v1"), str(debug)], check=True
+    )
+    with ElfFile.open(debug) as elf:
+        assert read_elf_sframe(elf) is None

@@ -14,7 +14,7 @@ import os
 import struct
 from functools import lru_cache
 
-from stackmark.elf import PT_GNU_SFRAME, ElfFile, Section
+from stackmark.elf import PT_GNU_SFRAME, SHT_NOBITS, ElfFile, Section
 from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import (
@@ -268,6 +268,8 @@ def read_elf_sframe(elf: ElfFile) -> SFrameSection | None:
     p_memsz larger than the section).
     """
     section = find_sframe_section(elf)
+    if section is not None and section.type == SHT_NOBITS:
+        return None  # a separate debug file: the data stays in the stripped binary
     if section is not None:
         data = elf.section_data(section)
         file_offset, address = section.offset, section.addr
