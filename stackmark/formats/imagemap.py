@@ -255,25 +255,25 @@ def encode_image_map(image_map: ImageMap) -> bytes:
                 raise ImageMapError(
                     f"image {index} ({image.name}): address 0x{value:x} does not fit in {bits} bits"
                 )
-        base = _sign_extend(image.base, bits)
-        end = _sign_extend(image.end_of_text, bits)
-        if end < base:
+        if image.end_of_text < image.base:
             raise ImageMapError(
                 f"image {index} ({image.name}): end of text 0x{image.end_of_text:x} "
                 f"is below its base 0x{image.base:x}"
             )
+        base = _sign_extend(image.base, bits)
+        text_size = image.end_of_text - image.base
         delta = _sign_extend(base - previous_base, 64)
         base_length, delta_length = _signed_length(base), _signed_length(delta)
         relative = delta_length < base_length
         address_length = delta_length if relative else base_length
-        text_length = _signed_length(end - base)
+        text_length = _signed_length(text_size)
         if text_length > 8:
             raise ImageMapError(f"image {index} ({image.name}): text size does not fit in 64 bits")
         out.append(
             (HEADER_RELATIVE if relative else 0) | ((address_length - 1) << 3) | (text_length - 1)
         )
         out += _signed_bytes(delta if relative else base, address_length)
-        out += _signed_bytes(end - base, text_length)
+        out += _signed_bytes(text_size, text_length)
         if image.build_id:
             out += _varint(len(image.build_id))
             out += image.build_id
