@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
     "cbf": ("stackmark.cli.cbf", "encode or decode Compact Backtrace Format (Swift) backtraces"),
     "unwind": ("stackmark.cli.unwind", "print the backtrace of a core file as markup, CBF or JSON"),
+    "gdb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.gdbinit line for GDB"),
     "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
 }
 

@@ -1,0 +1,487 @@
+"""`stackmark unwinder`: unwind with SFrame inside GDB's own frame machinery.
+
+GDB (up to 18 at least) cannot read `.sframe`; its Python unwinder API
+lets a plugin claim frames. This `gdb.unwinder.Unwinder` claims a frame
+when the frame's pc lies in a module whose SFrame table covers it, and asks
+the core `stackmark.unwind.unwinder.Unwinder` for one step: the frame's
+CFA and the caller's pc, SP and FP, which become GDB's saved registers. It
+declines (returns None, so GDB's DWARF, sigtramp and prologue unwinders
+run) for everything else, and by default also for modules that carry CFI
+(`.eh_frame`/`.debug_frame`), where GDB's own unwinding is right and knows
+more registers than SFrame does; `--everywhere` claims those too.
+`--from-cfi` gives modules without `.sframe` a table generated from their
+CFI (useful with `--everywhere`).
+
+Signal frames stay with GDB's sigtramp unwinder, which restores every
+register from the kernel's `ucontext`. The unwinder still looks at the
+trampoline as GDB walks past it, to learn which (pc, SP) the signal
+interrupted: that frame's pc is exact and is looked up as is, not as a
+return address (pc - 1). GDB 13's PendingFrame cannot tell us this.
+
+Frame IDs are (CFA, function start): stable while the pc moves inside
+the function, as stepping requires. In GDB 13 both must be `gdb.Value`s,
+and saved registers must be values of the register's own type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import gdb
+import gdb.unwinder
+
+from stackmark.debugger.backend import DebuggerBackend
+from stackmark.debugger.command import Command, CommandParser
+from stackmark.debugger.modules import loaded_modules
+from stackmark.debugger.session import Session
+from stackmark.elf import ElfFile
+from stackmark.errors import FormatError, StackmarkError
+from stackmark.formats.sframe import SFrameTable
+from stackmark.model import Module
+from stackmark.unwind import sigframe
+from stackmark.unwind.rules import Arch, UnwindRow
+from stackmark.unwind.tables import NoTable, SFrameTables, TableCache, UnwindTable
+from stackmark.unwind.target import BYTE_ORDER, ModuleIndex, RegisterState, word_reader
+from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, FrameState, Unwinder
+from stackmark_gdb.backend import PC_NAMES, REGISTER_NAMES, UNSIGNED_64, GdbBackend
+from stackmark_gdb.events import connect_once
+
+UNWINDER_NAME = "stackmark-sframe"
+CFI_SECTIONS = (".eh_frame", ".debug_frame")
+MIN_CFI_SIZE = 16  # an .eh_frame holding only its terminator is 4 bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Which frames the unwinder claims."""
+
+    everywhere: bool = False  # also modules with CFI (GDB's DWARF unwinder)
+    from_cfi: bool = False  # tables generated from CFI for modules without .sframe
+
+    def describe(self) -> str:
+        where = "every module with a table" if self.everywhere else "modules without CFI"
+        extra = "; tables generated from CFI where there is no .sframe" if self.from_cfi else ""
+        return f"claims frames in {where}{extra}"
+
+
+# -- the tables of the loaded modules ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleTable:
+    """A module's SFrame table and whether the unwinder claims its frames.
+
+    Rows are remembered per pc: a backtrace meets the same return
+    addresses again and again (recursion, every `bt` after a stop).
+    """
+
+    module: Module
+    table: SFrameTable | None
+    source: str  # "sframe v1", "generated from .eh_frame (v3)", or why there is none
+    has_cfi: bool
+    claims: bool
+    rows: dict[int, UnwindRow | None] = field(default_factory=dict)
+
+    def row(self, pc: int) -> UnwindRow | None:
+        try:
+            return self.rows[pc]
+        except KeyError:
+            row = self.table.row(pc) if self.table is not None else None
+            self.rows[pc] = row
+            return row
+
+
+def _has_cfi(paths: Iterable[str]) -> bool:
+    """True when one of the files has non-trivial .eh_frame or .debug_frame."""
+    for path in paths:
+        try:
+            with ElfFile.open(path) as elf:
+                for name in CFI_SECTIONS:
+                    section = elf.section(name)
+                    if section is not None and section.size >= MIN_CFI_SIZE:
+                        return True
+        except FormatError:
+            continue
+    return False
+
+
+def _debug_files() -> dict[str, list[str]]:
+    """realpath of an objfile -> the separate debug files GDB loaded for it."""
+    found: dict[str, list[str]] = {}
+    for objfile in gdb.objfiles():
+        owner = objfile.owner
+        if owner is not None and owner.filename:
+            found.setdefault(os.path.realpath(owner.filename), []).append(objfile.filename)
+    return found
+
+
+def _load_table(
+    module: Module, sframe_tables: SFrameTables, from_cfi: bool
+) -> tuple[SFrameTable | None, str]:
+    """The module's SFrame table (file, else memory, else generated) and its source."""
+    try:
+        found = sframe_tables(module)
+    except StackmarkError as exc:
+        found = NoTable(str(exc))
+    if isinstance(found, SFrameTable):
+        return found, f"sframe v{found.header.version}"
+    problems = [found.reason] if isinstance(found, NoTable) else []
+    path = module.path or ""
+    if from_cfi and os.path.isfile(path):
+        from stackmark.formats.sframe.from_cfi import generate_from_file
+
+        try:
+            generated = generate_from_file(path)
+        except StackmarkError as exc:
+            problems.append(str(exc))
+        else:
+            table = SFrameTable(generated.section)
+            return table, f"generated from {generated.cfi_source} (v{table.header.version})"
+    return None, "; ".join(problems) or "no table"
+
+
+def module_tables(
+    modules: Sequence[Module], backend: DebuggerBackend, policy: Policy
+) -> list[ModuleTable]:
+    debug_files = _debug_files()
+    sframe_tables = SFrameTables(read_memory=backend.read_memory)
+    result = []
+    for module in modules:
+        table, source = _load_table(module, sframe_tables, policy.from_cfi)
+        path = module.path or ""
+        files = [path, *debug_files.get(os.path.realpath(path), [])] if path else []
+        has_cfi = _has_cfi(files)
+        claims = table is not None and (policy.everywhere or not has_cfi)
+        result.append(ModuleTable(module, table, source, has_cfi, claims))
+    return result
+
+
+# -- the process the unwinder works on --------------------------------------------------
+
+
+class _Target:
+    """The core unwinder's `Target` over the GDB inferior: memory and modules."""
+
+    def __init__(self, arch: Arch, modules: Sequence[Module], backend: GdbBackend):
+        self._arch = arch
+        self._modules = modules
+        self.read_memory = backend.read_memory
+
+    @property
+    def arch(self) -> Arch:
+        return self._arch
+
+    def registers(self) -> RegisterState:
+        raise StackmarkError("the GDB unwinder steps one pending frame at a time")
+
+    def modules(self) -> Sequence[Module]:
+        return self._modules
+
+    def code_address_mask(self) -> int | None:
+        try:
+            mask = gdb.parse_and_eval("$pauth_cmask")
+        except gdb.error:
+            return None
+        return None if mask.type.code == gdb.TYPE_CODE_VOID else int(mask)
+
+
+class _PendingRegisters(Mapping[int, int]):
+    """A pending frame's registers by DWARF number, read only when asked for."""
+
+    def __init__(self, frame: gdb.PendingFrame, names: Mapping[int, str]):
+        self._frame = frame
+        self._names = names
+
+    def __getitem__(self, number: int) -> int:
+        name = self._names.get(number)
+        if name is None:
+            raise KeyError(number)
+        try:
+            return int(self._frame.read_register(name)) & UNSIGNED_64
+        except (gdb.error, ValueError):  # <not saved>, <unavailable>
+            raise KeyError(number) from None
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class _FrameId:
+    """What GDB 13's create_unwind_info wants: .sp and .pc as gdb.Values."""
+
+    __slots__ = ("pc", "sp")
+
+    def __init__(self, sp: gdb.Value, pc: gdb.Value):
+        self.sp = sp
+        self.pc = pc
+
+
+class _Process:
+    """One process layout: its tables, a core unwinder over them, and caches."""
+
+    def __init__(self, arch: Arch, tables: list[ModuleTable], backend: GdbBackend):
+        self.arch = arch
+        self.tables = tables
+        self.sp_number = arch.sp
+        self.fp_number = arch.fp
+        modules = [t.module for t in tables]
+        self.target = _Target(arch, modules, backend)
+        self.index = ModuleIndex(modules)
+        by_module = {id(t.module): t for t in tables}
+
+        def table_of(module: Module) -> UnwindTable | NoTable:
+            found = by_module[id(module)]
+            return found if found.table is not None else NoTable(found.source)
+
+        self.unwinder = Unwinder(self.target, TableCache(table_of))
+        self.read_word = word_reader(self.target)
+        self.names = REGISTER_NAMES[arch]
+        self.pc_name = PC_NAMES[arch]
+        self.sp_name = self.names[arch.sp]
+        self.fp_name = self.names[arch.fp]
+        self.claims: dict[tuple[int, bool], int | None] = {}  # -> runtime function start
+        self.trampolines: dict[int, bool] = {}
+        self.interrupted: set[tuple[int, int]] = set()  # (pc, SP) a signal interrupted
+        self.pc_type: gdb.Type | None = None
+        self.sp_type: gdb.Type | None = None
+        self.by_module = by_module
+
+    def claim(self, pc: int, precise: bool) -> int | None:
+        """The function start of a frame at `pc` that the unwinder claims, else None."""
+        key = (pc, precise)
+        if key in self.claims:
+            return self.claims[key]
+        start: int | None = None
+        found = self.index.find(pc)
+        if found is not None:
+            module, segment = found
+            table = self.by_module[id(module)]
+            if table.claims and table.table is not None:
+                fde = table.table.find_fde(segment.to_module_relative(pc if precise else pc - 1))
+                if fde is not None:
+                    start = fde.start + module.load_bias
+        self.claims[key] = start
+        return start
+
+    def is_trampoline(self, pc: int) -> bool:
+        known = self.trampolines.get(pc)
+        if known is None:
+            known = sigframe.is_sigreturn_trampoline(self.target, self.arch, pc)
+            self.trampolines[pc] = known
+        return known
+
+    def note_interrupted(self, trampoline_sp: int) -> None:
+        """Remember the (pc, SP) of the frame a signal interrupted."""
+        int32 = struct.Struct(BYTE_ORDER[self.arch] + "i")
+
+        def read_int32(address: int) -> int:
+            value: int = int32.unpack(self.target.read_memory(address, 4))[0]
+            return value
+
+        try:
+            context = sigframe.interrupted_context(
+                self.arch, trampoline_sp, self.read_word, read_int32
+            )
+        except StackmarkError:
+            return
+        sp = context.registers.values.get(self.arch.sp)
+        if sp is not None:
+            self.interrupted.add((context.registers.pc, sp))
+
+    def note_caller(self, caller: FrameState) -> None:
+        sp = caller.registers.get(self.sp_number)
+        if sp is not None:
+            self.interrupted.add((caller.pc, sp))
+
+
+# -- the GDB unwinder -----------------------------------------------------------------
+
+
+class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
+    """Claims frames that SFrame covers (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNWINDER_NAME)
+        self.policy = Policy()
+        self.frames_unwound = 0
+        self.last_error = ""
+        self._backend = GdbBackend()
+        self._process: _Process | None = None
+        self._building = False
+
+    def forget(self) -> None:
+        """Drop the process layout (object files came or went, the process changed)."""
+        self._process = None
+
+    def process(self) -> _Process | None:
+        """The current layout, built on first use; None without a process.
+
+        GDB events (object files, exits, inferiors) drop it: checking the
+        layout on every frame would cost more than unwinding the frame.
+        """
+        process = self._process
+        if process is not None:
+            return process
+        if self._building or not self._backend.has_process():
+            return None
+        self._building = True
+        try:
+            arch = self._backend.arch()
+            modules = loaded_modules(self._backend)
+            tables = module_tables(modules, self._backend, self.policy)
+            process = _Process(arch, tables, self._backend)
+        finally:
+            self._building = False
+        self._process = process
+        return process
+
+    def __call__(self, pending_frame: gdb.PendingFrame) -> gdb.UnwindInfo | None:
+        try:
+            return self._unwind(pending_frame)
+        except Exception as exc:  # a bug here must never break GDB's own unwinding
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def _unwind(self, pending: gdb.PendingFrame) -> gdb.UnwindInfo | None:
+        process = self.process()
+        if process is None:
+            return None
+        pc_value = pending.read_register(process.pc_name)
+        pc = int(pc_value) & UNSIGNED_64
+        precise = pending.level() == 0
+        if not precise and process.interrupted:
+            sp = int(pending.read_register(process.sp_name)) & UNSIGNED_64
+            precise = (pc, sp) in process.interrupted
+        start = process.claim(pc, precise)
+        if start is None:
+            if process.is_trampoline(pc):
+                process.note_interrupted(int(pending.read_register(process.sp_name)) & UNSIGNED_64)
+            return None
+        registers = _PendingRegisters(pending, process.names)
+        step = process.unwinder.step(FrameState(pc, registers, precise))
+        if step.method == BY_SIGNAL and step.caller is not None:
+            process.note_caller(step.caller)  # a v3 signal-frame FDE: GDB restores it
+            return None
+        caller = step.caller
+        if step.method != BY_SFRAME or caller is None or step.cfa is None:
+            return None
+        if process.pc_type is None:
+            process.pc_type = pc_value.type
+            process.sp_type = pending.read_register(process.sp_name).type
+        pc_type, sp_type = process.pc_type, process.sp_type
+        frame_id = _FrameId(gdb.Value(step.cfa).cast(sp_type), gdb.Value(start).cast(pc_type))
+        info = pending.create_unwind_info(frame_id)
+        info.add_saved_register(process.pc_name, gdb.Value(caller.pc).cast(pc_type))
+        caller_sp = caller.registers.get(process.sp_number)
+        if caller_sp is not None:
+            info.add_saved_register(process.sp_name, gdb.Value(caller_sp).cast(sp_type))
+        caller_fp = caller.registers.get(process.fp_number)
+        if caller_fp is not None:
+            info.add_saved_register(process.fp_name, gdb.Value(caller_fp).cast(sp_type))
+        self.frames_unwound += 1
+        return info
+
+
+_UNWINDER: SFrameUnwinder | None = None
+
+
+def the_unwinder() -> SFrameUnwinder:
+    global _UNWINDER
+    if _UNWINDER is None:
+        _UNWINDER = SFrameUnwinder()
+    return _UNWINDER
+
+
+def install_unwinder() -> None:
+    """Register the unwinder globally (replacing an earlier copy) and its events."""
+    unwinder = the_unwinder()
+    gdb.unwinder.register_unwinder(None, unwinder, replace=True)
+    connect_once(
+        _forget,
+        gdb.events.new_objfile,
+        gdb.events.clear_objfiles,
+        gdb.events.exited,
+        gdb.events.new_inferior,
+        gdb.events.inferior_deleted,
+    )
+    gdb.invalidate_cached_frames()
+
+
+def _forget(_event: object) -> None:
+    the_unwinder().forget()
+
+
+# -- `stackmark unwinder on|off|status` ----------------------------------------------
+
+
+def _configure(parser: CommandParser) -> None:
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("on", "off", "status"),
+        default="status",
+        help="turn the SFrame unwinder on or off, or show what it does (default)",
+    )
+    parser.add_argument(
+        "--everywhere",
+        action="store_true",
+        help="with on: also claim frames in modules that have CFI (.eh_frame), which GDB "
+        "unwinds itself otherwise",
+    )
+    parser.add_argument(
+        "--from-cfi",
+        action="store_true",
+        help="with on: generate SFrame from the CFI of modules that have no .sframe section",
+    )
+
+
+def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
+    unwinder = the_unwinder()
+    if args.action == "on":
+        unwinder.policy = Policy(args.everywhere, args.from_cfi)
+        unwinder.enabled = True
+    elif args.action == "off":
+        unwinder.enabled = False
+    if args.action != "status":
+        unwinder.forget()
+        gdb.invalidate_cached_frames()
+    return _status(unwinder)
+
+
+def _status(unwinder: SFrameUnwinder) -> Iterator[str]:
+    state = "on" if unwinder.enabled else "off"
+    yield f"stackmark SFrame unwinder: {state}, {unwinder.policy.describe()}"
+    yield f"frames unwound: {unwinder.frames_unwound}"
+    if unwinder.last_error:
+        yield f"last error: {unwinder.last_error}"
+    process = unwinder.process() if unwinder.enabled else None
+    if process is None:
+        return
+    width = max((len(t.module.name) for t in process.tables), default=0)
+    for table in process.tables:
+        if table.claims:
+            role = "unwound by stackmark"
+        elif table.table is not None:
+            role = "unwound by GDB (has CFI)"
+        else:
+            role = "unwound by GDB"
+        yield f"  {table.module.name:<{width}}  {table.source}; {role}"
+
+
+UNWINDER_COMMAND = Command(
+    words=("unwinder",),
+    summary="Turn the SFrame unwinder on or off, or show its status.",
+    description=(
+        "The unwinder unwinds frames with the .sframe sections of the loaded modules where\n"
+        "GDB cannot: in modules without .eh_frame/.debug_frame (by default), or in every\n"
+        "module with an SFrame table (--everywhere). It is on when stackmark is loaded."
+    ),
+    configure=_configure,
+    run=_run,
+)

@@ -1,0 +1,161 @@
+"""The backtraces of a stopped process, and the three ways `stackmark bt` writes them.
+
+`collect` asks the backend for the modules and for each thread's frames
+and folds them into physical frames (`frames.physical_frames`). The
+writers turn that one snapshot into:
+
+- markup: `{{{reset}}}`, the modules and their mmaps, then `{{{bt}}}`
+  lines (through `stackmark.unwind.emit`, as the unwinder and CBF tools
+  write them); with several threads, a plain `Thread N "name":` line before
+  each thread's frames (markup filters keep plain text);
+- CBF: per thread, `cbf: BASE64` (the Compact Backtrace Format) and
+  `images: BASE64` (the Compact Image Map), base64 without padding as
+  Swift writes it;
+- JSON: modules, threads and frames with the debugger's names for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from stackmark.debugger.backend import DebuggerBackend, ThreadInfo
+from stackmark.debugger.frames import PhysicalFrame, physical_frames
+from stackmark.debugger.modules import loaded_modules, module_for_address
+from stackmark.formats import cbf
+from stackmark.formats.imagemap import Image, ImageMap, encode_image_map
+from stackmark.formats.swift_backtrace import encode_base64
+from stackmark.model import Module
+from stackmark.unwind.emit import context_lines, frame_lines
+from stackmark.unwind.rules import Arch
+
+PLATFORM = "linux"
+"""The platform string of the image maps (Swift records the OS it ran on)."""
+
+
+@dataclass(frozen=True)
+class ThreadBacktrace:
+    thread: ThreadInfo
+    frames: list[PhysicalFrame]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Modules and per-thread physical frames of one stop."""
+
+    arch: Arch
+    modules: list[Module]
+    threads: list[ThreadBacktrace]
+
+
+def collect(
+    backend: DebuggerBackend, *, all_threads: bool, past_main: bool, symbols: bool
+) -> Snapshot:
+    """Read the modules and the frames of the selected (or every) thread."""
+    threads = backend.threads()
+    if not all_threads:
+        threads = [t for t in threads if t.selected] or threads[:1]
+    traces = [
+        ThreadBacktrace(t, physical_frames(backend.frames(t, past_main=past_main, symbols=symbols)))
+        for t in threads
+    ]
+    return Snapshot(backend.arch(), loaded_modules(backend), traces)
+
+
+def thread_title(thread: ThreadInfo) -> str:
+    name = f' "{thread.name}"' if thread.name else ""
+    return f"Thread {thread.number}{name}:"
+
+
+def markup_lines(snapshot: Snapshot) -> Iterator[str]:
+    """The snapshot as symbolizer markup."""
+    yield from context_lines(snapshot.modules)
+    several = len(snapshot.threads) > 1
+    for trace in snapshot.threads:
+        if several:
+            yield thread_title(trace.thread)
+        yield from frame_lines(f.frame for f in trace.frames)
+
+
+def image_map(snapshot: Snapshot) -> ImageMap:
+    images = [Image.from_module(m) for m in snapshot.modules if m.segments]
+    return ImageMap(PLATFORM, images, snapshot.arch.pointer_size * 8)
+
+
+def cbf_bytes(trace: ThreadBacktrace, word_bits: int = 64) -> bytes:
+    return cbf.encode([f.frame for f in trace.frames], word_bits)
+
+
+def cbf_lines(snapshot: Snapshot) -> Iterator[str]:
+    """Per thread: `cbf: BASE64` and `images: BASE64`."""
+    images = encode_base64(encode_image_map(image_map(snapshot)))
+    word_bits = snapshot.arch.pointer_size * 8
+    several = len(snapshot.threads) > 1
+    for trace in snapshot.threads:
+        if several:
+            yield thread_title(trace.thread)
+        yield f"cbf: {encode_base64(cbf_bytes(trace, word_bits))}"
+        yield f"images: {images}"
+
+
+def _hex(value: int) -> str:
+    return f"0x{value:x}"
+
+
+def _module_record(module: Module) -> dict[str, object]:
+    return {
+        "id": module.id,
+        "name": module.name,
+        "build_id": module.build_id,
+        "path": module.path,
+        "load_bias": _hex(module.load_bias),
+        "segments": [
+            {
+                "start": _hex(s.start),
+                "size": _hex(s.size),
+                "mode": s.mode,
+                "module_relative": _hex(s.module_relative),
+            }
+            for s in module.segments
+        ],
+    }
+
+
+def _frame_record(frame: PhysicalFrame, modules: Sequence[Module]) -> dict[str, object]:
+    address = frame.frame.address
+    record: dict[str, object] = {
+        "index": frame.index,
+        "kind": frame.frame.kind.value,
+        "address": _hex(address),
+    }
+    module = module_for_address(list(modules), frame.frame.lookup_address)
+    if module is not None:
+        segment = next(s for s in module.segments if s.contains(frame.frame.lookup_address))
+        record["module"] = module.id
+        record["module_address"] = _hex(segment.to_module_relative(address))
+    record["functions"] = [
+        {"name": member.function, "file": member.file, "line": member.line or None}
+        for member in frame.members
+    ]
+    if frame.is_signal_trampoline:
+        record["signal_trampoline"] = True
+    return record
+
+
+def json_lines(snapshot: Snapshot) -> Iterator[str]:
+    """The snapshot as one indented JSON document."""
+    document = {
+        "arch": snapshot.arch.value,
+        "modules": [_module_record(m) for m in snapshot.modules],
+        "threads": [
+            {
+                "number": trace.thread.number,
+                "name": trace.thread.name,
+                "selected": trace.thread.selected,
+                "frames": [_frame_record(f, snapshot.modules) for f in trace.frames],
+            }
+            for trace in snapshot.threads
+        ],
+    }
+    yield from json.dumps(document, indent=2).splitlines()

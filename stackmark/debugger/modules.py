@@ -1,0 +1,154 @@
+"""The process layout as stackmark models it, built from what a debugger loaded.
+
+A backend only says "this file is loaded, its ELF header is at this
+address". The rest is read here, the same way for every debugger, so that
+GDB and LLDB describe a process identically: the program headers and the
+GNU build ID note are read from target memory (the header page of every
+ELF image is mapped, in live processes and in core files alike); when
+memory cannot be read, from the file on disk. The load bias is the header
+address minus the address the first PT_LOAD gives the header.
+
+Segments are the PT_LOADs at their exact runtime ranges (no page
+rounding), so segments of one module never overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stackmark.debugger.backend import DebuggerBackend, LoadedImage, MemoryReadError
+from stackmark.elf import NT_GNU_BUILD_ID, PT_LOAD, PT_NOTE, ElfFile, ProgramHeader
+from stackmark.errors import FormatError
+from stackmark.model import Module, Segment
+
+HEADER_PAGE_SIZE = 4096
+MAX_NOTE_SIZE = 64 * 1024
+
+ReadMemory = Callable[[int, int], bytes]
+
+
+def _headers_from_memory(read: ReadMemory, header_address: int, name: str) -> ElfFile:
+    """An ElfFile over the image's first page as it is mapped.
+
+    The page holds the ELF header and, in every linker's output, the
+    program headers; a page is the smallest unit that can be mapped, so it
+    is readable whenever the header is.
+    """
+    return ElfFile.from_bytes(read(header_address, HEADER_PAGE_SIZE), name)
+
+
+def _bias_for(header_address: int, loads: list[ProgramHeader]) -> int:
+    """Load bias given where the ELF header (file offset 0) is mapped."""
+    first = min(loads, key=lambda p: p.offset)
+    return header_address - (first.vaddr - first.offset)
+
+
+def _build_id_from_notes(blob: bytes, little_endian: bool) -> str | None:
+    """The GNU build ID in a PT_NOTE's bytes, or None."""
+    header = struct.Struct("<III" if little_endian else ">III")
+    pos = 0
+    while pos + header.size <= len(blob):
+        namesz, descsz, note_type = header.unpack_from(blob, pos)
+        name_at = pos + header.size
+        desc_at = name_at + ((namesz + 3) & ~3)
+        if desc_at + descsz > len(blob):
+            return None
+        if note_type == NT_GNU_BUILD_ID and blob[name_at : name_at + namesz] == b"GNU\0":
+            return blob[desc_at : desc_at + descsz].hex() or None
+        pos = desc_at + ((descsz + 3) & ~3)
+    return None
+
+
+def _segments(bias: int, loads: list[ProgramHeader]) -> list[Segment]:
+    return [
+        Segment(bias + p.vaddr, p.memsz, p.mode, p.vaddr)
+        for p in sorted(loads, key=lambda p: p.vaddr)
+        if p.memsz
+    ]
+
+
+def display_name(image: LoadedImage) -> str:
+    """The module name markup shows: the file's base name ("[vdso]" as is)."""
+    return os.path.basename(image.path) or image.path
+
+
+@dataclass(frozen=True, slots=True)
+class _Headers:
+    """Program headers of an image, and where they were read."""
+
+    segments: list[ProgramHeader]
+    little_endian: bool
+    in_memory: bool
+    file_build_id: str | None = None
+
+
+def _read_headers(read: ReadMemory, image: LoadedImage) -> _Headers | None:
+    if image.header_address is not None:
+        try:
+            elf = ElfFile.from_bytes(read(image.header_address, HEADER_PAGE_SIZE), image.path)
+            return _Headers(elf.segments, elf.endian == "<", in_memory=True)
+        except (MemoryReadError, FormatError):
+            pass
+    if os.path.isfile(image.path):
+        try:
+            with ElfFile.open(image.path) as elf:
+                return _Headers(elf.segments, elf.endian == "<", False, elf.build_id)
+        except FormatError:
+            pass
+    return None
+
+
+def _build_id_in_memory(read: ReadMemory, bias: int, headers: _Headers) -> str | None:
+    for note in (p for p in headers.segments if p.type == PT_NOTE):
+        try:
+            blob = read(bias + note.vaddr, min(note.filesz, MAX_NOTE_SIZE))
+        except MemoryReadError:
+            continue
+        build_id = _build_id_from_notes(blob, headers.little_endian)
+        if build_id:
+            return build_id
+    return None
+
+
+def module_from_image(read: ReadMemory, image: LoadedImage, module_id: int) -> Module:
+    """Describe one loaded image as a `Module` (see the module docstring)."""
+    headers = _read_headers(read, image)
+    loads = [p for p in headers.segments if p.type == PT_LOAD] if headers else []
+    if image.load_bias is not None:
+        bias = image.load_bias
+    elif image.header_address is not None and loads:
+        bias = _bias_for(image.header_address, loads)
+    else:
+        bias = image.header_address or 0
+    build_id = None
+    if headers is not None:
+        build_id = headers.file_build_id
+        if headers.in_memory:
+            build_id = _build_id_in_memory(read, bias, headers)
+    return Module(
+        id=module_id,
+        name=display_name(image),
+        build_id=build_id or image.build_id,
+        segments=_segments(bias, loads),
+        path=image.path,
+    )
+
+
+def loaded_modules(backend: DebuggerBackend) -> list[Module]:
+    """Every loaded image as a Module, ordered by address, numbered from 0."""
+    modules = [module_from_image(backend.read_memory, image, 0) for image in backend.images()]
+    modules.sort(key=lambda m: (m.segments[0].start if m.segments else 0, m.name))
+    for number, module in enumerate(modules):
+        module.id = number
+    return modules
+
+
+def module_for_address(modules: list[Module], address: int) -> Module | None:
+    """The module whose segments contain runtime `address`."""
+    for module in modules:
+        if any(segment.contains(address) for segment in module.segments):
+            return module
+    return None

@@ -1,0 +1,129 @@
+"""Loading the plugin: the loader, `stackmark gdb-init`, the `stackmark-gdb` launcher."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from stackmark.cli import debuggers
+from stackmark.cli.main import main as stackmark_main
+from tests.gdb.conftest import LOADER, run_gdb
+from tests.support.build import REPO
+from tests.support.sessions import clean_environment, run_in_session
+
+VENV = REPO / ".venv"
+
+
+def loaded(output: str) -> bool:
+    return "List of stackmark subcommands" in output and "not loaded" not in output
+
+
+def test_loader_registers_the_commands(gdb_path: str) -> None:
+    result = run_gdb(["help stackmark"])
+    assert loaded(result.output), result.output
+    for name in ("stackmark bt", "stackmark unwinder"):
+        assert name in result.stdout
+
+
+def test_loading_twice_is_harmless(gdb_path: str) -> None:
+    result = run_gdb([f"source {LOADER}", "help stackmark", "stackmark unwinder status"])
+    assert loaded(result.output), result.output
+    assert "Traceback" not in result.output and "Error" not in result.stderr
+
+
+def test_a_bad_environment_is_one_line_and_gdb_carries_on(gdb_path: str, tmp_path: Path) -> None:
+    env = clean_environment(STACKMARK_VENV=str(tmp_path))
+    result = run_gdb(["echo still-running\\n"], env=env)
+    messages = [line for line in result.stderr.splitlines() if "stackmark" in line]
+    assert messages == [
+        f"stackmark: not loaded: $STACKMARK_VENV={tmp_path} is not a virtual environment "
+        "(no pyvenv.cfg)"
+    ]
+    assert "still-running" in result.stdout
+    assert result.returncode == 0
+
+
+def test_python_version_mismatch_is_refused(gdb_path: str, tmp_path: Path) -> None:
+    venv = tmp_path / "venv312"
+    (venv / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.4\n")
+    result = run_gdb(["stackmark bt"], env=clean_environment(STACKMARK_VENV=str(venv)))
+    messages = [line for line in result.stderr.splitlines() if line.startswith("stackmark:")]
+    assert len(messages) == 1, result.stderr
+    assert "is for Python 3.12 but this debugger runs Python 3.11" in messages[0]
+    assert 'Undefined command: "stackmark"' in result.stderr  # nothing was registered
+
+
+def test_gdb_init_prints_the_line_first_and_installs_it_once(
+    gdb_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    init = tmp_path / "home" / ".gdbinit"
+    assert stackmark_main(["gdb-init"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"source {LOADER}"
+    for expected in ("# added to", "# already in"):
+        assert stackmark_main(["gdb-init", "--install", "--init-file", str(init)]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == first and out[1].startswith(expected)
+    assert init.read_text().splitlines() == [first]
+    # GDB reading that file (no -nx) gets the plugin.
+    env = clean_environment(HOME=str(init.parent))
+    result = run_in_session(
+        ["gdb", "-q", "-batch", "-ex", "help stackmark"], timeout=60, env=env, cwd=tmp_path
+    )
+    assert loaded(result.output), result.output
+
+
+def test_install_keeps_existing_text(tmp_path: Path) -> None:
+    init = tmp_path / ".gdbinit"
+    init.write_text("set history save on")  # no final newline
+    assert debuggers.install_line("source /x/loader.py", init)
+    assert not debuggers.install_line("source /x/loader.py", init)
+    assert init.read_text() == "set history save on\nsource /x/loader.py\n"
+
+
+def test_a_venv_the_loader_cannot_find_is_named_in_the_line(
+    gdb_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An environment elsewhere whose site-packages leads to this checkout.
+    venv = tmp_path / "elsewhere"
+    site_packages = venv / "lib" / "python3.11" / "site-packages"
+    site_packages.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n")
+    real_site = next((VENV / "lib").glob("python3.*/site-packages"))
+    (site_packages / "stackmark-dev.pth").write_text(
+        "\n".join(str(p) for p in (real_site, REPO, REPO / "gdb_plugin")) + "\n"
+    )
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    line = debuggers.init_line(debuggers.DEBUGGERS["gdb-init"])
+    assert line.startswith("python ") and str(venv) in line and str(LOADER) in line
+    script = tmp_path / "init.gdb"
+    script.write_text(line + "\n")
+    result = run_in_session(
+        ["gdb", "-nx", "-q", "-batch", "-x", str(script), "-ex", "help stackmark"],
+        timeout=60,
+        env=clean_environment(),
+    )
+    assert loaded(result.output), result.output
+
+
+def test_launcher_starts_gdb_with_the_plugin(gdb_path: str) -> None:
+    launcher = VENV / "bin" / "stackmark-gdb"
+    assert launcher.exists(), "pip install -e . installs the stackmark-gdb script"
+    result = run_in_session(
+        [str(launcher), "-nx", "-q", "-batch", "-ex", "help stackmark"],
+        timeout=60,
+        env=clean_environment(),
+    )
+    assert loaded(result.output), result.output
+
+
+def test_launcher_reports_a_missing_gdb() -> None:
+    env = clean_environment(STACKMARK_GDB="/nonexistent/gdb")
+    result = run_in_session(
+        [str(VENV / "bin" / "stackmark-gdb"), "-batch"], timeout=60, env=env
+    )
+    assert result.returncode == 127
+    assert "stackmark-gdb: error: cannot run /nonexistent/gdb" in result.stderr
