@@ -18,6 +18,7 @@ from stackmark.errors import StackmarkError
 # name -> (module, one-line help). Keep in the order `--help` shows them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
+    "gsym": ("stackmark.cli.gsym", "look up, dump, verify and make GSYM files"),
     "cbf": ("stackmark.cli.cbf", "encode or decode Compact Backtrace Format (Swift) backtraces"),
     "unwind": ("stackmark.cli.unwind", "print the backtrace of a core file as markup, CBF or JSON"),
     "gdb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.gdbinit line for GDB"),

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 _SKIP = 0  # jump over the DIE and its children
 _DESCEND = 1  # look through it at its children (namespaces, lexical blocks)
 _SUBROUTINE = 2  # a subprogram or inlined call that may have addresses
+_LOCAL_TYPE = 3  # class/struct/union: looked through only inside a function, where
+# local classes (lambdas) hold their member functions' code (llvm sees those too)
+_LOCAL_TYPE_TAGS = frozenset({0x02, 0x13, 0x17})  # class, structure, union types
 
 _DESCEND_TAGS = frozenset(
     {C.DW_TAG_namespace, C.DW_TAG_lexical_block, 0x1E}  # 0x1E: DW_TAG_module
@@ -271,6 +274,8 @@ class _CodeTables:
                 self.kind[code] = _SUBROUTINE
             elif abbrev.tag in _DESCEND_TAGS:
                 self.kind[code] = _DESCEND
+            elif abbrev.tag in _LOCAL_TYPE_TAGS and abbrev.has_children:
+                self.kind[code] = _LOCAL_TYPE
 
 
 def _collect(unit: Unit) -> list[Function]:
@@ -315,6 +320,8 @@ def _collect(unit: Unit) -> list[Function]:
             kind = kinds[code]
             plan = plans[code]
             assert plan is not None
+            if kind == _LOCAL_TYPE:
+                kind = _SKIP if current is None else _DESCEND
             if kind == _SKIP:
                 if has_children[code]:
                     sibling = plan.sibling

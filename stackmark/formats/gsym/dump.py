@@ -129,3 +129,8 @@ def dump_lines(reader: GsymReader, *, llvm19: bool = False) -> Iterator[str]:
 
 def dump_text(reader: GsymReader, *, llvm19: bool = False) -> str:
     return "".join(dump_lines(reader, llvm19=llvm19))
+
+
+def function_text(reader: GsymReader, info: FunctionInfo) -> str:
+    """One FunctionInfo as the dump (and `--verbose` lookups) print it."""
+    return "".join(_Dumper(reader).function(info))

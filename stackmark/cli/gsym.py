@@ -1,0 +1,258 @@
+"""`stackmark gsym`: look up, dump, verify and make GSYM files.
+
+stackmark gsym lookup FILE.gsym ADDR...       text as llvm-gsymutil prints it
+stackmark gsym lookup --addresses-from-stdin  lines "ADDR GSYMPATH" (or "ADDR"
+                                              with FILE.gsym given)
+stackmark gsym dump FILE.gsym                 everything, as llvm-gsymutil prints it
+stackmark gsym verify FILE.gsym BINARY        our lookups against the DWARF
+stackmark gsym convert INPUT -o OUT.gsym      from ELF (DWARF + symbols) or Breakpad
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from stackmark.errors import FormatError, StackmarkError
+
+if TYPE_CHECKING:
+    from stackmark.formats.gsym.progress import Progress
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    lookup = sub.add_parser("lookup", help="look addresses up (llvm-gsymutil's text)")
+    lookup.add_argument("gsym", nargs="?", help="the GSYM file")
+    lookup.add_argument("addresses", nargs="*", metavar="ADDR", help="addresses (0x hex, decimal)")
+    lookup.add_argument(
+        "--addresses-from-stdin",
+        action="store_true",
+        help="read 'ADDR GSYMPATH' lines (or 'ADDR' when a GSYM file is given) from stdin",
+    )
+    lookup.add_argument(
+        "--verbose", action="store_true", help="also dump the FunctionInfo of each address"
+    )
+
+    dump = sub.add_parser("dump", help="print the whole file (llvm-gsymutil's text)")
+    dump.add_argument("gsym")
+    dump.add_argument(
+        "--llvm19",
+        action="store_true",
+        help="report merged-function and call-site records as LLVM 19 does (unsupported)",
+    )
+
+    verify = sub.add_parser("verify", help="compare every lookup with the binary's DWARF")
+    verify.add_argument("gsym")
+    verify.add_argument("binary")
+    verify.add_argument(
+        "--max-errors", type=int, default=20, help="mismatches to print in full (default 20)"
+    )
+
+    convert = sub.add_parser("convert", help="make a GSYM from an ELF file or a Breakpad .sym")
+    convert.add_argument("input")
+    convert.add_argument("-o", "--output", help="output path (default: INPUT.gsym)")
+    convert.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes for DWARF (default: one per core on large inputs)",
+    )
+    convert.add_argument("--quiet", action="store_true", help="print no log")
+    convert.add_argument(
+        "--big-endian", action="store_true", help="write a big-endian file (default: the input's)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    _reconfigure(sys.stdout)
+    if args.action == "lookup":
+        return _lookup(args)
+    if args.action == "dump":
+        return _dump(args)
+    if args.action == "verify":
+        return _verify(args)
+    return _convert(args)
+
+
+def _reconfigure(stream: TextIO) -> None:
+    """Strings from files may hold any bytes: write them back unchanged."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="surrogateescape")
+
+
+def parse_address(text: str) -> int | None:
+    """An unsigned integer as LLVM reads one: 0x hex, 0b binary, 0o or leading-0 octal."""
+    s = text
+    radix = 10
+    if s[:2] in ("0x", "0X"):
+        radix, s = 16, s[2:]
+    elif s[:2] in ("0b", "0B"):
+        radix, s = 2, s[2:]
+    elif s[:2] == "0o":
+        radix, s = 8, s[2:]
+    elif len(s) > 1 and s[0] == "0":
+        radix, s = 8, s[1:]
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"[:radix]
+    if not s or any(c not in digits for c in s.lower()):
+        return None
+    value = int(s, radix)
+    return value if value < 1 << 64 else None
+
+
+# -- lookup ---------------------------------------------------------------------
+
+
+def _lookup(args: argparse.Namespace) -> int:
+    from stackmark.formats.gsym.reader import GsymReader
+
+    out = sys.stdout
+    if args.addresses_from_stdin:
+        if args.addresses:
+            raise StackmarkError("no addresses can be given with --addresses-from-stdin")
+        return _lookup_stdin(args.gsym, args.verbose, out)
+    if not args.gsym:
+        raise StackmarkError("give a GSYM file and addresses, or --addresses-from-stdin")
+    addresses = []
+    for text in args.addresses:
+        value = parse_address(text)
+        if value is None:
+            raise StackmarkError(f"invalid address {text!r} (expected 0x hex or decimal)")
+        addresses.append(value)
+    reader = GsymReader.open(args.gsym)
+    out.write(f'Looking up addresses in "{args.gsym}":\n')
+    for addr in addresses:
+        out.write(_lookup_text(reader, addr, args.verbose))
+    return 0
+
+
+def _lookup_text(reader: object, addr: int, verbose: bool) -> str:
+    """One address as llvm-gsymutil prints it (with --verbose's FunctionInfo dump)."""
+    from stackmark.formats.gsym.codec import RecordError
+    from stackmark.formats.gsym.dump import function_text
+    from stackmark.formats.gsym.lookup import GsymLookupError, error_text
+    from stackmark.formats.gsym.reader import GsymReader
+
+    assert isinstance(reader, GsymReader)
+    head = ""
+    try:
+        result = reader.lookup(addr)
+    except GsymLookupError as exc:
+        text = error_text(addr, str(exc))
+        if verbose:
+            return f"\nLookupResult for 0x{addr:016x}:\n{text}\n"
+        return text
+    except RecordError as exc:
+        text = error_text(addr, exc.llvm_reason)
+        return f"\nLookupResult for 0x{addr:016x}:\n{text}\n" if verbose else text
+    if verbose:
+        index = reader.find_index(addr)
+        try:
+            info_text = function_text(reader, reader.function_info(index, keep_unknown=False))
+            head = (
+                f"FunctionInfo for 0x{addr:016x}:\n{info_text}\nLookupResult for 0x{addr:016x}:\n"
+            )
+        except FormatError:
+            head = ""
+        return head + result.text() + "\n"
+    return result.text()
+
+
+def _lookup_stdin(default_gsym: str | None, verbose: bool, out: TextIO) -> int:
+    from stackmark.formats.gsym.reader import GsymReader
+
+    current_path: str | None = None
+    reader: GsymReader | None = None
+    for raw in sys.stdin:
+        line = raw.replace("\r", "").replace("\n", "")
+        addr_text, _, path = line.partition(" ")
+        if not path:
+            if default_gsym is None:
+                out.write(f"error: invalid address {addr_text}, expected: Address GsymFile.\n")
+                return 1
+            path = default_gsym
+        if path != current_path:
+            if reader is not None:
+                reader.close()
+            try:
+                reader = GsymReader.open(path)
+            except FormatError as exc:
+                print(f"{path}: {exc.reason}", file=sys.stderr)
+                return 1
+            current_path = path
+        addr = parse_address(addr_text)
+        if addr is None:
+            out.write(f"error: invalid address {addr_text}, expected: Address GsymFile.\n")
+            return 1
+        assert reader is not None
+        out.write(_lookup_text(reader, addr, verbose))
+        out.write("\n")
+        out.flush()
+    return 0
+
+
+# -- dump ---------------------------------------------------------------------------
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from stackmark.formats.gsym.dump import dump_lines
+    from stackmark.formats.gsym.reader import GsymReader
+
+    reader = GsymReader.open(args.gsym)
+    out = sys.stdout
+    chunk: list[str] = []
+    for piece in dump_lines(reader, llvm19=args.llvm19):
+        chunk.append(piece)
+        if len(chunk) >= 4096:
+            out.write("".join(chunk))
+            chunk.clear()
+    out.write("".join(chunk))
+    return 0
+
+
+# -- verify -------------------------------------------------------------------------
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from stackmark.formats.gsym.verify import verify_gsym
+
+    report = verify_gsym(args.gsym, args.binary, progress=_progress_printer())
+    out = sys.stdout
+    for line in report.details[: args.max_errors]:
+        out.write(line + "\n")
+    if len(report.details) > args.max_errors:
+        out.write(f"... {len(report.details) - args.max_errors} more mismatches not shown\n")
+    out.write(report.summary() + "\n")
+    return 0 if report.ok else 1
+
+
+# -- convert ---------------------------------------------------------------------
+
+
+def _progress_printer() -> Progress:
+    """Progress ("label: done/total") on stderr when it is a terminal."""
+    from stackmark.formats.gsym.progress import Progress
+
+    return Progress(sys.stderr)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from stackmark.formats.gsym.convert import convert_file
+
+    output = args.output or args.input + ".gsym"
+    log = None if args.quiet else sys.stdout
+    if not os.path.exists(args.input):
+        raise StackmarkError(f"{args.input}: no such file")
+    convert_file(
+        args.input,
+        output,
+        log=log,
+        jobs=args.jobs,
+        big_endian=True if args.big_endian else None,
+        progress=_progress_printer(),
+    )
+    return 0

@@ -1,0 +1,200 @@
+"""Make a GSYM file from an ELF file (DWARF + symbol table) or a Breakpad .sym.
+
+For ELF input this is llvm-gsymutil's `--convert` pipeline: header values
+and text ranges from the ELF, DWARF functions unit by unit, then
+symbol-table functions, then `finalize` and `encode`; the output is the
+same bytes as `llvm-gsymutil-19 --convert --num-threads=1`. The log it
+prints (`log`) has llvm-gsymutil's lines.
+
+Large inputs are converted with one process per core over the compile
+units (`jobs`); the result does not depend on the number of processes.
+The output file is written atomically (a temporary file, fsync, rename), so
+a failed conversion leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Protocol, TextIO
+
+from stackmark.elf import ElfFile, is_elf
+from stackmark.errors import StackmarkError
+from stackmark.formats.breakpad import is_breakpad, read_breakpad
+from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError
+from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
+from stackmark.formats.gsym.from_symtab import (
+    add_symbol_table,
+    build_id_uuid,
+    image_base_address,
+    text_ranges,
+)
+
+
+class ProgressSink(Protocol):
+    def update(self, label: str, done: int, total: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass(slots=True)
+class ConversionResult:
+    data: bytes
+    dwarf_functions: int = 0
+    symbol_functions: int = 0
+    pruned: int = 0
+    total: int = 0
+    warnings: dict[str, int] = field(default_factory=dict)
+    arch: str = ""
+
+
+def convert_elf(
+    path: str,
+    *,
+    jobs: int = 1,
+    progress: ProgressSink | None = None,
+    little: bool | None = None,
+) -> ConversionResult:
+    """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table)."""
+    from stackmark.formats.gsym.dwarf_units import convert_dwarf
+
+    elf = ElfFile.open(path)
+    try:
+        creator = GsymCreator()
+        creator.base_address = image_base_address(elf)
+        ranges = text_ranges(elf)
+        if ranges:
+            creator.set_text_ranges(ranges)
+        result = ConversionResult(b"", arch=elf.machine_name)
+        report = convert_dwarf(elf, creator, jobs=jobs, progress=progress)
+        result.dwarf_functions = report.functions
+        result.warnings.update(report.warnings)
+        creator.uuid = build_id_uuid(elf)
+        result.symbol_functions = add_symbol_table(creator, elf)
+        if little is None:
+            little = elf.endian == "<"
+    finally:
+        elf.close()
+    _finish(creator, result, little, progress)
+    return result
+
+
+def convert_breakpad(
+    path: str,
+    *,
+    progress: ProgressSink | None = None,
+    little: bool | None = None,
+) -> ConversionResult:
+    """GSYM bytes for the Breakpad .sym file at `path`."""
+    module = read_breakpad(path)
+    creator = GsymCreator()
+    result = ConversionResult(b"", arch=module.arch)
+    funcs, publics = add_breakpad(creator, module, path)
+    result.dwarf_functions = funcs
+    result.symbol_functions = publics
+    if little is None:
+        little = breakpad_is_little_endian(module)
+    _finish(creator, result, little, progress)
+    return result
+
+
+def _finish(
+    creator: GsymCreator,
+    result: ConversionResult,
+    little: bool,
+    progress: ProgressSink | None,
+) -> None:
+    report = creator.finalize()
+    result.pruned = report.pruned
+    result.total = report.after
+    for key, count in report.warnings.items():
+        result.warnings[key] = result.warnings.get(key, 0) + count
+    total = len(creator.functions)
+
+    def encode_progress(done: int) -> None:
+        if progress is not None:
+            progress.update("writing GSYM", done, total)
+
+    from stackmark.formats.gsym.creator import encode_gsym
+
+    result.data = encode_gsym(
+        creator.functions,
+        files=creator.files,
+        strtab=creator.string_table(),
+        uuid=creator.uuid,
+        base_address=creator.base_address,
+        little=little,
+        finalized=True,
+        progress=encode_progress,
+    )
+    if progress is not None:
+        progress.finish()
+
+
+def log_text(result: ConversionResult, *, breakpad: bool = False) -> str:
+    """llvm-gsymutil's lines after "Output file (...): NAME"."""
+    first = "FUNC records" if breakpad else "DWARF"
+    second = "PUBLIC records" if breakpad else "symbol table"
+    lines = [
+        f"Loaded {result.dwarf_functions} functions from {first}.",
+        f"Loaded {result.symbol_functions} functions from {second}.",
+        f"Pruned {result.pruned} functions, ended with {result.total} total",
+    ]
+    for category in sorted(result.warnings):
+        lines.append(f"{category} occurred {result.warnings[category]} time(s)")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".gsym-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def convert_file(
+    input_path: str,
+    output_path: str,
+    *,
+    log: TextIO | None = None,
+    jobs: int = 0,
+    big_endian: bool | None = None,
+    progress: ProgressSink | None = None,
+) -> ConversionResult:
+    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log."""
+    little = None if big_endian is None else not big_endian
+    breakpad = is_breakpad(input_path)
+    if breakpad:
+        result = convert_breakpad(input_path, progress=progress, little=little)
+    elif is_elf(input_path):
+        result = convert_elf(input_path, jobs=jobs, progress=progress, little=little)
+    else:
+        raise StackmarkError(f"{input_path}: neither an ELF file nor a Breakpad .sym file")
+    write_atomically(output_path, result.data)
+    if log is not None:
+        log.write(f"Input file: {input_path}\n")
+        log.write(f"Output file ({result.arch}): {output_path}\n")
+        log.write(log_text(result, breakpad=breakpad))
+    return result
+
+
+__all__ = [
+    "ConversionResult",
+    "GsymWriteError",
+    "convert_breakpad",
+    "convert_elf",
+    "convert_file",
+    "log_text",
+    "write_atomically",
+]

@@ -1,0 +1,234 @@
+"""Function names as llvm-gsymutil builds them from DWARF.
+
+The name of a subprogram or inlined call is, in this order:
+
+1. its linkage name (DW_AT_linkage_name or DW_AT_MIPS_linkage_name, also
+   found through DW_AT_abstract_origin / DW_AT_specification), if not empty;
+2. else its DW_AT_name (found the same way), unchanged for languages other
+   than C, C++ (98/03/11/14) and Objective-C++, and for GCC's `_Z....isra.N`
+   / `.part.N` clones;
+3. else that name prefixed with the names of its enclosing declaration
+   contexts (namespace, struct, union, class, subprogram; lexical blocks are
+   looked through), found first through the specification, then through the
+   abstract origin, then through the parent DIE. A context named `<...>`
+   (GCC's lambda classes) is written `{...}`.
+
+Finding a DIE's parent needs the tree shape, which DWARF only gives by
+walking: `DieParents` walks one level at a time (jumping with
+DW_AT_sibling where present) and caches each level, so only the levels
+above the DIEs that need it are ever read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.abbrev import Abbrev
+from stackmark.dwarf.functions import find_recursively
+from stackmark.dwarf.unit import Unit
+
+DW_LANG_C = 0x0002
+DW_LANG_C_plus_plus = 0x0004
+DW_LANG_ObjC_plus_plus = 0x0011
+DW_LANG_C_plus_plus_03 = 0x0019
+DW_LANG_C_plus_plus_11 = 0x001A
+DW_LANG_C_plus_plus_14 = 0x0021
+QUALIFIED_LANGUAGES = frozenset(
+    {
+        DW_LANG_C,
+        DW_LANG_C_plus_plus,
+        DW_LANG_C_plus_plus_03,
+        DW_LANG_C_plus_plus_11,
+        DW_LANG_C_plus_plus_14,
+        DW_LANG_ObjC_plus_plus,
+    }
+)
+DW_TAG_class_type = 0x02
+DW_TAG_structure_type = 0x13
+DW_TAG_union_type = 0x17
+_CONTEXT_TAGS = frozenset(
+    {
+        C.DW_TAG_namespace,
+        DW_TAG_structure_type,
+        DW_TAG_union_type,
+        DW_TAG_class_type,
+        C.DW_TAG_subprogram,
+    }
+)
+_LINKAGE_ATTRS = (C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name)
+
+Die = tuple[Unit, int]  # (unit holding it, .debug_info offset)
+
+
+class DieParents:
+    """Parent DIEs, found by descending from the unit DIE (levels cached)."""
+
+    def __init__(self) -> None:
+        self._children: dict[int, list[int]] = {}
+        self._parent: dict[int, int | None] = {}
+
+    def _children_of(self, unit: Unit, offset: int) -> list[int]:
+        kids = self._children.get(offset)
+        if kids is not None:
+            return kids
+        kids = []
+        abbrev, _, pos = unit.die(offset)
+        if abbrev is not None and abbrev.has_children:
+            end = unit.header.end
+            while pos < end:
+                child_abbrev, values, after = unit.die(pos)
+                if child_abbrev is None:
+                    break
+                kids.append(pos)
+                if not child_abbrev.has_children:
+                    pos = after
+                    continue
+                sibling = (
+                    unit.ref_attr(child_abbrev, values, C.DW_AT_sibling)
+                    if C.DW_AT_sibling in values
+                    else None
+                )
+                pos = sibling if sibling is not None and sibling > pos else _skip(unit, after)
+        self._children[offset] = kids
+        return kids
+
+    def parent(self, unit: Unit, offset: int) -> int | None:
+        """Offset of the parent of the DIE at `offset` (None for the unit DIE or if lost)."""
+        if offset in self._parent:
+            return self._parent[offset]
+        result: int | None = None
+        current = unit.header.die_offset
+        while current != offset:
+            kids = self._children_of(unit, current)
+            i = bisect_right(kids, offset) - 1
+            if i < 0:
+                break
+            if kids[i] == offset:
+                result = current
+                break
+            current = kids[i]
+        self._parent[offset] = result
+        return result
+
+
+def _skip(unit: Unit, pos: int) -> int:
+    """Position after the children starting at `pos` and their closing null entry."""
+    depth = 1
+    end = unit.header.end
+    while pos < end:
+        abbrev, _, pos = unit.die(pos)
+        if abbrev is None:
+            depth -= 1
+            if depth == 0:
+                return pos
+        elif abbrev.has_children:
+            depth += 1
+    return pos
+
+
+class NameBuilder:
+    """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.parents = DieParents()
+        self._context_cache: dict[int, Die | None] = {}
+
+    def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:
+        abbrev, values, _ = die[0].die(die[1])
+        return abbrev, values
+
+    def _ref(self, die: Die, abbrev: Abbrev, values: dict[int, object], attr: int) -> Die | None:
+        unit, _ = die
+        if attr not in values:
+            return None
+        target = unit.ref_attr(abbrev, values, attr)
+        if target is None:
+            return None
+        target_unit = unit.reader.unit_containing(target)
+        if target_unit is None:
+            return None
+        return target_unit, target
+
+    def parent_context(self, die: Die) -> Die | None:
+        """LLVM's GetParentDeclContextDIE."""
+        key = die[1]
+        if key in self._context_cache:
+            return self._context_cache[key]
+        self._context_cache[key] = None  # guards reference cycles
+        result = self._parent_context(die)
+        self._context_cache[key] = result
+        return result
+
+    def _parent_context(self, die: Die) -> Die | None:
+        abbrev, values = self._read(die)
+        if abbrev is None:
+            return None
+        for attr in (C.DW_AT_specification, C.DW_AT_abstract_origin):
+            target = self._ref(die, abbrev, values, attr)
+            if target is not None:
+                found = self.parent_context(target)
+                if found is not None:
+                    return found
+        if abbrev.tag == C.DW_TAG_inlined_subroutine:
+            return None
+        unit, offset = die
+        parent = self.parents.parent(unit, offset)
+        if parent is None:
+            return None
+        parent_abbrev, _ = self._read((unit, parent))
+        if parent_abbrev is None:
+            return None
+        if parent_abbrev.tag in _CONTEXT_TAGS:
+            return unit, parent
+        if parent_abbrev.tag == C.DW_TAG_lexical_block:
+            return self.parent_context((unit, parent))
+        return None
+
+    def short_name(self, die: Die) -> str | None:
+        abbrev, values = self._read(die)
+        if abbrev is None:
+            return None
+        found = find_recursively(die[0], abbrev, values, (C.DW_AT_name,))
+        if found is None:
+            return None
+        return found[0].string_attr(found[1], found[2], found[3])
+
+    def name(
+        self,
+        die: Die,
+        language: int,
+        linkage_name: str | None,
+        short_name: str | None,
+    ) -> str | None:
+        """The GSYM name of `die`, given its (recursively found) linkage and short names."""
+        if linkage_name:
+            return linkage_name
+        if not short_name:
+            return None
+        if language not in QUALIFIED_LANGUAGES:
+            return short_name
+        if short_name.startswith("_Z") and (".isra." in short_name or ".part." in short_name):
+            return short_name
+        context = self.parent_context(die)
+        if context is None:
+            return short_name
+        name = short_name
+        seen: set[int] = set()
+        while context is not None and context[1] not in seen:
+            seen.add(context[1])
+            parent_name = self.short_name(context)
+            if parent_name:
+                if parent_name.startswith("<") and parent_name.endswith(">"):
+                    name = "{" + parent_name[1:-1] + "}::" + name
+                else:
+                    name = parent_name + "::" + name
+            context = self.parent_context(context)
+        return name
+
+
+def linkage_name_of(unit: Unit, abbrev: Abbrev, values: dict[int, object]) -> str | None:
+    found = find_recursively(unit, abbrev, values, _LINKAGE_ATTRS)
+    if found is None:
+        return None
+    return found[0].string_attr(found[1], found[2], found[3])

@@ -1,0 +1,251 @@
+"""DWARF to GSYM FunctionInfos, as llvm-gsymutil 19 builds them.
+
+Per compile unit, in unit order and DIE order (what `--num-threads=1`
+does), every DW_TAG_subprogram with address ranges gives one FunctionInfo
+per range, in the order DWARF lists them; the first range that is empty,
+starts at the highest address, or starts outside the text sections stops
+the list (LLVM `break`s there).
+
+Line table (per function range): the unit's rows from the row in effect at
+the range start up to the range end (LLVM's lookupAddressRange), with
+
+- a first row before the start moved to the start;
+- rows at or after the end skipped;
+- a row with the file and line of the row kept before it skipped;
+- an end_sequence row not kept (it only resets the "previous row");
+- an address going backwards ending the table (a duplicated table);
+- no rows at all replaced by a single row from DW_AT_decl_file/decl_line.
+
+Files are inserted as the unit first uses them (a per-unit cache from DWARF
+file index to GSYM file index); a DWARF index past the file list drops the
+row, while the index just past it maps to file 0, as in LLVM.
+
+Inline tree: the function's inlined calls (lexical blocks looked through,
+nested subprograms not), each keeping only the ranges that lie inside one
+of its parent's ranges; a call left without ranges, or whose call file is
+not a valid index, is dropped with its subtree. The tree is kept only if
+the root has at least one child. Strings are inserted in LLVM's order:
+function name, line-table files, then the inline tree depth first (each
+node's name, then its call file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.functions import Function, find_recursively
+from stackmark.dwarf.lines import LineTable
+from stackmark.dwarf.unit import Unit
+from stackmark.formats.gsym.dwarf_names import NameBuilder
+from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.inline_info import InlineInfo
+from stackmark.formats.gsym.line_table import LineEntry
+from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
+
+DW_AT_language = 0x13
+_NO_FILE = 0xFFFFFFFF
+
+
+class StringSink(Protocol):
+    """Where strings and files go: a GsymCreator, or a recorder in a worker."""
+
+    def insert_string(self, text: str) -> int: ...
+
+    def insert_file(self, path: str) -> int: ...
+
+
+@dataclass(slots=True)
+class DwarfReport:
+    """Counts for the converter log (LLVM's warning categories)."""
+
+    functions: int = 0
+    warnings: dict[str, int] = field(default_factory=dict)
+
+    def warn(self, category: str) -> None:
+        self.warnings[category] = self.warnings.get(category, 0) + 1
+
+    def merge(self, other: DwarfReport) -> None:
+        self.functions += other.functions
+        for key, count in other.warnings.items():
+            self.warnings[key] = self.warnings.get(key, 0) + count
+
+
+class UnitConverter:
+    """Converts the functions of one compile unit."""
+
+    def __init__(
+        self,
+        unit: Unit,
+        sink: StringSink,
+        names: NameBuilder,
+        is_valid_text_address: Callable[[int], bool],
+        report: DwarfReport,
+    ):
+        self.unit = unit
+        self.sink = sink
+        self.names = names
+        self.is_valid_text_address = is_valid_text_address
+        self.report = report
+        language = unit.top.get(DW_AT_language)
+        self.language = language if isinstance(language, int) else 0
+        self.highest = (1 << (8 * unit.header.addr_size)) - 1
+        self.lines: LineTable | None = unit.line_table()
+        self._file_cache: dict[int, int] = {}
+        self._file_limit = 0
+        if self.lines is not None:
+            self._file_limit = len(self.lines.header.files) + 1
+
+    # -- names and files ---------------------------------------------------------
+
+    def name_of(self, function: Function) -> int | None:
+        text = self.names.name(
+            (function.unit, function.offset),
+            self.language,
+            function.linkage_name,
+            function.name,
+        )
+        return None if text is None else self.sink.insert_string(text)
+
+    def file_index(self, dwarf_index: int) -> int | None:
+        """LLVM's CUInfo::DWARFToGSYMFileIndex: None drops what refers to it."""
+        if self.lines is None or dwarf_index >= self._file_limit:
+            return None
+        cached = self._file_cache.get(dwarf_index)
+        if cached is not None:
+            return cached
+        path = self.lines.file_name(dwarf_index)
+        index = 0 if path is None else self.sink.insert_file(path)
+        self._file_cache[dwarf_index] = index
+        return index
+
+    # -- functions ---------------------------------------------------------------
+
+    def convert(self) -> list[FunctionInfo]:
+        out: list[FunctionInfo] = []
+        for function in self.unit.functions():
+            self._convert_function(function, out)
+        self.report.functions += len(out)
+        return out
+
+    def _convert_function(self, function: Function, out: list[FunctionInfo]) -> None:
+        ranges = function.ranges
+        if not ranges:
+            return
+        name = self.name_of(function)
+        if name is None:
+            self.report.warn("Function has no name")
+            return
+        all_ranges = merged(r for r in ranges if r[0] < r[1])
+        for low, high in ranges:
+            if low >= high or low == self.highest:
+                break
+            if not self.is_valid_text_address(low):
+                if low != 0:
+                    self.report.warn("Address range starts outside executable section")
+                break
+            info = FunctionInfo(low, high - low, name)
+            if self.lines is not None:
+                info.line_table = self._line_table(function, low, high)
+            if function.children:
+                root = InlineInfo(name, [(low, high)])
+                for child in function.children:
+                    self._inline(child, root, all_ranges)
+                if root.children:
+                    info.inline = root
+            out.append(info)
+
+    def _line_table(self, function: Function, low: int, high: int) -> list[LineEntry] | None:
+        assert self.lines is not None
+        rows: list[LineEntry] = []
+        found_any = False
+        prev_addr: int | None = None  # PrevRow.Address; None = a default (0) row
+        first_index = True
+        for row in self.lines.rows_in(low, high):
+            found_any = True
+            addr, dwarf_file, line, _, _, end_sequence, _ = row
+            file_index = self.file_index(dwarf_file)
+            is_first = first_index
+            first_index = False
+            if file_index is None:
+                self.report.warn("Invalid file index in DWARF line table")
+                continue
+            row_addr = addr
+            if not low <= addr < high:
+                if addr < low:
+                    self.report.warn("Start address lies between valid Row table entries")
+                    row_addr = low
+                else:
+                    continue
+            entry = LineEntry(row_addr, file_index, line & 0xFFFFFFFF)
+            if not is_first and prev_addr is not None and addr < prev_addr:
+                if rows and rows[0] == entry:
+                    self.report.warn("Duplicate line table detected")
+                else:
+                    self.report.warn("Non-monotonically increasing addresses")
+                break
+            if rows and rows[-1].file == file_index and rows[-1].line == entry.line:
+                continue
+            if end_sequence:
+                prev_addr = None
+            else:
+                rows.append(entry)
+                prev_addr = addr
+        if not found_any:
+            return self._decl_line_table(function, low)
+        return rows or None
+
+    def _decl_line_table(self, function: Function, low: int) -> list[LineEntry] | None:
+        path = function.decl_file
+        if not path:
+            self.report.warn("Invalid file index in DW_AT_decl_file")
+            return None
+        line = function.decl_line
+        if line == 0 and not self._has_decl_line(function):
+            return None
+        return [LineEntry(low, self.sink.insert_file(path), line & 0xFFFFFFFF)]
+
+    def _has_decl_line(self, function: Function) -> bool:
+        abbrev, values, _ = function.unit.die(function.offset)
+        if abbrev is None:
+            return False
+        return find_recursively(function.unit, abbrev, values, (C.DW_AT_decl_line,)) is not None
+
+    # -- inline tree -------------------------------------------------------------
+
+    def _inline(self, call: Function, parent: InlineInfo, all_parent_ranges: list[Range]) -> None:
+        all_ranges = merged(r for r in call.ranges if r[0] < r[1])
+        ranges: list[Range] = []
+        for low, high in all_ranges:
+            if contains_range(parent.ranges, low, high):
+                insert_range(ranges, low, high)
+            elif not contains_range(all_parent_ranges, low, high):
+                self.report.warn("Function DIE has uncontained address range")
+        if not ranges:
+            return
+        name = self.name_of(call)
+        call_file = self.file_index(self._call_file(call))
+        if call_file is None:
+            self.report.warn("Inlined function die has invlaid file index in DW_AT_call_file")
+            return
+        node = InlineInfo(
+            0 if name is None else name, ranges, call_file, call.call_line & 0xFFFFFFFF
+        )
+        for child in call.children:
+            self._inline(child, node, all_ranges)
+        parent.children.append(node)
+
+    def _call_file(self, call: Function) -> int:
+        """DW_AT_call_file, found recursively; an absent one is an invalid index."""
+        if call.call_file:
+            return call.call_file
+        abbrev, values, _ = call.unit.die(call.offset)
+        if abbrev is None:
+            return _NO_FILE
+        found = find_recursively(call.unit, abbrev, values, (C.DW_AT_call_file,))
+        if found is None:
+            return _NO_FILE
+        value = found[2].get(found[3])
+        return value if isinstance(value, int) else _NO_FILE

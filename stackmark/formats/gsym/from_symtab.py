@@ -1,0 +1,84 @@
+"""What an ELF file gives a GSYM besides DWARF: header values and symbol-table functions.
+
+As llvm-gsymutil's object-file step does it:
+
+- UUID: the payload of the first GNU build-ID note in each section named
+  `.note.gnu.build-id` (the last such section wins);
+- base address: `p_vaddr` of the first PT_LOAD (None without program
+  headers: the writer then uses the first function's address);
+- text ranges: every section with SHF_EXECINSTR and a non-zero size; DWARF
+  ranges and symbols that start outside them are dropped;
+- functions: `.symtab` (never `.dynsym`) STT_FUNC symbols that start in a
+  text range, with their raw names and `st_size` (0 allowed).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from stackmark.elf import (
+    EM_ARM,
+    PT_LOAD,
+    SHF_EXECINSTR,
+    SHN_ABS,
+    SHT_SYMTAB,
+    STT_FUNC,
+    ElfFile,
+)
+from stackmark.formats.gsym.creator import GsymCreator
+from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.ranges import Range
+
+EM_MIPS = 8
+NT_GNU_BUILD_ID = 3
+
+
+def build_id_uuid(elf: ElfFile) -> bytes:
+    uuid = b""
+    for section in elf.sections:
+        if section.name != ".note.gnu.build-id":
+            continue
+        data = elf.section_data(section)
+        if len(data) < 12:
+            continue
+        namesz, descsz, note_type = struct.unpack_from(f"{elf.endian}III", data, 0)
+        name = data[12 : 12 + namesz].rstrip(b"\0")
+        if name == b"GNU" and note_type == NT_GNU_BUILD_ID:
+            at = (12 + namesz + 3) & ~3
+            payload = data[at : at + descsz]
+            if len(payload) == descsz and payload:
+                uuid = bytes(payload)
+    return uuid
+
+
+def image_base_address(elf: ElfFile) -> int | None:
+    for segment in elf.segments:
+        if segment.type == PT_LOAD:
+            return segment.vaddr
+    return None
+
+
+def text_ranges(elf: ElfFile) -> list[Range]:
+    return [
+        (s.addr, s.addr + s.size) for s in elf.sections if s.flags & SHF_EXECINSTR and s.size > 0
+    ]
+
+
+def add_symbol_table(creator: GsymCreator, elf: ElfFile) -> int:
+    """Add a FunctionInfo per eligible `.symtab` function; returns how many."""
+    section = elf.section(".symtab")
+    if section is None or section.type != SHT_SYMTAB:
+        return 0
+    clear_thumb_bit = elf.machine in (EM_ARM, EM_MIPS)
+    added = 0
+    for sym in elf.symbols(".symtab"):
+        if sym.type != STT_FUNC:
+            continue
+        value = sym.value
+        if clear_thumb_bit and sym.shndx != SHN_ABS:
+            value &= ~1
+        if not creator.is_valid_text_address(value):
+            continue
+        creator.add_function(FunctionInfo(value, sym.size, creator.insert_string(sym.name)))
+        added += 1
+    return added
