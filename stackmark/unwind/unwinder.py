@@ -232,9 +232,12 @@ class Unwinder:
             ra = self._value(state, row.ra, cfa, self.arch.ra)
             if row.ra_mangled and ra is not None:
                 ra = self._strip_pac(ra)
-            fp = self._value(state, row.fp, cfa, self.arch.fp)
         except (_Stop, StackmarkError) as exc:
             return Step(cfa, BY_SFRAME, None, str(exc))
+        try:
+            fp = self._value(state, row.fp, cfa, self.arch.fp)
+        except (_Stop, StackmarkError):
+            fp = None  # the caller's FP is unknown; its RA and CFA still are
         return self._caller(cfa, ra, fp, BY_SFRAME)
 
     def _step_frame_pointer(self, state: FrameState, why: str) -> Step:
@@ -247,6 +250,9 @@ class Unwinder:
         if fp == 0:
             return Step(None, method, None, f"{why}; frame pointer 0: outermost frame")
         cfa = fp + 16
+        sp = state.registers.get(self.arch.sp)
+        if sp is not None and cfa <= sp:
+            return Step(None, method, None, f"{why}; frame pointer 0x{fp:x} is below the SP")
         try:
             caller_fp = self._read_word(fp)
             ra = self._read_word(fp + 8)
@@ -254,9 +260,6 @@ class Unwinder:
             return Step(cfa, method, None, f"{why}; frame-pointer chain unreadable: {exc}")
         if self.arch is Arch.AARCH64:
             ra = self._strip_pac(ra)
-        sp = state.registers.get(self.arch.sp)
-        if sp is not None and cfa <= sp:
-            return Step(None, method, None, f"{why}; frame pointer 0x{fp:x} is below the SP")
         return self._caller(cfa, ra, caller_fp, method)
 
     def _step_outside_modules(self, state: FrameState) -> Step:
