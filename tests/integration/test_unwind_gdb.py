@@ -196,3 +196,23 @@ def test_stripped_copy_is_where_gdb_fails(
     stripped = build_chain(SFRAME_FLAGS, strip_eh_frame=True)
     capture = capture_with_gdb(stripped, "leaf", tmp_path)
     assert capture.pcs != reference.pcs
+
+
+def test_every_thread_matches_gdb(gdb: str, tmp_path: Path) -> None:
+    program = compile_program(
+        "unwind_threads", ["unwind_threads.c"], flags=SFRAME_FLAGS, link_flags=["-pthread"]
+    )
+    capture = capture_with_gdb(program, "leaf", tmp_path)
+    assert len(capture.threads) == 4
+    with CoreFile(capture.core) as core:
+        assert {t.tid for t in core.threads} == set(capture.threads)
+        for index, thread in enumerate(core.threads):
+            reference = capture.threads[thread.tid]
+            result = Unwinder(CoreTarget(core, index)).unwind()
+            if reference[0].name == "spin":
+                # spin, worker, then libc's start_thread (no SFrame past it)
+                assert [f.name for f in reference[:2]] == ["spin", "worker"]
+                assert_matches_gdb(result, reference[:3])
+            else:
+                assert [f.name for f in reference] == ["leaf", "main"]
+                assert_matches_gdb(result, reference)

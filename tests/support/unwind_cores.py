@@ -22,14 +22,24 @@ GDB_FRAME_SCRIPT = """\
 import gdb, json
 names = {gdb.NORMAL_FRAME: "normal", gdb.SIGTRAMP_FRAME: "sigtramp", gdb.INLINE_FRAME: "inline",
          gdb.TAILCALL_FRAME: "tailcall", gdb.DUMMY_FRAME: "dummy"}
-frames = []
-frame = gdb.newest_frame()
-while frame is not None:
-    frames.append({"pc": frame.pc(), "type": names.get(frame.type(), str(frame.type())),
-                   "name": frame.name()})
-    frame = frame.older()
+
+def frames_of_selected_thread():
+    frames = []
+    frame = gdb.newest_frame()
+    while frame is not None:
+        frames.append({"pc": frame.pc(), "type": names.get(frame.type(), str(frame.type())),
+                       "name": frame.name()})
+        frame = frame.older()
+    return frames
+
+selected = gdb.selected_thread()
+result = {"frames": frames_of_selected_thread(), "threads": {}}
+for thread in gdb.selected_inferior().threads():
+    thread.switch()
+    result["threads"][str(thread.ptid[1])] = frames_of_selected_thread()
+selected.switch()
 with open(OUT, "w") as out:
-    json.dump(frames, out)
+    json.dump(result, out)
 """
 
 
@@ -46,6 +56,7 @@ class GdbCapture:
 
     core: Path
     frames: list[GdbFrame]
+    threads: dict[int, list[GdbFrame]]  # every thread's frames, by thread ID
 
     @property
     def pcs(self) -> list[int]:
@@ -84,8 +95,15 @@ def capture_with_gdb(
         raise RuntimeError(
             f"gdb did not stop at {breakpoint} in {program}:\n{proc.stdout}\n{proc.stderr}"
         )
-    frames = [GdbFrame(f["pc"], f["type"], f["name"]) for f in json.loads(frames_json.read_text())]
-    return GdbCapture(core, frames)
+    recorded = json.loads(frames_json.read_text())
+    threads = {int(tid): _frames(frames) for tid, frames in recorded["threads"].items()}
+    return GdbCapture(core, _frames(recorded["frames"]), threads)
+
+
+def _frames(recorded: list[dict[str, object]]) -> list[GdbFrame]:
+    return [
+        GdbFrame(int(str(f["pc"])), str(f["type"]), f["name"] and str(f["name"])) for f in recorded
+    ]
 
 
 def gdb_frames_of_core(
@@ -99,7 +117,7 @@ def gdb_frames_of_core(
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if not frames_json.exists():
         raise RuntimeError(f"gdb could not read {core}:\n{proc.stdout}\n{proc.stderr}")
-    return [GdbFrame(f["pc"], f["type"], f["name"]) for f in json.loads(frames_json.read_text())]
+    return _frames(json.loads(frames_json.read_text())["frames"])
 
 
 SFRAME_FLAGS = ("-g", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
@@ -109,13 +127,21 @@ STRIP_EH_FRAME = ("objcopy", "--remove-section", ".eh_frame", "--remove-section"
 
 def build_chain(flags: Sequence[str], *, strip_eh_frame: bool = False) -> Path:
     """unwind_chain with its library (same flags), optionally without .eh_frame."""
+    return build_chain_and_library(flags, strip_eh_frame=strip_eh_frame)[0]
+
+
+def build_chain_and_library(
+    flags: Sequence[str], *, strip_eh_frame: bool = False
+) -> tuple[Path, Path]:
+    """(unwind_chain, libunwind_lib.so), built with `flags`."""
     post = [[*STRIP_EH_FRAME, "{out}"]] if strip_eh_frame else []
     suffix = "-noeh" if strip_eh_frame else ""
     lib = compile_program("libunwind_lib.so", ["unwind_lib.c"], flags=flags, shared=True, post=post)
-    return compile_program(
+    program = compile_program(
         f"unwind_chain{suffix}",
         ["unwind_chain.c"],
         flags=flags,
         link_flags=[str(lib), f"-Wl,-rpath,{lib.parent}"],
         post=post,
     )
+    return program, lib

@@ -1,0 +1,156 @@
+"""`stackmark unwind CORE` end to end: its markup, and the CBF it writes decoded
+again, symbolized by `llvm-symbolizer --filter-markup` into the functions GDB
+names for the same stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.support.build import build_id_of, compile_program
+from tests.support.unwind_cores import (
+    SFRAME_FLAGS,
+    GdbCapture,
+    build_chain_and_library,
+    capture_with_gdb,
+)
+
+FUNCTION = re.compile(r"^\s+#(\d+)\s+0x[0-9a-f]+ (\S+)", re.MULTILINE)
+
+
+def stackmark(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stackmark", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def debug_directory(root: Path, binaries: list[Path]) -> Path:
+    """A .build-id tree, so that llvm-symbolizer finds files by build ID."""
+    for binary in binaries:
+        build_id = build_id_of(binary)
+        link = root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(binary)
+    return root
+
+
+def symbolize(markup: str, debug_dir: Path) -> list[tuple[int, str]]:
+    tool = require_tool("llvm-symbolizer-19")
+    out = subprocess.run(
+        [tool, "--filter-markup", f"--debug-file-directory={debug_dir}"],
+        input=markup,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [(int(n), name) for n, name in FUNCTION.findall(out)]
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[GdbCapture, Path]:
+    require_tool("gdb")
+    program, library = build_chain_and_library(SFRAME_FLAGS)
+    work = tmp_path_factory.mktemp("cli")
+    capture = capture_with_gdb(program, "leaf", work)
+    return capture, debug_directory(work / "debug", [program, library])
+
+
+def gdb_functions(capture: GdbCapture) -> list[tuple[int, str | None]]:
+    return [(i, f.name) for i, f in enumerate(capture.frames)]
+
+
+def test_markup_symbolizes_to_gdbs_functions(chain: tuple[GdbCapture, Path]) -> None:
+    capture, debug_dir = chain
+    proc = stackmark("unwind", str(capture.core))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("{{{reset}}}\n{{{module:0:unwind_chain:elf:")
+    functions = symbolize(proc.stdout, debug_dir)
+    assert functions[: len(capture.frames)] == gdb_functions(capture)
+
+
+def test_cbf_output_decodes_to_the_same_backtrace(
+    chain: tuple[GdbCapture, Path], tmp_path: Path
+) -> None:
+    capture, debug_dir = chain
+    proc = stackmark("unwind", "--cbf", str(capture.core))
+    assert proc.returncode == 0, proc.stderr
+    swift = json.loads(proc.stdout)
+    assert set(swift) == {"architecture", "backtrace", "imageMap"}
+    assert swift["architecture"] == "x86_64"
+    (tmp_path / "bt.json").write_text(proc.stdout)
+    decoded = stackmark("cbf", "decode", f"@{tmp_path / 'bt.json'}")
+    assert decoded.returncode == 0, decoded.stderr
+    functions = symbolize(decoded.stdout, debug_dir)
+    assert functions[: len(capture.frames)] == gdb_functions(capture)
+    # Same frames as the markup form, element for element.
+    markup = stackmark("unwind", str(capture.core)).stdout
+    bt = re.compile(r"\{\{\{bt:.*\}\}\}")
+    assert bt.findall(decoded.stdout) == bt.findall(markup)
+
+
+def test_json_output(chain: tuple[GdbCapture, Path]) -> None:
+    capture, _debug_dir = chain
+    proc = stackmark("unwind", "--json", str(capture.core))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["arch"] == "x86_64"
+    [thread] = report["threads"]
+    frames = thread["frames"]
+    assert [int(f["address"], 16) for f in frames[: len(capture.frames)]] == capture.pcs
+    assert [f["module"] for f in frames[:7]] == ["unwind_chain"] * 5 + [
+        "libunwind_lib.so",
+        "unwind_chain",
+    ]
+    assert frames[0]["found_by"] == "registers" and frames[1]["found_by"] == "sframe"
+    assert thread["stop_reason"]
+    modules = {m["name"]: m for m in report["modules"]}
+    program = Path(modules["unwind_chain"]["path"])
+    assert modules["unwind_chain"]["build_id"] == build_id_of(program)
+
+
+def test_all_threads_markup(tmp_path: Path) -> None:
+    require_tool("gdb")
+    program = compile_program(
+        "unwind_threads", ["unwind_threads.c"], flags=SFRAME_FLAGS, link_flags=["-pthread"]
+    )
+    capture = capture_with_gdb(program, "leaf", tmp_path)
+    proc = stackmark("unwind", "--all-threads", str(capture.core))
+    assert proc.returncode == 0, proc.stderr
+    headers = re.findall(r"^thread (\d+)(?: \(signal \d+\))?:$", proc.stdout, re.MULTILINE)
+    assert sorted(map(int, headers)) == sorted(capture.threads)
+    functions = symbolize(proc.stdout, debug_directory(tmp_path / "debug", [program]))
+    assert functions.count((0, "spin")) == 3 and functions.count((1, "worker")) == 3
+    assert (0, "leaf") in functions and (1, "main") in functions
+    one = stackmark("unwind", "--thread", headers[-1], str(capture.core))
+    assert one.returncode == 0 and not re.search(r"^thread ", one.stdout, re.MULTILINE)
+    assert one.stdout.count("{{{bt:0:") == 1
+
+
+def test_bad_inputs_are_reported_not_raised(tmp_path: Path) -> None:
+    not_core = tmp_path / "text"
+    not_core.write_text("hello")
+    proc = stackmark("unwind", str(not_core))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"stackmark unwind: error: {not_core}: ")
+    assert "Traceback" not in proc.stderr
+    program = compile_program("unwind_recurse", ["unwind_recurse.c"], flags=SFRAME_FLAGS)
+    proc = stackmark("unwind", str(program))
+    assert proc.returncode == 1 and "not a core file" in proc.stderr
+    truncated = tmp_path / "truncated.core"
+    capture = capture_with_gdb(program, "leaf", tmp_path)
+    truncated.write_bytes(capture.core.read_bytes()[:3000])
+    proc = stackmark("unwind", str(truncated))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert os.path.basename(truncated) in proc.stderr
