@@ -62,9 +62,11 @@ Die = tuple[Unit, int]  # (unit holding it, .debug_info offset)
 
 
 class DieParents:
-    """Parent DIEs, found by descending from the unit DIE (levels cached)."""
+    """Parent DIEs: those a walk recorded (`known`), else found by descending
+    from the unit DIE (levels cached)."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[int, int] | None = None) -> None:
+        self.known: dict[int, int] = {} if known is None else known
         self._children: dict[int, list[int]] = {}
         self._parent: dict[int, int | None] = {}
 
@@ -95,6 +97,9 @@ class DieParents:
 
     def parent(self, unit: Unit, offset: int) -> int | None:
         """Offset of the parent of the DIE at `offset` (None for the unit DIE or if lost)."""
+        known = self.known.get(offset)
+        if known is not None:
+            return known
         if offset in self._parent:
             return self._parent[offset]
         result: int | None = None
@@ -130,8 +135,8 @@ def _skip(unit: Unit, pos: int) -> int:
 class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self.parents = DieParents()
+    def __init__(self, known_parents: dict[int, int] | None = None) -> None:
+        self.parents = DieParents(known_parents)
         self._context_cache: dict[int, Die | None] = {}
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:

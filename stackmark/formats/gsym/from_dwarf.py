@@ -35,11 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from stackmark.dwarf import constants as C
-from stackmark.dwarf.functions import Function, find_recursively
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
+from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
@@ -100,7 +99,7 @@ class UnitConverter:
 
     # -- names and files ---------------------------------------------------------
 
-    def name_of(self, function: Function) -> int | None:
+    def name_of(self, function: DieFunction) -> int | None:
         text = self.names.name(
             (function.unit, function.offset),
             self.language,
@@ -125,12 +124,13 @@ class UnitConverter:
 
     def convert(self) -> list[FunctionInfo]:
         out: list[FunctionInfo] = []
-        for function in self.unit.functions():
+        walk = UnitWalk(self.unit, self.names.parents.known)
+        for function in walk.functions:
             self._convert_function(function, out)
         self.report.functions += len(out)
         return out
 
-    def _convert_function(self, function: Function, out: list[FunctionInfo]) -> None:
+    def _convert_function(self, function: DieFunction, out: list[FunctionInfo]) -> None:
         ranges = function.ranges
         if not ranges:
             return
@@ -157,7 +157,7 @@ class UnitConverter:
                     info.inline = root
             out.append(info)
 
-    def _line_table(self, function: Function, low: int, high: int) -> list[LineEntry] | None:
+    def _line_table(self, function: DieFunction, low: int, high: int) -> list[LineEntry] | None:
         assert self.lines is not None
         rows: list[LineEntry] = []
         found_any = False
@@ -197,25 +197,21 @@ class UnitConverter:
             return self._decl_line_table(function, low)
         return rows or None
 
-    def _decl_line_table(self, function: Function, low: int) -> list[LineEntry] | None:
+    def _decl_line_table(self, function: DieFunction, low: int) -> list[LineEntry] | None:
         path = function.decl_file
         if not path:
             self.report.warn("Invalid file index in DW_AT_decl_file")
             return None
         line = function.decl_line
-        if line == 0 and not self._has_decl_line(function):
+        if line is None:
             return None
         return [LineEntry(low, self.sink.insert_file(path), line & 0xFFFFFFFF)]
 
-    def _has_decl_line(self, function: Function) -> bool:
-        abbrev, values, _ = function.unit.die(function.offset)
-        if abbrev is None:
-            return False
-        return find_recursively(function.unit, abbrev, values, (C.DW_AT_decl_line,)) is not None
-
     # -- inline tree -------------------------------------------------------------
 
-    def _inline(self, call: Function, parent: InlineInfo, all_parent_ranges: list[Range]) -> None:
+    def _inline(
+        self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
+    ) -> None:
         all_ranges = merged(r for r in call.ranges if r[0] < r[1])
         ranges: list[Range] = []
         for low, high in all_ranges:
@@ -237,15 +233,7 @@ class UnitConverter:
             self._inline(child, node, all_ranges)
         parent.children.append(node)
 
-    def _call_file(self, call: Function) -> int:
+    def _call_file(self, call: DieFunction) -> int:
         """DW_AT_call_file, found recursively; an absent one is an invalid index."""
-        if call.call_file:
-            return call.call_file
-        abbrev, values, _ = call.unit.die(call.offset)
-        if abbrev is None:
-            return _NO_FILE
-        found = find_recursively(call.unit, abbrev, values, (C.DW_AT_call_file,))
-        if found is None:
-            return _NO_FILE
-        value = found[2].get(found[3])
-        return value if isinstance(value, int) else _NO_FILE
+        value = call.call_file
+        return _NO_FILE if value is None else value

@@ -1,0 +1,293 @@
+"""The DIE walk llvm-gsymutil does: every subprogram with code, wherever it sits.
+
+llvm-gsymutil's DwarfTransformer visits every DIE of a unit, so a
+subprogram with addresses counts wherever it is: at unit or namespace
+scope, nested in another function (GNU C), or a member function of a class
+local to a function (lambdas, `struct` helpers inside templates), even
+when that function is an abstract inline instance without code. The
+symbolizer-oriented walk in `stackmark.dwarf.functions` skips some of
+those places for speed, so the converter uses this single pass instead.
+
+One pass per unit, using stackmark.dwarf's compiled abbreviation plans:
+
+- subprograms with code become `DieFunction`s, in DIE order (LLVM's order);
+- under each, DW_TAG_inlined_subroutine entries with addresses form its
+  inline tree, looking through lexical blocks only (as LLVM's
+  parseInlineInfo does);
+- subtrees that cannot hold code (types other than class/struct/union,
+  variables, parameters, call sites, declarations) are jumped over with
+  DW_AT_sibling when present;
+- the parent of every subprogram, inlined call, namespace, class, struct,
+  union and lexical block is recorded, for `dwarf_names`.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
+from stackmark.dwarf.functions import find_recursively
+from stackmark.dwarf.sections import read_uleb
+from stackmark.dwarf.unit import Unit
+from stackmark.errors import FormatError
+
+DW_AT_declaration = 0x3C
+_CLASS_TAGS = frozenset({0x02, 0x13, 0x17})  # class, structure, union
+_CONTEXT_TAGS = frozenset({C.DW_TAG_namespace, 0x1E}) | _CLASS_TAGS  # 0x1E: module
+_LINKAGE_ATTRS = (C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name)
+
+# What the walk does with a DIE, by abbreviation code.
+_JUMP = 0  # skip it and its subtree
+_SUB_CODE = 1  # subprogram that may have code
+_SUB_ABSTRACT = 2  # subprogram without code attributes: look inside (local classes)
+_INLINED = 3  # inlined call that may have code
+_BLOCK = 4  # lexical block: transparent for inline trees
+_CONTEXT = 5  # namespace, module, class, struct, union: look inside
+_PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
+
+
+class DieFunction:
+    """A subprogram with code, or an inlined call inside one (with its own calls)."""
+
+    __slots__ = ("abbrev", "children", "offset", "ranges", "tag", "unit", "values")
+
+    def __init__(
+        self,
+        unit: Unit,
+        offset: int,
+        abbrev: Abbrev,
+        values: dict[int, object],
+        ranges: list[tuple[int, int]],
+    ):
+        self.unit = unit
+        self.offset = offset
+        self.abbrev = abbrev
+        self.values = values
+        self.ranges = ranges
+        self.tag = abbrev.tag
+        self.children: list[DieFunction] = []
+
+    @property
+    def is_inlined(self) -> bool:
+        return self.tag == C.DW_TAG_inlined_subroutine
+
+    def _find(self, attrs: tuple[int, ...]) -> tuple[Unit, Abbrev, dict[int, object], int] | None:
+        return find_recursively(self.unit, self.abbrev, self.values, attrs)
+
+    def _string(self, attrs: tuple[int, ...]) -> str | None:
+        found = self._find(attrs)
+        return found[0].string_attr(found[1], found[2], found[3]) if found else None
+
+    @property
+    def name(self) -> str | None:
+        return self._string((C.DW_AT_name,))
+
+    @property
+    def linkage_name(self) -> str | None:
+        return self._string(_LINKAGE_ATTRS)
+
+    def _int(self, attrs: tuple[int, ...]) -> int | None:
+        found = self._find(attrs)
+        if found is None:
+            return None
+        value = found[2].get(found[3])
+        inner = getattr(value, "value", value)
+        return inner if isinstance(inner, int) else None
+
+    @property
+    def call_file(self) -> int | None:
+        """DW_AT_call_file (found recursively, as LLVM does); None when absent."""
+        value = self.values.get(C.DW_AT_call_file)
+        if isinstance(value, int):
+            return value
+        return self._int((C.DW_AT_call_file,))
+
+    @property
+    def call_line(self) -> int:
+        value = self.values.get(C.DW_AT_call_line)
+        inner = getattr(value, "value", value)
+        return inner if isinstance(inner, int) else 0
+
+    @property
+    def decl_line(self) -> int | None:
+        return self._int((C.DW_AT_decl_line,))
+
+    @property
+    def decl_file(self) -> str | None:
+        """The declaration's file, resolved in the line table of the unit holding it."""
+        found = self._find((C.DW_AT_decl_file,))
+        if found is None:
+            return None
+        value = found[2].get(found[3])
+        inner = getattr(value, "value", value)
+        if not isinstance(inner, int):
+            return None
+        return found[0].file_name(inner)
+
+
+class UnitWalk:
+    """The subprograms with code of one unit, in DIE order, and recorded parents."""
+
+    def __init__(self, unit: Unit, parents: dict[int, int]):
+        self.unit = unit
+        self.functions: list[DieFunction] = []
+        self.parents = parents
+        self._walk()
+
+    def _kinds(self) -> tuple[list[int], list[Plan | None], list[Abbrev | None]]:
+        abbrevs = self.unit.abbrevs
+        size = max(abbrevs, default=0) + 1
+        kinds = [_JUMP] * size
+        plans: list[Plan | None] = [None] * size
+        table: list[Abbrev | None] = [None] * size
+        for code, abbrev in abbrevs.items():
+            plan = abbrev.plan(self.unit.enc)
+            plans[code] = plan
+            table[code] = abbrev
+            tag = abbrev.tag
+            has_pc = any(a in plan.forms for a in _PC_ATTRS)
+            if tag == C.DW_TAG_subprogram:
+                if has_pc:
+                    kinds[code] = _SUB_CODE
+                elif DW_AT_declaration not in plan.forms:
+                    kinds[code] = _SUB_ABSTRACT
+            elif tag == C.DW_TAG_inlined_subroutine:
+                kinds[code] = _INLINED if has_pc else _JUMP
+            elif tag == C.DW_TAG_lexical_block:
+                kinds[code] = _BLOCK
+            elif tag in _CONTEXT_TAGS:
+                kinds[code] = _CONTEXT
+        return kinds, plans, table
+
+    def _walk(self) -> None:
+        unit = self.unit
+        info = unit.info
+        buf = info.buf
+        base = info.start
+        enc = unit.enc
+        end = base + unit.header.end
+        unit_start = base + unit.offset
+        top_abbrev, _, after_top = unit.die(unit.header.die_offset)
+        if top_abbrev is None or not top_abbrev.has_children:
+            return
+        kinds, plans, abbrevs = self._kinds()
+        ncodes = len(kinds)
+        parents = self.parents
+        functions = self.functions
+        # Open DIEs: (offset, inline context: where inlined calls attach, or None).
+        stack: list[tuple[int, DieFunction | None]] = [(unit.header.die_offset, None)]
+        pos = base + after_top
+        try:
+            while pos < end and stack:
+                die_pos = pos
+                code = buf[pos]
+                pos += 1
+                if code >= 0x80:
+                    code, pos = read_uleb(buf, pos - 1)
+                if code == 0:
+                    stack.pop()
+                    continue
+                if code >= ncodes or plans[code] is None:
+                    raise info.error(
+                        f"DIE at 0x{die_pos - base:x} uses unknown abbreviation {code}",
+                        die_pos - base,
+                    )
+                plan = plans[code]
+                abbrev = abbrevs[code]
+                assert plan is not None and abbrev is not None
+                kind = kinds[code]
+                offset = die_pos - base
+                parent_offset, context = stack[-1]
+                if kind == _JUMP:
+                    if abbrev.has_children:
+                        pos = self._jump(buf, pos, plan, unit_start, base, die_pos, plans)
+                    elif plan.fixed_size >= 0:
+                        pos += plan.fixed_size
+                    else:
+                        pos = skip_attributes(buf, pos, plan.skip, enc)
+                    continue
+                parents[offset] = parent_offset
+                if kind == _SUB_CODE or kind == _INLINED:
+                    values, pos = decode_attributes(buf, pos, plan, enc)
+                    if kind == _INLINED and context is None:
+                        if abbrev.has_children:
+                            pos = self._skip_children(buf, pos, plans)
+                        continue
+                    ranges = unit.die_ranges(abbrev, values)
+                    node: DieFunction | None = None
+                    if ranges:
+                        node = DieFunction(unit, offset, abbrev, values, ranges)
+                        if kind == _SUB_CODE:
+                            functions.append(node)
+                        else:
+                            assert context is not None
+                            context.children.append(node)
+                    elif kind == _INLINED:
+                        if abbrev.has_children:
+                            pos = self._skip_children(buf, pos, plans)
+                        continue
+                    if abbrev.has_children:
+                        stack.append((offset, node))
+                    continue
+                if plan.fixed_size >= 0:
+                    pos += plan.fixed_size
+                else:
+                    pos = skip_attributes(buf, pos, plan.skip, enc)
+                if abbrev.has_children:
+                    stack.append((offset, context if kind == _BLOCK else None))
+        except (IndexError, struct.error, ValueError) as exc:
+            raise FormatError(
+                f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})",
+                offset=pos - base,
+                source=info.source,
+            ) from None
+
+    def _jump(
+        self,
+        buf: bytes | bytearray | memoryview | object,
+        pos: int,
+        plan: Plan,
+        unit_start: int,
+        base: int,
+        die_pos: int,
+        plans: list[Plan | None],
+    ) -> int:
+        """Skip a DIE's attributes and subtree (with DW_AT_sibling when it has one)."""
+        enc = self.unit.enc
+        sibling = plan.sibling
+        if sibling is not None:
+            before, fmt, form = sibling
+            at = skip_attributes(buf, pos, before, enc)  # type: ignore[arg-type]
+            if fmt is not None:
+                value = fmt.unpack_from(buf, at)[0]  # type: ignore[arg-type]
+            else:
+                value, _ = read_uleb(buf, at)  # type: ignore[arg-type]
+            target = base + int(value) if form == C.DW_FORM_ref_addr else unit_start + int(value)
+            if target > die_pos:
+                return target
+        pos = skip_attributes(buf, pos, plan.skip, enc)  # type: ignore[arg-type]
+        return self._skip_children(buf, pos, plans)
+
+    def _skip_children(
+        self, buf: bytes | bytearray | memoryview | object, pos: int, plans: list[Plan | None]
+    ) -> int:
+        enc = self.unit.enc
+        abbrevs = self.unit.abbrevs
+        depth = 1
+        while True:
+            code = buf[pos]  # type: ignore[index]
+            pos += 1
+            if code >= 0x80:
+                code, pos = read_uleb(buf, pos - 1)  # type: ignore[arg-type]
+            if code == 0:
+                depth -= 1
+                if depth == 0:
+                    return pos
+                continue
+            plan = plans[code] if code < len(plans) else None
+            if plan is None:
+                raise ValueError(f"unknown abbreviation {code}")
+            pos = skip_attributes(buf, pos, plan.skip, enc)  # type: ignore[arg-type]
+            if abbrevs[code].has_children:
+                depth += 1
