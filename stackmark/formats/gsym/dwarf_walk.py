@@ -208,7 +208,7 @@ class UnitWalk:
                         pos = skip_attributes(buf, pos, plan.skip, enc)
                     continue
                 parents[offset] = parent_offset
-                if kind == _SUB_CODE or kind == _INLINED:
+                if kind in (_SUB_CODE, _INLINED):
                     values, pos = decode_attributes(buf, pos, plan, enc)
                     if kind == _INLINED and context is None:
                         if abbrev.has_children:
