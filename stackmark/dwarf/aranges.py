@@ -25,6 +25,8 @@ def read_aranges(section: Section, endian: str) -> tuple[list[tuple[int, int, in
     u16 = struct.Struct(endian + "H")
     u32 = struct.Struct(endian + "I")
     u64 = struct.Struct(endian + "Q")
+    buf = section.buf
+    base = section.start
     offset = 0
     size = section.size
     while offset < size:
@@ -57,24 +59,38 @@ def read_aranges(section: Section, endian: str) -> tuple[list[tuple[int, int, in
             )
         tuple_size = 2 * addr_size
         first = offset + ((pos - offset + tuple_size - 1) // tuple_size) * tuple_size
-        fmt = struct.Struct(endian + ("HH" if addr_size == 2 else "II" if addr_size == 4 else "QQ"))
-        pos = first
+        count = max(0, (set_end - first) // tuple_size)
         covered.add(unit_offset)
-        while pos + tuple_size <= set_end:
-            low, length = section.unpack(fmt, pos, "address range")
-            pos += tuple_size
-            if low == 0 and length == 0 and pos == set_end:
-                break
-            if length:
-                triples.append((low, low + length, unit_offset))
+        if count:
+            code = {2: "H", 4: "I", 8: "Q"}[addr_size]
+            pairs = struct.iter_unpack(
+                endian + code * 2, buf[base + first : base + first + count * tuple_size]
+            )
+            # A (0, 0) pair ends the set; zero-length ranges describe nothing.
+            triples.extend((low, low + n, unit_offset) for low, n in pairs if n)
         offset = set_end
     return triples, covered
 
 
 class AddressRanges:
-    """Disjoint [low, high) ranges, each naming the unit (by offset) that covers it."""
+    """Disjoint [low, high) ranges, each naming the unit (by offset) that covers it.
 
-    def __init__(self, triples: Iterable[tuple[int, int, int]]):
+    Merging sorts every endpoint, which costs more than a first lookup should;
+    the first few lookups instead look for the ranges containing the address,
+    and when only one unit has any, that unit is the merged answer too.
+    """
+
+    _SCANS_BEFORE_MERGE = 4
+
+    def __init__(self, triples: list[tuple[int, int, int]]):
+        self._triples = triples
+        self._scans = 0
+        self._merged = False
+        self.lows: list[int] = []
+        self.highs: list[int] = []
+        self.units: list[int] = []
+
+    def _merge(self, triples: Iterable[tuple[int, int, int]]) -> None:
         endpoints: list[tuple[int, int, int]] = []  # (address, start?=1/end=0, unit)
         for low, high, unit in triples:
             if low < high:
@@ -110,6 +126,14 @@ class AddressRanges:
 
     def find(self, address: int) -> int | None:
         """The offset of the unit covering `address`, or None."""
+        if not self._merged:
+            if self._scans < self._SCANS_BEFORE_MERGE:
+                self._scans += 1
+                units = {t[2] for t in self._triples if t[0] <= address < t[1]}
+                if len(units) <= 1:
+                    return units.pop() if units else None
+            self._merge(self._triples)
+            self._merged = True
         i = bisect_right(self.lows, address) - 1
         if i >= 0 and address < self.highs[i]:
             return self.units[i]

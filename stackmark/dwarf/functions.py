@@ -1,21 +1,28 @@
 """The function tree of a unit: subprograms with code and the calls inlined into them.
 
-One pass over a unit's DIEs (DWARF 5 sections 3.3, 3.3.8) collects every
-DW_TAG_subprogram that has addresses and, nested under it, every
-DW_TAG_inlined_subroutine (lexical blocks are looked through). Subtrees
-that cannot hold code (types, variables, parameters, call sites,
-declarations and abstract instances) are jumped over with DW_AT_sibling
-when the DIE has one, or skipped DIE by DIE with precomputed skip plans.
+Two kinds of walk over a unit's DIEs (DWARF 5 sections 3.3, 3.3.8):
+
+* the *top-level walk* visits the unit DIE's children (and namespaces),
+  keeps every DW_TAG_subprogram that has addresses, and jumps over the
+  subtree of everything else, subprograms included, with DW_AT_sibling
+  when the DIE has one (or DIE by DIE with precomputed skip plans);
+* a *subtree walk*, run the first time a subprogram's `children` are
+  needed, collects the DW_TAG_inlined_subroutine entries under it (looking
+  through lexical blocks) into a tree, and any subprogram nested in it.
+
+So one address costs the top-level walk of its unit plus the subtree of one
+subprogram. Types, variables, parameters, call sites, declarations and
+abstract instances are never decoded.
 
 Names are resolved on demand: a `Function` keeps its raw attributes and
 follows DW_AT_abstract_origin / DW_AT_specification the way llvm's
 `DWARFDie::findRecursively` does when asked for `name`, `linkage_name`,
 `decl_file` or `decl_line`.
 
-`FunctionIndex.chain_at` answers "which subroutines contain this address"
-with llvm's own algorithm (DWARFUnit::updateAddressDieMap): ranges are
-inserted parents first, a child's range splits its parent's, and the
-innermost subroutine found is then walked up to its subprogram.
+Which subroutine contains an address follows llvm's algorithm
+(DWARFUnit::updateAddressDieMap: ranges inserted parents first, a child's
+range splitting its parent's), applied first to the unit's subprograms and
+then inside the one found, to its inline tree.
 """
 
 from __future__ import annotations
@@ -31,13 +38,10 @@ from stackmark.dwarf.sections import Buffer, read_uleb
 if TYPE_CHECKING:
     from stackmark.dwarf.unit import AddressRange, Unit
 
-# What the walk does with a DIE, by abbreviation.
+# What a walk does with a DIE, by abbreviation.
 _SKIP = 0  # jump over the DIE and its children
 _DESCEND = 1  # look through it at its children (namespaces, lexical blocks)
 _SUBROUTINE = 2  # a subprogram or inlined call that may have addresses
-_LOCAL_TYPE = 3  # class/struct/union: looked through only inside a function, where
-# local classes (lambdas) hold their member functions' code (llvm sees those too)
-_LOCAL_TYPE_TAGS = frozenset({0x02, 0x13, 0x17})  # class, structure, union types
 
 _DESCEND_TAGS = frozenset(
     {C.DW_TAG_namespace, C.DW_TAG_lexical_block, 0x1E}  # 0x1E: DW_TAG_module
@@ -53,18 +57,22 @@ class Function:
 
     `ranges` are [low, high) address ranges (possibly several: hot/cold
     parts). `children` are the calls inlined directly into this one, in DIE
-    order; `parent` the subroutine this call is inlined into (None for a
-    subprogram). `call_file` is an index into the unit's line table file
-    list (resolve it with `Unit.file_name`).
+    order (parsed on first access for a subprogram); `parent` the
+    subroutine this call is inlined into (None for a subprogram).
+    `call_file` is an index into the unit's line table file list (see
+    `call_file_name`).
     """
 
     __slots__ = (
         "_abbrev",
+        "_children",
+        "_children_pos",
+        "_index",
+        "_nested",
         "_values",
         "call_column",
         "call_file",
         "call_line",
-        "children",
         "offset",
         "parent",
         "ranges",
@@ -88,10 +96,16 @@ class Function:
         self._values = values
         self.ranges = ranges
         self.parent = parent
-        self.children: list[Function] = []
-        self.call_file = _int(values.get(C.DW_AT_call_file))
-        self.call_line = _int(values.get(C.DW_AT_call_line))
-        self.call_column = _int(values.get(C.DW_AT_call_column))
+        self._children: list[Function] | None = []
+        self._children_pos = -1  # buffer position of unparsed children
+        self._nested: list[Function] = []
+        self._index: _AddressMap | None = None
+        call_file = values.get(C.DW_AT_call_file)
+        self.call_file = call_file if isinstance(call_file, int) else _int(call_file)
+        call_line = values.get(C.DW_AT_call_line)
+        self.call_line = call_line if isinstance(call_line, int) else _int(call_line)
+        call_column = values.get(C.DW_AT_call_column)
+        self.call_column = call_column if isinstance(call_column, int) else _int(call_column)
 
     def __repr__(self) -> str:
         kind = "inlined" if self.is_inlined else "subprogram"
@@ -101,6 +115,25 @@ class Function:
     @property
     def is_inlined(self) -> bool:
         return self.tag == C.DW_TAG_inlined_subroutine
+
+    @property
+    def children(self) -> list[Function]:
+        """Calls inlined directly into this function, in DIE order."""
+        if self._children is None:
+            self._load_children()
+        assert self._children is not None
+        return self._children
+
+    @property
+    def nested_subprograms(self) -> list[Function]:
+        """Subprograms with code whose DIEs sit inside this one's (GNU C nested functions)."""
+        if self._children is None:
+            self._load_children()
+        return self._nested
+
+    def _load_children(self) -> None:
+        self._children = []
+        _walk_subtree(self.unit, self, self._children_pos)
 
     @property
     def low_pc(self) -> int | None:
@@ -135,18 +168,35 @@ class Function:
 
     @property
     def call_file_name(self) -> str | None:
-        """`call_file` resolved in this unit's line table (inlined calls only)."""
+        """`call_file` resolved in the unit's line table (inlined calls only)."""
         return self.unit.file_name(self.call_file) if self.is_inlined else None
 
     def contains(self, address: int) -> bool:
         return any(low <= address < high for low, high in self.ranges)
 
     def walk(self) -> list[Function]:
-        """This function and every call inlined into it, depth first."""
+        """This function and every call inlined into it, depth first (DIE order)."""
         out = [self]
         for child in self.children:
             out.extend(child.walk())
         return out
+
+    def innermost_at(self, address: int) -> Function | None:
+        """The deepest subroutine of this tree containing `address` (llvm's map rules)."""
+        if self._index is None:
+            index = _AddressMap()
+            self._insert_tree(index, self)
+            self._index = index
+        return self._index.find(address)
+
+    def _insert_tree(self, index: _AddressMap, node: Function) -> None:
+        for low, high in node.ranges:
+            if low != high:
+                index.insert(low, high, node)
+        for child in node.children:
+            self._insert_tree(index, child)
+        for nested in node._nested:
+            self._insert_tree(index, nested)
 
 
 def _int(value: object) -> int:
@@ -163,7 +213,7 @@ def find_recursively(
     DW_AT_abstract_origin / DW_AT_specification (llvm's worklist order), with the unit
     holding it. None when no DIE along the way has one."""
     work: list[tuple[Unit, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
-    seen = {-1}
+    seen: set[int] = set()
     while work:
         u, ab, vals = work.pop()
         for attr in attrs:
@@ -185,57 +235,77 @@ def find_recursively(
     return None
 
 
-class FunctionIndex:
-    """The functions of one unit and llvm's address -> innermost subroutine map."""
+class _AddressMap:
+    """llvm's DWARFUnit::updateAddressDieMap: start -> (end, node), a range inside an
+    existing one splitting it into up to three pieces."""
 
-    def __init__(self, functions: list[Function], unit: Unit):
-        self.functions = functions
-        self.unit = unit
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-        self._nodes: list[Function] = []
-        for function in functions:
-            self._insert_tree(function)
+    __slots__ = ("ends", "nodes", "starts")
 
-    def _insert_tree(self, function: Function) -> None:
-        for low, high in function.ranges:
-            if low != high:
-                self._insert(low, high, function)
-        for child in function.children:
-            self._insert_tree(child)
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.nodes: list[Function] = []
 
     def _set(self, key: int, end: int, node: Function) -> None:
-        i = bisect_left(self._starts, key)
-        if i < len(self._starts) and self._starts[i] == key:
-            self._ends[i] = end
-            self._nodes[i] = node
+        i = bisect_left(self.starts, key)
+        if i < len(self.starts) and self.starts[i] == key:
+            self.ends[i] = end
+            self.nodes[i] = node
         else:
-            self._starts.insert(i, key)
-            self._ends.insert(i, end)
-            self._nodes.insert(i, node)
+            self.starts.insert(i, key)
+            self.ends.insert(i, end)
+            self.nodes.insert(i, node)
 
-    def _insert(self, low: int, high: int, node: Function) -> None:
-        # llvm's DWARFUnit::updateAddressDieMap: a range inside an existing one
-        # splits it into up to three pieces.
-        i = bisect_right(self._starts, low)
-        if i > 0 and low < self._ends[i - 1]:
+    def insert(self, low: int, high: int, node: Function) -> None:
+        i = bisect_right(self.starts, low)
+        if i > 0 and low < self.ends[i - 1]:
             b = i - 1
-            b_start, b_end, b_node = self._starts[b], self._ends[b], self._nodes[b]
+            b_start, b_end, b_node = self.starts[b], self.ends[b], self.nodes[b]
             if high < b_end:
                 self._set(high, b_end, b_node)
             if low > b_start:
-                self._ends[b] = low
+                self.ends[b] = low
         self._set(low, high, node)
 
-    def innermost_at(self, address: int) -> Function | None:
-        i = bisect_right(self._starts, address) - 1
-        if i < 0 or address >= self._ends[i]:
+    def find(self, address: int) -> Function | None:
+        i = bisect_right(self.starts, address) - 1
+        if i < 0 or address >= self.ends[i]:
             return None
-        return self._nodes[i]
+        return self.nodes[i]
+
+
+class FunctionIndex:
+    """The functions of one unit and the address -> subroutine lookup over them."""
+
+    def __init__(self, unit: Unit):
+        self.unit = unit
+        self.top = _walk_top(unit)
+        self._map = _AddressMap()
+        for function in self.top:
+            for low, high in function.ranges:
+                if low != high:
+                    self._map.insert(low, high, function)
+        self._all: list[Function] | None = None
+
+    @property
+    def functions(self) -> list[Function]:
+        """Every subprogram with code in the unit, in DIE order, inline trees parsed."""
+        if self._all is None:
+            found: list[Function] = []
+
+            for function in self.top:
+                found.append(function)
+                found.extend(function.nested_subprograms)
+            found.sort(key=lambda f: f.offset)
+            self._all = found
+        return self._all
 
     def chain_at(self, address: int) -> list[Function]:
         """Inlined calls innermost first, then the subprogram (llvm's getInlinedChainForAddress)."""
-        node = self.innermost_at(address)
+        top = self._map.find(address)
+        if top is None:
+            return []
+        node = top.innermost_at(address)
         chain: list[Function] = []
         while node is not None:
             chain.append(node)
@@ -245,61 +315,92 @@ class FunctionIndex:
         return chain
 
 
-def build_function_index(unit: Unit, line_unit: Unit) -> FunctionIndex:
-    """Walk `unit`'s DIEs once and index its functions (see the module docstring).
+def build_function_index(unit: Unit) -> FunctionIndex:
+    """The unit's top-level functions, their inline trees parsed on demand."""
+    return FunctionIndex(unit)
 
-    `line_unit` is the unit whose line table the file indexes refer to (the
-    skeleton, for a split unit); it is kept on the index for callers.
-    """
-    del line_unit  # file indexes are resolved through `Unit.file_name`
-    return FunctionIndex(_collect(unit), unit)
+
+# -- the walks ----------------------------------------------------------------------
 
 
 class _CodeTables:
-    """Per-abbreviation-code facts the walk needs, in flat lists for speed."""
+    """Per-abbreviation-code facts the walks need, in flat lists, filled on first use."""
 
     def __init__(self, unit: Unit):
-        abbrevs = unit.abbrevs
-        size = max(abbrevs, default=0) + 1
-        self.kind = [_SKIP] * size
+        self.abbrevs = unit.abbrevs
+        self.enc = unit.enc
+        size = max(self.abbrevs, default=0) + 1
+        self.kind = [-1] * size  # -1: not compiled yet
         self.children = [False] * size
         self.abbrev: list[Abbrev | None] = [None] * size
         self.plan: list[Plan | None] = [None] * size
-        for code, abbrev in abbrevs.items():
-            plan = abbrev.plan(unit.enc)
-            self.abbrev[code] = abbrev
-            self.plan[code] = plan
-            self.children[code] = abbrev.has_children
-            if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
-                self.kind[code] = _SUBROUTINE
-            elif abbrev.tag in _DESCEND_TAGS:
-                self.kind[code] = _DESCEND
-            elif abbrev.tag in _LOCAL_TYPE_TAGS and abbrev.has_children:
-                self.kind[code] = _LOCAL_TYPE
+
+    def load(self, code: int) -> int:
+        """Compile `code`; its kind, or -1 if the unit has no such abbreviation."""
+        abbrev = self.abbrevs.get(code) if code < len(self.kind) else None
+        if abbrev is None:
+            return -1
+        plan = abbrev.plan(self.enc)
+        self.abbrev[code] = abbrev
+        self.plan[code] = plan
+        self.children[code] = abbrev.has_children
+        if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
+            kind = _SUBROUTINE
+        elif abbrev.tag in _DESCEND_TAGS:
+            kind = _DESCEND
+        else:
+            kind = _SKIP
+        self.kind[code] = kind
+        return kind
 
 
-def _collect(unit: Unit) -> list[Function]:
-    """The walk itself: top-level functions in DIE order, inline trees attached."""
+def _tables(unit: Unit) -> _CodeTables:
+    tables = unit._code_tables
+    if tables is None:
+        tables = unit._code_tables = _CodeTables(unit)
+    return tables
+
+
+def _walk_top(unit: Unit) -> list[Function]:
+    """Subprograms (and stray inlined calls) with code outside any subprogram, in DIE
+    order, their subtrees left for later."""
+    top_abbrev, _, after_top = unit.die(unit.header.die_offset)
+    if top_abbrev is None or not top_abbrev.has_children:
+        return []
+    found: list[Function] = []
+    _walk(unit, unit.info.start + after_top, None, found)
+    return found
+
+
+def _walk_subtree(unit: Unit, root: Function, pos: int) -> None:
+    """Parse `root`'s children (starting at buffer position `pos`) into its inline tree."""
+    if pos < 0:
+        return
+    _walk(unit, pos, root, root._nested)
+
+
+def _walk(unit: Unit, pos: int, root: Function | None, nested: list[Function]) -> None:
+    """Walk DIEs from `pos` to the null entry closing their level.
+
+    Top-level walk (`root` None): subroutines with code go to `nested` with
+    their children left unparsed. Subtree walk: inlined calls are attached
+    to the enclosing subroutine (`root` first), subprograms nested inside go
+    to `nested` and their own inlined calls under them.
+    """
     info = unit.info
     buf = info.buf
     base = info.start
     enc = unit.enc
     unit_start = base + unit.offset
     end = base + unit.header.end
-    top_abbrev, _, after_top = unit.die(unit.header.die_offset)
-    if top_abbrev is None or not top_abbrev.has_children:
-        return []
-    tables = _CodeTables(unit)
+    tables = _tables(unit)
     kinds = tables.kind
     has_children = tables.children
     plans = tables.plan
     abbrevs = tables.abbrev
-    ncodes = len(kinds)
-
-    functions: list[Function] = []
+    lazy = root is None
     stack: list[Function | None] = []
-    current: Function | None = None
-    pos = base + after_top
+    current: Function | None = root
     try:
         while pos < end:
             die_pos = pos
@@ -309,38 +410,22 @@ def _collect(unit: Unit) -> list[Function]:
                 code, pos = read_uleb(buf, pos - 1)
             if code == 0:
                 if not stack:
-                    break
+                    return
                 current = stack.pop()
                 continue
-            if code >= ncodes or plans[code] is None:
-                raise info.error(
-                    f"DIE at 0x{die_pos - base:x} uses unknown abbreviation {code}",
-                    die_pos - base,
-                )
-            kind = kinds[code]
+            kind = kinds[code] if code < len(kinds) else -1
+            if kind < 0:
+                kind = tables.load(code)
+                if kind < 0:
+                    raise info.error(
+                        f"DIE at 0x{die_pos - base:x} uses unknown abbreviation {code}",
+                        die_pos - base,
+                    )
             plan = plans[code]
             assert plan is not None
-            if kind == _LOCAL_TYPE:
-                kind = _SKIP if current is None else _DESCEND
             if kind == _SKIP:
                 if has_children[code]:
-                    sibling = plan.sibling
-                    if sibling is not None and not sibling[0] and sibling[2] != C.DW_FORM_ref_addr:
-                        # DW_AT_sibling first (or after zero-size forms): read it directly.
-                        fmt = sibling[1]
-                        target = (
-                            unit_start + fmt.unpack_from(buf, pos)[0]
-                            if fmt is not None
-                            else unit_start + read_uleb(buf, pos)[0]
-                        )
-                    elif sibling is not None:
-                        target = _sibling_target(buf, pos, plan, enc, unit_start, base)
-                    else:
-                        target = -1
-                    if target > die_pos:
-                        pos = target
-                    else:
-                        pos = _skip_subtree(buf, pos, plan, tables, enc, unit_start, base)
+                    pos = _past_subtree(buf, pos, plan, tables, enc, unit_start, base)
                 elif plan.fixed_size >= 0:
                     pos += plan.fixed_size
                 else:
@@ -357,53 +442,54 @@ def _collect(unit: Unit) -> list[Function]:
             # A subroutine that may have code.
             abbrev = abbrevs[code]
             assert abbrev is not None
+            attrs_pos = pos
             values, pos = decode_attributes(buf, pos, plan, enc)
             ranges = unit.die_ranges(abbrev, values)
             if not ranges:
                 if has_children[code]:
-                    pos = _skip_children(buf, pos, tables, enc, unit_start, base)
+                    pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
                 continue
             is_subprogram = abbrev.tag == C.DW_TAG_subprogram
-            function = Function(
-                unit, die_pos - base, abbrev, values, ranges, None if is_subprogram else current
-            )
-            if is_subprogram or current is None:
-                functions.append(function)
+            parent = None if is_subprogram or lazy else current
+            function = Function(unit, die_pos - base, abbrev, values, ranges, parent)
+            if parent is None:
+                nested.append(function)
             else:
-                current.children.append(function)
+                parent.children.append(function)
             if has_children[code]:
-                stack.append(current)
-                current = function
+                if lazy:
+                    function._children = None
+                    function._children_pos = pos
+                    pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
+                else:
+                    stack.append(current)
+                    current = function
     except (IndexError, struct.error, ValueError) as exc:
         raise info.error(
             f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})", pos - base
         ) from None
-    if pos > end:
-        raise info.error(f"DIEs of the unit at 0x{unit.offset:x} run past its end", unit.offset)
-    return functions
+    raise info.error(f"DIEs of the unit at 0x{unit.offset:x} run past its end", unit.offset)
 
 
-def _sibling_target(
-    buf: Buffer, pos: int, plan: Plan, enc: Encoding, unit_start: int, base: int
-) -> int:
-    """The buffer position DW_AT_sibling points at, reading up to it."""
-    assert plan.sibling is not None
-    before, fmt, form = plan.sibling
-    pos = skip_attributes(buf, pos, before, enc)
-    if fmt is not None:
-        value = fmt.unpack_from(buf, pos)[0]
-    else:
-        value, _ = read_uleb(buf, pos)
-    if form == C.DW_FORM_ref_addr:
-        return base + int(value)
-    return unit_start + int(value)
-
-
-def _skip_subtree(
-    buf: Buffer, pos: int, plan: Plan, tables: _CodeTables, enc: Encoding, unit_start: int,
+def _past_subtree(
+    buf: Buffer,
+    pos: int,
+    plan: Plan,
+    tables: _CodeTables,
+    enc: Encoding,
+    unit_start: int,
     base: int,
 ) -> int:
-    """Skip a DIE's attributes (at `pos`) and all its children."""
+    """The position after a DIE with children whose attributes start at `pos`:
+    its DW_AT_sibling when it has a usable one, else found by skipping the children."""
+    sibling = plan.sibling
+    if sibling is not None:
+        before, fmt, form = sibling
+        at = skip_attributes(buf, pos, before, enc) if before else pos
+        value = fmt.unpack_from(buf, at)[0] if fmt is not None else read_uleb(buf, at)[0]
+        target = (base if form == C.DW_FORM_ref_addr else unit_start) + int(value)
+        if target > pos:
+            return target
     pos = skip_attributes(buf, pos, plan.skip, enc)
     return _skip_children(buf, pos, tables, enc, unit_start, base)
 
@@ -415,6 +501,7 @@ def _skip_children(
     depth = 1
     plans = tables.plan
     has_children = tables.children
+    kinds = tables.kind
     while True:
         code = buf[pos]
         pos += 1
@@ -425,15 +512,16 @@ def _skip_children(
             if depth == 0:
                 return pos
             continue
-        plan = plans[code] if code < len(plans) else None
-        if plan is None:
+        if (code >= len(kinds) or kinds[code] < 0) and tables.load(code) < 0:
             raise ValueError(f"unknown abbreviation {code}")
+        plan = plans[code]
+        assert plan is not None
         if has_children[code]:
-            if plan.sibling is not None:
-                target = _sibling_target(buf, pos, plan, enc, unit_start, base)
-                if target > pos:
-                    pos = target
-                    continue
+            sibling = plan.sibling
+            if sibling is not None:
+                target = _past_subtree(buf, pos, plan, tables, enc, unit_start, base)
+                pos = target
+                continue
             pos = skip_attributes(buf, pos, plan.skip, enc)
             depth += 1
         elif plan.fixed_size >= 0:

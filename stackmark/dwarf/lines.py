@@ -25,6 +25,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from stackmark.dwarf import constants as C
@@ -47,6 +48,10 @@ class LineRow(NamedTuple):
     is_stmt: bool
     end_sequence: bool
     discriminator: int
+
+
+RawRow = tuple[int, int, int, int, bool, bool, int]
+"""A row as stored: the fields of `LineRow`, as a plain tuple (cheaper to build)."""
 
 
 class Sequence(NamedTuple):
@@ -259,12 +264,12 @@ class LineTable:
     def __init__(
         self,
         header: LineProgramHeader,
-        rows: list[LineRow],
+        rows: list[RawRow],
         sequences: list[Sequence],
         comp_dir: str | None,
     ):
         self.header = header
-        self.rows = rows
+        self.rows = rows  # plain tuples in LineRow's field order, for speed
         self.sequences = sequences  # ordered by high
         self.comp_dir = comp_dir or ""
         self._addresses = [row[0] for row in rows]
@@ -288,7 +293,10 @@ class LineTable:
 
     def lookup(self, address: int) -> LineRow | None:
         index = self.row_index(address)
-        return self.rows[index] if index is not None else None
+        return LineRow(*self.rows[index]) if index is not None else None
+
+    def row(self, index: int) -> LineRow:
+        return LineRow(*self.rows[index])
 
     def rows_in(self, low: int, high: int) -> Iterator[LineRow]:
         """Rows of the sequences overlapping [low, high) that describe addresses in it,
@@ -307,7 +315,8 @@ class LineTable:
                 stop = bisect_right(self._addresses, high - 1, seq.first + 1, seq.end - 1)
             else:
                 stop = seq.end
-            yield from self.rows[start:stop]
+            for raw in self.rows[start:stop]:
+                yield LineRow(*raw)
             i += 1
 
     def has_file(self, index: int) -> bool:
@@ -387,35 +396,42 @@ def parse_line_table(
 
 def _run_program(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[list[LineRow], list[Sequence]]:
-    """The line number state machine (DWARF 5 6.2.2), producing rows and sequences."""
+) -> tuple[list[RawRow], list[Sequence]]:
+    """The line number state machine (DWARF 5 6.2.2), producing rows and sequences.
+
+    This is the hottest loop of a lookup, so it is written for CPython: opcode
+    numbers are literals (DW_LNS_* in comments), one-byte LEB128 operands are
+    decoded inline, rows are plain tuples, and registers are not wrapped to
+    their llvm widths here: modular arithmetic gives the same residues when
+    `LineTable` masks them on the way out.
+    """
     buf = section.buf
     pos = section.start + h.header_end
     end = section.start + h.program_end
     opcode_base = h.opcode_base
-    line_base = h.line_base
-    line_range = h.line_range
     min_inst = h.min_inst_length
     max_ops = max(h.max_ops_per_inst, 1)
     default_is_stmt = h.default_is_stmt
     std_lengths = h.standard_opcode_lengths
     order = byteorder(endian)
 
-    # Special opcodes: precomputed address and line advances (op_index when max_ops > 1).
+    # Special opcodes: precomputed address and line advances.
+    sp_addr = [0] * 256
     sp_ops = [0] * 256
     sp_line = [0] * 256
+    line_range = h.line_range
     for opcode in range(opcode_base, 256):
         adjusted = (opcode - opcode_base) & 0xFF
         if line_range:
             sp_ops[opcode] = adjusted // line_range
-            sp_line[opcode] = line_base + adjusted % line_range
+            sp_addr[opcode] = (adjusted // line_range) * min_inst
+            sp_line[opcode] = h.line_base + adjusted % line_range
     const_add_ops = ((255 - opcode_base) & 0xFF) // line_range if line_range else 0
     simple = max_ops == 1
 
-    rows: list[LineRow] = []
+    rows: list[RawRow] = []
     sequences: list[Sequence] = []
     append = rows.append
-    new_row = LineRow
 
     address = 0
     op_index = 0
@@ -424,96 +440,126 @@ def _run_program(
     column = 0
     is_stmt = default_is_stmt
     discriminator = 0
-    tombstoned = False
-    seq_first = -1
-    seq_low = 0
+    seq_first = 0  # index of the first row of the current sequence
+    tombstoned = False  # the last DW_LNE_set_address was the tombstone
+    tomb_first = 0  # rows from this index on were emitted while tombstoned
 
     while pos < end:
         opcode = buf[pos]
         pos += 1
         if opcode >= opcode_base:
             if simple:
-                address = (address + sp_ops[opcode] * min_inst) & _MASK64
+                address += sp_addr[opcode]
             else:
                 advance = op_index + sp_ops[opcode]
-                address = (address + (advance // max_ops) * min_inst) & _MASK64
+                address += (advance // max_ops) * min_inst
                 op_index = advance % max_ops
-            line = (line + sp_line[opcode]) & 0xFFFFFFFF
-            if not tombstoned:
-                if seq_first < 0:
-                    seq_first = len(rows)
-                    seq_low = address
-                append(new_row(address, file, line, column, is_stmt, False, discriminator))
+            line += sp_line[opcode]
+            append((address, file, line, column, is_stmt, False, discriminator))
             discriminator = 0
-        elif opcode == C.DW_LNS_advance_line:
-            delta, pos = read_sleb(buf, pos)
-            line = (line + delta) & 0xFFFFFFFF
-        elif opcode == C.DW_LNS_set_column:
-            value, pos = read_uleb(buf, pos)
-            column = value & 0xFFFF
-        elif opcode == C.DW_LNS_copy:
-            if not tombstoned:
-                if seq_first < 0:
-                    seq_first = len(rows)
-                    seq_low = address
-                append(new_row(address, file, line, column, is_stmt, False, discriminator))
+        elif opcode == 5:  # DW_LNS_set_column
+            column = buf[pos]
+            if column < 0x80:
+                pos += 1
+            else:
+                column, pos = read_uleb(buf, pos)
+                column &= 0xFFFF
+        elif opcode == 1:  # DW_LNS_copy
+            append((address, file, line, column, is_stmt, False, discriminator))
             discriminator = 0
-        elif opcode == C.DW_LNS_advance_pc:
-            value, pos = read_uleb(buf, pos)
-            advance = op_index + value
-            address = (address + (advance // max_ops) * min_inst) & _MASK64
-            op_index = advance % max_ops
-        elif opcode == C.DW_LNS_negate_stmt:
+        elif opcode == 6:  # DW_LNS_negate_stmt
             is_stmt = not is_stmt
-        elif opcode == C.DW_LNS_set_file:
-            value, pos = read_uleb(buf, pos)
-            file = value & 0xFFFF
-        elif opcode == C.DW_LNS_const_add_pc:
-            advance = op_index + const_add_ops
-            address = (address + (advance // max_ops) * min_inst) & _MASK64
-            op_index = advance % max_ops
-        elif opcode == 0:
+        elif opcode == 3:  # DW_LNS_advance_line
+            delta = buf[pos]
+            if delta < 0x80:
+                pos += 1
+                line += delta - 0x80 if delta & 0x40 else delta
+            else:
+                delta, pos = read_sleb(buf, pos)
+                line += delta
+        elif opcode == 4:  # DW_LNS_set_file
+            file = buf[pos]
+            if file < 0x80:
+                pos += 1
+            else:
+                file, pos = read_uleb(buf, pos)
+                file &= 0xFFFF
+        elif opcode == 0:  # extended opcode
             length, pos = read_uleb(buf, pos)
             if length == 0:
                 continue
             ext_end = pos + length
             sub = buf[pos]
-            if sub == C.DW_LNE_end_sequence:
-                if not tombstoned:
-                    if seq_first < 0:
-                        seq_first = len(rows)
-                        seq_low = address
-                    append(new_row(address, file, line, column, is_stmt, True, discriminator))
-                    if seq_low < address:
-                        sequences.append(Sequence(seq_low, address, seq_first, len(rows)))
-                address = 0
-                op_index = 0
-                file = 1
-                line = 1
-                column = 0
+            if sub == 4:  # DW_LNE_set_discriminator
+                discriminator, _ = read_uleb(buf, pos + 1)
+            elif sub == 1:  # DW_LNE_end_sequence
+                append((address, file, line, column, is_stmt, True, discriminator))
+                if tombstoned:
+                    del rows[tomb_first:]  # llvm emits nothing at a tombstone
+                    tomb_first = len(rows)
+                else:
+                    low = rows[seq_first][0] & _MASK64
+                    if low < address & _MASK64:
+                        sequences.append(Sequence(low, address & _MASK64, seq_first, len(rows)))
+                seq_first = len(rows)
+                address = op_index = column = discriminator = 0
+                file = line = 1
                 is_stmt = default_is_stmt
-                discriminator = 0
-                seq_first = -1
-            elif sub == C.DW_LNE_set_address:
+            elif sub == 2:  # DW_LNE_set_address
                 size = length - 1
                 if size in (1, 2, 4, 8):
                     address = int.from_bytes(buf[pos + 1 : pos + 1 + size], order)
                     op_index = 0
-                    tombstoned = address == (1 << (8 * size)) - 1
-            elif sub == C.DW_LNE_set_discriminator:
-                discriminator, _ = read_uleb(buf, pos + 1)
+                    # llvm drops every row from a tombstone address to the next set_address.
+                    if address == (1 << (8 * size)) - 1:
+                        if not tombstoned:
+                            tombstoned = True
+                            tomb_first = len(rows)
+                    elif tombstoned:
+                        tombstoned = False
+                        del rows[tomb_first:]
+                        seq_first = min(seq_first, len(rows))
             # DW_LNE_define_file (obsolete) and unknown opcodes: skipped by length.
             pos = ext_end
-        elif opcode == C.DW_LNS_fixed_advance_pc:
-            address = (address + int.from_bytes(buf[pos : pos + 2], order)) & _MASK64
+        elif opcode == 8:  # DW_LNS_const_add_pc
+            advance = op_index + const_add_ops
+            address += (advance // max_ops) * min_inst
+            op_index = advance % max_ops
+        elif opcode == 2:  # DW_LNS_advance_pc
+            value, pos = read_uleb(buf, pos)
+            advance = op_index + value
+            address += (advance // max_ops) * min_inst
+            op_index = advance % max_ops
+        elif opcode == 9:  # DW_LNS_fixed_advance_pc
+            address += int.from_bytes(buf[pos : pos + 2], order)
             op_index = 0
             pos += 2
-        elif opcode == C.DW_LNS_set_isa:
-            _, pos = read_uleb(buf, pos)
-        elif opcode in (C.DW_LNS_set_basic_block, C.DW_LNS_set_prologue_end,
-                        C.DW_LNS_set_epilogue_begin):
+        elif opcode in (7, 10, 11):  # basic_block, prologue_end, epilogue_begin
             pass
-        else:
+        elif opcode == 12:  # DW_LNS_set_isa
+            _, pos = read_uleb(buf, pos)
+        else:  # an opcode this reader does not know: skip its LEB128 operands
             for _ in range(std_lengths[opcode - 1]):
                 _, pos = read_uleb(buf, pos)
-    return rows, sequences
+    if tombstoned:
+        del rows[tomb_first:]
+    return _wrapped(rows), sequences
+
+
+def _wrapped(rows: list[RawRow]) -> list[RawRow]:
+    """Rows with address and line wrapped to llvm's register widths (64 and 32 bits).
+
+    The loop above leaves them unwrapped; only garbage tables ever leave range.
+    """
+    if not rows:
+        return rows
+    line = itemgetter(2)
+    address = itemgetter(0)
+    if (
+        line(min(rows, key=line)) >= 0
+        and line(max(rows, key=line)) <= 0xFFFFFFFF
+        and address(min(rows, key=address)) >= 0
+        and address(max(rows, key=address)) <= _MASK64
+    ):
+        return rows
+    return [(r[0] & _MASK64, r[1], r[2] & 0xFFFFFFFF, *r[3:]) for r in rows]

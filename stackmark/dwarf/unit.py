@@ -22,7 +22,7 @@ from stackmark.dwarf.sections import Section, read_uleb
 from stackmark.errors import FormatError
 
 if TYPE_CHECKING:
-    from stackmark.dwarf.functions import Function, FunctionIndex
+    from stackmark.dwarf.functions import Function, FunctionIndex, _CodeTables
     from stackmark.dwarf.lines import LineTable
     from stackmark.dwarf.reader import DwarfReader
 
@@ -157,6 +157,7 @@ class Unit:
         self._top: dict[int, object] | None = None
         self._top_abbrev: Abbrev | None = None
         self._functions: FunctionIndex | None = None
+        self._code_tables: _CodeTables | None = None  # the DIE walks' per-code tables
         self._line_table: LineTable | None = None
         self._line_table_loaded = False
         # Bases and sections for indexed forms; a skeleton's split unit
@@ -489,11 +490,15 @@ class Unit:
         return self._line_table
 
     def function_index(self) -> FunctionIndex:
-        """Every function with code in the unit, with its inline tree (parsed once)."""
+        """The unit's functions with code; inline trees are parsed when first needed."""
         if self._functions is None:
-            from stackmark.dwarf.functions import build_function_index
+            code_unit = self.code_unit
+            if code_unit is not self:
+                self._functions = code_unit.function_index()
+            else:
+                from stackmark.dwarf.functions import build_function_index
 
-            self._functions = build_function_index(self.code_unit, self)
+                self._functions = build_function_index(self)
         return self._functions
 
     def functions(self) -> list[Function]:

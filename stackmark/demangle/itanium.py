@@ -1,0 +1,201 @@
+"""Itanium C++ names (`_Z...`, clang's `___Z..._block_invoke`), printed as LLVM prints them.
+
+The grammar is handled by libstdc++'s `__cxa_demangle`, loaded by soname
+with ctypes (the `cxxfilt` package is the fallback; importing it costs
+~40 ms because it searches for the library). Its output is then brought
+to LLVM's conventions, which is what llvm-symbolizer and llvm-cxxfilt
+print:
+
+    GNU                                   LLVM
+    vector<int, allocator<int> >          vector<int, allocator<int>>
+    operator<< <char>                     operator<<<char>
+    {lambda(int)#1} / #2 / #3             'lambda'(int) / 'lambda0' / 'lambda1'
+    {unnamed type#1} / #2                 'unnamed' / 'unnamed0'
+    f(int)::{default arg#1}::...          f(int)::...
+    {parm#1} / {parm#2}                   fp / fp0
+    decltype (x)                          decltype(x)
+    decltype(nullptr)                     std::nullptr_t
+    TLS init function for x               thread-local initialization routine for x
+    TLS wrapper function for x            thread-local wrapper routine for x
+    f() [clone .isra.0] [clone .cold]     f() (.isra.0.cold)
+
+Clone suffixes are handled before libstdc++ sees the name: LLVM prints
+everything from the first '.' after the encoding verbatim in parentheses.
+Names LLVM does not demangle are left alone: transaction-safe clones
+(`_ZGTt`), and anything libstdc++ rejects.
+
+Known differences that remain (rare; see tests/unit/test_demangle_itanium.py):
+a function template named inside a local name (`_ZZ...E`) loses its
+return type, C++20 template parameter declarations (`Tn`) and newer
+builtin types are not understood by libstdc++ 12, and expressions inside
+decltype are parenthesized GNU's way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_Demangler = Callable[[str], "str | None"]
+_backend: _Demangler | None = None
+
+_CLOSURE = re.compile(r"\{(lambda|unnamed type)")
+_DEFAULT_ARG = re.compile(r"::\{default arg#\d+\}")
+_PARM = re.compile(r"\{parm#(\d+)\}")
+_BLOCK_TAIL = re.compile(r"_block_invoke(?:_\d+|\d*)$")
+
+
+def _load_backend() -> _Demangler:
+    """`__cxa_demangle` through ctypes, or cxxfilt's when libstdc++ cannot be loaded."""
+    try:
+        import ctypes
+
+        libstdcxx = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+        cxa_demangle = libstdcxx.__cxa_demangle
+        cxa_demangle.restype = ctypes.c_void_p
+        cxa_demangle.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+        ]
+        free = libc.free
+        free.argtypes = [ctypes.c_void_p]
+        free.restype = None
+    except (OSError, AttributeError):
+        import cxxfilt
+
+        def with_cxxfilt(name: str) -> str | None:
+            try:
+                return str(cxxfilt.demangle(name, external_only=False))
+            except cxxfilt.Error:
+                return None
+
+        return with_cxxfilt
+
+    def with_ctypes(name: str) -> str | None:
+        status = ctypes.c_int(0)
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        pointer = cxa_demangle(raw, None, None, ctypes.byref(status))
+        if not pointer:
+            return None
+        try:
+            text = ctypes.string_at(pointer)
+        finally:
+            free(pointer)
+        return text.decode("utf-8", "surrogateescape")
+
+    return with_ctypes
+
+
+def _gnu(name: str) -> str | None:
+    global _backend
+    if _backend is None:
+        _backend = _load_backend()
+    return _backend(name)
+
+
+def is_itanium(name: str) -> bool:
+    """LLVM's test: one to four underscores, then 'Z'."""
+    pos = len(name) - len(name.lstrip("_"))
+    return 0 < pos <= 4 and pos < len(name) and name[pos] == "Z"
+
+
+def demangle_itanium(name: str) -> str | None:
+    """`name` demangled as LLVM prints it, or None when LLVM would not demangle it."""
+    if name.startswith("_Z"):
+        encoding, dot, suffix = name.partition(".")
+        if encoding.startswith("_ZGTt"):
+            return None
+        text = _gnu(encoding)
+        if text is None:
+            return None
+        text = _llvm_style(text)
+        return f"{text} (.{suffix})" if dot else text
+    if name.startswith(("___Z", "____Z")):
+        return _block_invocation(name)
+    return None
+
+
+def _block_invocation(name: str) -> str | None:
+    """`___Z<encoding>_block_invoke[_N|N]`: a clang block's invocation function."""
+    body = name[3:] if name.startswith("___Z") else name[4:]
+    tail = _BLOCK_TAIL.search(body)
+    if tail is None:
+        return None
+    inner = demangle_itanium("_" + body[: tail.start()])
+    if inner is None:
+        return None
+    return "invocation function for block in " + inner
+
+
+def _llvm_style(text: str) -> str:
+    while "> >" in text:
+        text = text.replace("> >", ">>")
+    text = text.replace("operator<< <", "operator<<<").replace("operator< <", "operator<<")
+    if "{" in text:
+        text = _DEFAULT_ARG.sub("", text)
+        text = _PARM.sub(lambda m: "fp" + _count(int(m.group(1))), text)
+        text = _closures(text)
+    text = text.replace("decltype (", "decltype(").replace("decltype(nullptr)", "std::nullptr_t")
+    if text.startswith("TLS "):
+        text = text.replace("TLS init function for ", "thread-local initialization routine for ", 1)
+        text = text.replace("TLS wrapper function for ", "thread-local wrapper routine for ", 1)
+    return text
+
+
+def _count(number: int) -> str:
+    """GNU numbers closures and parameters from 1; LLVM prints nothing for the first,
+    then 0, 1, ..."""
+    return "" if number <= 1 else str(number - 2)
+
+
+def _closures(text: str) -> str:
+    """{lambda(ARGS)#N} -> 'lambdaK'(ARGS) and {unnamed type#N} -> 'unnamedK'."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _CLOSURE.search(text, pos)
+        if match is None:
+            out.append(text[pos:])
+            return "".join(out)
+        start = match.start()
+        if match.group(1) == "unnamed type":
+            close = text.find("}", match.end())
+            number = text[match.end() + 1 : close] if close > 0 else ""
+            if close < 0 or text[match.end()] != "#" or not number.isdigit():
+                out.append(text[pos : match.end()])
+                pos = match.end()
+                continue
+            out.append(text[pos:start] + "'unnamed" + _count(int(number)) + "'")
+            pos = close + 1
+            continue
+        # {lambda(...)#N}: find the parenthesis closing the parameter list.
+        params_at = match.end()
+        if params_at >= len(text) or text[params_at] != "(":
+            out.append(text[pos:params_at])
+            pos = params_at
+            continue
+        depth = 0
+        i = params_at
+        while i < len(text):
+            ch = text[i]
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        tail = re.match(r"\)#(\d+)\}", text[i:])
+        if tail is None:
+            out.append(text[pos:params_at])
+            pos = params_at
+            continue
+        params = text[params_at : i + 1]
+        out.append(text[pos:start] + "'lambda" + _count(int(tail.group(1))) + "'" + params)
+        pos = i + tail.end()

@@ -1,0 +1,130 @@
+"""The symbol source over ELF files: DWARF when there is some, the symbol table always.
+
+Code addresses are answered the way llvm-symbolizer 19 answers them
+(DWARFContext::getInliningInfoForAddress, then SymbolizableObjectFile):
+
+1. the compile unit comes from .debug_aranges (merged with unit ranges);
+2. the chain is the innermost subroutine DIE containing the address and
+   its enclosing inlined subroutines, up to the subprogram;
+3. the innermost frame takes file/line/column from the line table; each
+   outer frame takes them from the DW_AT_call_* of the frame inside it;
+4. with no subroutine DIE, the line table alone gives one nameless frame;
+5. finally the outermost frame's raw name is replaced by the symbol-table
+   symbol covering the address, when there is one (so a hot/cold split
+   reads `main.cold`), and a frame without a file takes the STT_FILE name
+   of a local symbol.
+
+The symbol table is the *binary's* (llvm reads it from the object it was
+asked about, and DWARF from the debug file next to it); `.dynsym` stands
+in when `.symtab` was stripped.
+"""
+
+from __future__ import annotations
+
+from stackmark.dwarf.reader import DwarfReader
+from stackmark.elf import ElfFile
+from stackmark.model import DataSymbol, SourceFrame
+from stackmark.symbols.source import ModuleFiles
+from stackmark.symbols.symtab import SymbolTable
+
+
+class ElfSymbolSource:
+    """DWARF + symbol table answers for one module (see the module docstring)."""
+
+    def __init__(self, files: ModuleFiles):
+        self.files = files
+        self._binary = ElfFile.open(files.binary)
+        self._debug = ElfFile.open(files.debug) if files.debug else None
+        dwarf_elf = self._debug or self._binary
+        self._dwarf: DwarfReader | None = DwarfReader(dwarf_elf) if dwarf_elf.has_dwarf else None
+        self._symtab: SymbolTable | None = None
+
+    @property
+    def description(self) -> str:
+        if self._dwarf is not None:
+            return f"DWARF in {self.files.dwarf_file}"
+        return f"symbol table of {self.files.binary}"
+
+    @property
+    def has_debug_info(self) -> bool:
+        return self._dwarf is not None
+
+    @property
+    def dwarf(self) -> DwarfReader | None:
+        return self._dwarf
+
+    @property
+    def symtab(self) -> SymbolTable:
+        if self._symtab is None:
+            self._symtab = SymbolTable(self._binary)
+        return self._symtab
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        frames = self._dwarf_frames(address) if self._dwarf is not None else []
+        symbol = self.symtab.at(address)
+        if symbol is None:
+            return frames
+        if not frames:
+            return [SourceFrame(symbol.name, None, symbol.file, 0, 0)]
+        last = frames[-1]
+        frames[-1] = SourceFrame(
+            symbol.name,
+            last.name,
+            last.file if last.file is not None else symbol.file,
+            last.line,
+            last.column,
+        )
+        return frames
+
+    def _dwarf_frames(self, address: int) -> list[SourceFrame]:
+        assert self._dwarf is not None
+        unit = self._dwarf.unit_for_address(address)
+        if unit is None:
+            return []
+        chain = unit.code_unit.inline_chain(address)
+        table = unit.line_table()
+        if not chain:
+            row = table.lookup(address) if table is not None else None
+            if row is None or table is None or not table.has_file(row.file):
+                return []
+            return [SourceFrame(None, None, table.file_name(row.file), row.line, row.column)]
+        frames: list[SourceFrame] = []
+        call_file = call_line = call_column = 0
+        for i, function in enumerate(chain):
+            file: str | None = None
+            line = column = 0
+            if i == 0:
+                row = table.lookup(address) if table is not None else None
+                if row is not None and table is not None and table.has_file(row.file):
+                    file = table.file_name(row.file)
+                    line, column = row.line, row.column
+            else:
+                if table is not None:
+                    file = table.file_name(call_file)
+                line, column = call_line, call_column
+            frames.append(SourceFrame(function.linkage_name, function.name, file, line, column))
+            call_file, call_line, call_column = (
+                function.call_file,
+                function.call_line,
+                function.call_column,
+            )
+        return frames
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        symbol = self.symtab.at(address)
+        if symbol is not None:
+            return DataSymbol(symbol.name, symbol.address, symbol.size)
+        tls = self.symtab.tls_at(address)
+        if tls is not None:
+            return DataSymbol(*tls)
+        return None
+
+    def close(self) -> None:
+        self._binary.close()
+        if self._debug is not None:
+            self._debug.close()
+
+
+def elf_source_factory(files: ModuleFiles) -> ElfSymbolSource:
+    """The default factory: always able to answer from an ELF file."""
+    return ElfSymbolSource(files)

@@ -1,0 +1,71 @@
+"""The seam between the Symbolizer and whatever answers for one module's files.
+
+A `SymbolSource` answers two questions about module-relative addresses:
+the inline chain at a code address (innermost first), and the symbol
+covering a data address. The Symbolizer builds one per module from the
+files the store found (`ModuleFiles`) by trying a list of
+`SourceFactory` callables in order; the first that returns a source wins.
+The default list has the DWARF + symbol-table source
+(`stackmark.symbols.elf_source`); a GSYM cache plugs in by putting its
+factory first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from stackmark.model import DataSymbol, SourceFrame
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFiles:
+    """The files found for one build ID.
+
+    `binary` is the file whose build ID matched (a plain binary, or a debug
+    file found under a debug-file directory). `debug` is a separate file
+    with the DWARF, when `binary` is stripped and names one through
+    `.gnu_debuglink`; None otherwise. `how` says where `binary` was found.
+    """
+
+    build_id: str
+    binary: str
+    debug: str | None = None
+    how: str = ""
+
+    @property
+    def dwarf_file(self) -> str:
+        """The file whose DWARF answers (the debug file when there is one)."""
+        return self.debug or self.binary
+
+
+class SymbolSource(Protocol):
+    """Answers lookups for one module (addresses are module-relative)."""
+
+    @property
+    def description(self) -> str:
+        """What answers, for diagnostics: e.g. "DWARF in /usr/lib/debug/.build-id/ab/cd.debug"."""
+        ...
+
+    @property
+    def has_debug_info(self) -> bool:
+        """True when file and line information can be expected (not symbols alone)."""
+        ...
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        """The inline chain at a code address: innermost first, the physical function
+        last; empty when nothing is known."""
+        ...
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        """The symbol covering a data address, or None."""
+        ...
+
+    def close(self) -> None:
+        """Release files and memory."""
+        ...
+
+
+SourceFactory = Callable[[ModuleFiles], "SymbolSource | None"]
+"""Builds a source for a module's files, or returns None to let the next factory try."""

@@ -1,0 +1,268 @@
+"""Finding the files for a build ID, and checking that they are the right ones.
+
+Where a build ID is looked for, in this order:
+
+1. `--obj FILE` files, indexed by their own build ID;
+2. each debug-file directory (`--debug-file-directory DIR`, default
+   /usr/lib/debug): `DIR/.build-id/xx/rest.debug`;
+3. each symbol path (`--symbol-path DIR`): `DIR/.build-id/xx/rest[.debug]`,
+   then every ELF file under DIR, indexed by its own build ID;
+4. the path the module was loaded from, when the caller knows it.
+
+Every candidate's build ID is read and compared (llvm trusts the path;
+a stale file there gives wrong answers silently). Among matching files,
+the first with DWARF wins; else the first with a symbol table. When the
+chosen file is stripped and names a debug file in `.gnu_debuglink`, that
+file is looked for the way GDB and llvm do: next to the binary, in its
+`.debug/` subdirectory, and under each debug-file directory followed by
+the binary's own directory. It must carry the same build ID, or, when it
+has none, the CRC32 the link records.
+
+Every rejected or missing candidate is recorded in `searched` with the
+reason, so a front end can say why nothing was found.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
+from stackmark.errors import FormatError
+from stackmark.symbols.source import ModuleFiles
+
+DEFAULT_DEBUG_FILE_DIRECTORIES = ("/usr/lib/debug",)
+_MAX_INDEXED_FILES = 20000  # per symbol path: a guard against pointing at "/"
+_SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".build-id"})
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """What is known about one file: its build ID and what it carries."""
+
+    path: str
+    build_id: str | None
+    has_dwarf: bool
+    has_symbols: bool
+    debuglink: tuple[str, int] | None
+
+
+@dataclass(slots=True)
+class Lookup:
+    """The outcome of a store lookup: the files found, or why there are none."""
+
+    build_id: str
+    files: ModuleFiles | None
+    has_debug_info: bool = False
+    searched: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class SymbolStore:
+    """Build ID -> files, over debug-file directories, --obj files and symbol paths."""
+
+    def __init__(
+        self,
+        debug_file_directories: Sequence[str] = DEFAULT_DEBUG_FILE_DIRECTORIES,
+        objects: Sequence[str] = (),
+        symbol_paths: Sequence[str] = (),
+    ):
+        self.debug_file_directories = list(debug_file_directories)
+        self.objects = list(objects)
+        self.symbol_paths = list(symbol_paths)
+        self._candidates: dict[str, _Candidate | str] = {}  # path -> facts or error text
+        self._object_index: dict[str, list[str]] | None = None
+        self._path_indexes: dict[str, dict[str, list[str]]] = {}
+        self._cache: dict[tuple[str, str | None], Lookup] = {}
+
+    # -- facts about files ------------------------------------------------------
+
+    def _inspect(self, path: str) -> _Candidate | str:
+        """The facts about `path`, or a reason it cannot be used (cached)."""
+        known = self._candidates.get(path)
+        if known is not None:
+            return known
+        result: _Candidate | str
+        if not os.path.isfile(path):
+            result = "not found"
+        elif not is_elf(path):
+            result = "not an ELF file"
+        else:
+            try:
+                with ElfFile.open(path) as elf:
+                    symtab = elf.section(".symtab") or elf.section(".dynsym")
+                    result = _Candidate(
+                        path,
+                        elf.build_id,
+                        elf.has_dwarf,
+                        symtab is not None and symtab.size > 0 and symtab.type != SHT_NOBITS,
+                        elf.debuglink,
+                    )
+            except FormatError as exc:
+                result = f"unreadable ({exc.reason})"
+        self._candidates[path] = result
+        return result
+
+    # -- the places ------------------------------------------------------------
+
+    def _objects_by_build_id(self) -> dict[str, list[str]]:
+        if self._object_index is None:
+            index: dict[str, list[str]] = {}
+            for path in self.objects:
+                facts = self._inspect(path)
+                if isinstance(facts, _Candidate) and facts.build_id:
+                    index.setdefault(facts.build_id, []).append(path)
+            self._object_index = index
+        return self._object_index
+
+    def _symbol_path_index(self, root: str) -> dict[str, list[str]]:
+        index = self._path_indexes.get(root)
+        if index is None:
+            index = {}
+            for path in _elf_files_under(root):
+                facts = self._inspect(path)
+                if isinstance(facts, _Candidate) and facts.build_id:
+                    index.setdefault(facts.build_id, []).append(path)
+            self._path_indexes[root] = index
+        return index
+
+    def _candidate_paths(self, build_id: str, module_path: str | None) -> Iterator[tuple[str, str]]:
+        """(path, how it was found) for every place the build ID may be, in order."""
+        head, rest = build_id[:2], build_id[2:]
+        for path in self._objects_by_build_id().get(build_id, []):
+            yield path, "--obj"
+        for directory in self.debug_file_directories:
+            yield (
+                os.path.join(directory, ".build-id", head, rest + ".debug"),
+                "debug-file-directory",
+            )
+        for root in self.symbol_paths:
+            for suffix in (".debug", ""):
+                yield os.path.join(root, ".build-id", head, rest + suffix), "symbol-path"
+            for path in self._symbol_path_index(root).get(build_id, []):
+                yield path, "symbol-path"
+        if module_path:
+            yield module_path, "module path"
+
+    # -- lookups ----------------------------------------------------------------
+
+    def find(self, build_id: str, module_path: str | None = None) -> Lookup:
+        """The files for `build_id` (lower-case hex); `module_path` is a last resort."""
+        build_id = build_id.lower()
+        key = (build_id, module_path)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._find(build_id, module_path)
+        return cached
+
+    def _find(self, build_id: str, module_path: str | None) -> Lookup:
+        lookup = Lookup(build_id, None)
+        if not build_id:
+            if module_path:
+                return self._without_build_id(module_path, lookup)
+            lookup.error = "module has no build ID"
+            return lookup
+        matches: list[tuple[_Candidate, str]] = []
+        seen: set[str] = set()
+        for path, how in self._candidate_paths(build_id, module_path):
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            facts = self._inspect(path)
+            if isinstance(facts, str):
+                if facts != "not found" or how != "symbol-path":
+                    lookup.searched.append(f"{path}: {facts}")
+                continue
+            if facts.build_id != build_id:
+                found = facts.build_id or "none"
+                lookup.searched.append(f"{path}: build ID {found} does not match")
+                continue
+            matches.append((facts, how))
+        if not matches:
+            lookup.error = "could not find build ID"
+            return lookup
+        return self._choose(matches, lookup)
+
+    def _choose(self, matches: list[tuple[_Candidate, str]], lookup: Lookup) -> Lookup:
+        for facts, how in matches:
+            if facts.has_dwarf:
+                lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+                lookup.has_debug_info = True
+                return lookup
+        for facts, how in matches:
+            if facts.debuglink is not None:
+                debug = self._follow_debuglink(facts, lookup)
+                if debug is not None:
+                    lookup.files = ModuleFiles(lookup.build_id, facts.path, debug, how)
+                    lookup.has_debug_info = True
+                    return lookup
+        facts, how = next(((f, h) for f, h in matches if f.has_symbols), matches[0])
+        lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+        return lookup
+
+    def _without_build_id(self, module_path: str, lookup: Lookup) -> Lookup:
+        facts = self._inspect(module_path)
+        if isinstance(facts, str):
+            lookup.searched.append(f"{module_path}: {facts}")
+            lookup.error = "module has no build ID and its file cannot be read"
+            return lookup
+        return self._choose([(facts, "module path")], lookup)
+
+    def _follow_debuglink(self, binary: _Candidate, lookup: Lookup) -> str | None:
+        assert binary.debuglink is not None
+        name, crc = binary.debuglink
+        here = os.path.dirname(os.path.abspath(binary.path))
+        places = [os.path.join(here, name), os.path.join(here, ".debug", name)]
+        for directory in self.debug_file_directories:
+            places.append(os.path.join(directory, here.lstrip("/"), name))
+        for place in places:
+            if os.path.realpath(place) == os.path.realpath(binary.path):
+                continue
+            facts = self._inspect(place)
+            if isinstance(facts, str):
+                if facts != "not found":
+                    lookup.searched.append(f"{place} (.gnu_debuglink): {facts}")
+                continue
+            if not facts.has_dwarf:
+                lookup.searched.append(f"{place} (.gnu_debuglink): has no DWARF")
+                continue
+            if facts.build_id is not None and binary.build_id is not None:
+                if facts.build_id != binary.build_id:
+                    lookup.searched.append(
+                        f"{place} (.gnu_debuglink): build ID {facts.build_id} does not match"
+                    )
+                    continue
+            elif _crc32_of(place) != crc:
+                lookup.searched.append(f"{place} (.gnu_debuglink): CRC32 does not match")
+                continue
+            return place
+        lookup.searched.append(f"{binary.path}: debug file {name!r} (.gnu_debuglink) not found")
+        return None
+
+
+def _crc32_of(path: str) -> int | None:
+    crc = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+    return crc & 0xFFFFFFFF
+
+
+def _elf_files_under(root: str) -> Iterator[str]:
+    """ELF files below `root` (symlinks to files included), at most _MAX_INDEXED_FILES."""
+    count = 0
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIPPED_DIRS)
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            if is_elf(path):
+                yield path
+                count += 1
+                if count >= _MAX_INDEXED_FILES:
+                    return

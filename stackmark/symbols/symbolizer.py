@@ -1,0 +1,174 @@
+"""`Symbolizer`: the `SymbolizerAPI` implementation front ends use.
+
+    symbolizer = Symbolizer(SymbolizerOptions(debug_file_directories=["/srv/debug"]))
+    lookup = symbolizer.code(module, 0x1234)   # CodeLookup: frames, innermost first
+    for frame in lookup.frames: ...
+
+For each module it finds the files by build ID (`SymbolStore`), builds a
+`SymbolSource` from them with the first source factory that accepts them
+(a GSYM cache can put its factory first; DWARF + symbol table is the
+default), and caches resolutions, open sources and recent answers.
+Nothing here raises for bad or missing files: the resolution says why.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from stackmark.errors import StackmarkError
+from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.elf_source import elf_source_factory
+from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
+from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES, SymbolStore
+
+
+@dataclass(slots=True)
+class SymbolizerOptions:
+    """Where to look for files, and how much to remember.
+
+    `debug_file_directories` hold `.build-id/xx/rest.debug` trees (default
+    /usr/lib/debug); `objects` are binaries or debug files given by path;
+    `symbol_paths` are directories searched for ELF files by build ID.
+    `source_factories` are tried in order for each module (None: the
+    default DWARF + symbol-table source only). `cache_size` bounds the
+    number of remembered answers.
+    """
+
+    debug_file_directories: list[str] = field(
+        default_factory=lambda: list(DEFAULT_DEBUG_FILE_DIRECTORIES)
+    )
+    objects: list[str] = field(default_factory=list)
+    symbol_paths: list[str] = field(default_factory=list)
+    source_factories: list[SourceFactory] | None = None
+    cache_size: int = 1 << 16
+
+
+_AnswerKey = tuple[str, str | None, int]
+_T = TypeVar("_T")
+
+
+def _remember(cache: OrderedDict[_AnswerKey, _T], key: _AnswerKey, value: _T, size: int) -> None:
+    cache[key] = value
+    if len(cache) > size:
+        cache.popitem(last=False)
+
+
+class _Module:
+    """What the symbolizer keeps per build ID (or per path, without one)."""
+
+    __slots__ = ("files", "resolution", "source")
+
+    def __init__(self, resolution: ModuleResolution, files: ModuleFiles | None):
+        self.resolution = resolution
+        self.files = files
+        self.source: SymbolSource | None = None
+
+
+class Symbolizer:
+    """Files by build ID -> symbol sources -> cached answers (implements SymbolizerAPI)."""
+
+    def __init__(self, options: SymbolizerOptions | None = None):
+        self.options = options or SymbolizerOptions()
+        self.store = SymbolStore(
+            self.options.debug_file_directories, self.options.objects, self.options.symbol_paths
+        )
+        factories = self.options.source_factories
+        self.source_factories: list[SourceFactory] = (
+            list(factories) if factories is not None else [elf_source_factory]
+        )
+        self._modules: dict[tuple[str, str | None], _Module] = {}
+        self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
+        self._data: OrderedDict[_AnswerKey, DataSymbol | None] = OrderedDict()
+
+    # -- modules ------------------------------------------------------------------
+
+    def _key(self, module: Module) -> tuple[str, str | None]:
+        return (module.build_id.lower(), None if module.build_id else module.path)
+
+    def _module(self, module: Module) -> _Module:
+        key = self._key(module)
+        known = self._modules.get(key)
+        if known is None:
+            lookup = self.store.find(module.build_id, module.path)
+            files = lookup.files
+            resolution = ModuleResolution(
+                build_id=module.build_id.lower(),
+                binary=files.dwarf_file if files is not None else None,
+                error=lookup.error,
+                searched=list(lookup.searched),
+                has_debug_info=lookup.has_debug_info,
+            )
+            known = self._modules[key] = _Module(resolution, files)
+        return known
+
+    def resolve(self, module: Module) -> ModuleResolution:
+        """Find (and remember) the file that answers for `module`."""
+        return self._module(module).resolution
+
+    def source(self, module: Module) -> SymbolSource | None:
+        """The source answering for `module` (built on first use), None if there is none."""
+        entry = self._module(module)
+        if entry.source is None and entry.files is not None:
+            for factory in self.source_factories:
+                try:
+                    source = factory(entry.files)
+                except StackmarkError as exc:
+                    entry.resolution.searched.append(f"{entry.files.binary}: {exc}")
+                    continue
+                except OSError as exc:
+                    entry.resolution.searched.append(f"{entry.files.binary}: {exc.strerror}")
+                    continue
+                if source is not None:
+                    entry.source = source
+                    break
+            if entry.source is None:
+                entry.resolution.error = entry.resolution.error or "cannot read symbols"
+                entry.files = None
+        return entry.source
+
+    # -- lookups -------------------------------------------------------------------
+
+    def code(self, module: Module, address: int) -> CodeLookup:
+        """Inline chain at module-relative `address` (already -1 adjusted)."""
+        key = (*self._key(module), address)
+        source = self.source(module)
+        resolution = self._module(module).resolution
+        frames = self._frames.get(key)
+        if frames is None:
+            frames = []
+            if source is not None:
+                try:
+                    frames = source.frames_at(address)
+                except StackmarkError as exc:
+                    resolution.searched.append(f"0x{address:x}: {exc}")
+            _remember(self._frames, key, frames, self.options.cache_size)
+        return CodeLookup(resolution, address, list(frames))
+
+    def data(self, module: Module, address: int) -> DataLookup:
+        """Data symbol covering module-relative `address`."""
+        key = (*self._key(module), address)
+        source = self.source(module)
+        resolution = self._module(module).resolution
+        if key in self._data:
+            symbol = self._data[key]
+        else:
+            symbol = None
+            if source is not None:
+                try:
+                    symbol = source.data_at(address)
+                except StackmarkError as exc:
+                    resolution.searched.append(f"0x{address:x}: {exc}")
+            _remember(self._data, key, symbol, self.options.cache_size)
+        return DataLookup(resolution, address, symbol)
+
+    def close(self) -> None:
+        """Close every open source."""
+        for entry in self._modules.values():
+            if entry.source is not None:
+                entry.source.close()
+                entry.source = None
+        self._frames.clear()
+        self._data.clear()
