@@ -25,12 +25,14 @@ from stackmark.errors import StackmarkError
 from stackmark.formats.breakpad import is_breakpad, read_breakpad
 from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError
 from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
+from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.from_symtab import (
     add_symbol_table,
     build_id_uuid,
     image_base_address,
     text_ranges,
 )
+from stackmark.formats.gsym.function_info import FunctionInfo
 
 
 class ProgressSink(Protocol):
@@ -48,6 +50,7 @@ class ConversionResult:
     total: int = 0
     warnings: dict[str, int] = field(default_factory=dict)
     arch: str = ""
+    functions: list[FunctionInfo] = field(default_factory=list)
 
 
 def convert_elf(
@@ -56,8 +59,13 @@ def convert_elf(
     jobs: int = 1,
     progress: ProgressSink | None = None,
     little: bool | None = None,
+    extras: ExtrasCollector | None = None,
 ) -> ConversionResult:
-    """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table)."""
+    """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
+
+    With `extras`, also collects what the cache's extras file needs; the
+    final functions, in file order, are in `result.functions`.
+    """
     from stackmark.formats.gsym.dwarf_units import convert_dwarf
 
     elf = ElfFile.open(path)
@@ -68,7 +76,7 @@ def convert_elf(
         if ranges:
             creator.set_text_ranges(ranges)
         result = ConversionResult(b"", arch=elf.machine_name)
-        report = convert_dwarf(elf, creator, jobs=jobs, progress=progress)
+        report = convert_dwarf(elf, creator, jobs=jobs, progress=progress, extras=extras)
         result.dwarf_functions = report.functions
         result.warnings.update(report.warnings)
         creator.uuid = build_id_uuid(elf)
@@ -109,6 +117,7 @@ def _finish(
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
+    result.functions = creator.functions
     for key, count in report.warnings.items():
         result.warnings[key] = result.warnings.get(key, 0) + count
     total = len(creator.functions)

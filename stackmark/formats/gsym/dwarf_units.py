@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
-from stackmark.formats.gsym.from_dwarf import DwarfReport, UnitConverter
+from stackmark.formats.gsym.from_dwarf import DwarfReport, ExtrasCollector, UnitConverter
 
 if TYPE_CHECKING:
     from stackmark.formats.gsym.creator import GsymCreator
@@ -36,6 +36,7 @@ def convert_dwarf(
     *,
     jobs: int = 1,
     progress: ProgressSink | None = None,
+    extras: ExtrasCollector | None = None,
 ) -> DwarfReport:
     """Add the FunctionInfos of every compile unit of `elf` to `creator`."""
     report = DwarfReport()
@@ -46,7 +47,7 @@ def convert_dwarf(
     names = NameBuilder()
     valid: Callable[[int], bool] = creator.is_valid_text_address
     for done, unit in enumerate(units):
-        converter = UnitConverter(unit, creator, names, valid, report)
+        converter = UnitConverter(unit, creator, names, valid, report, extras)
         creator.functions.extend(converter.convert())
         if progress is not None:
             progress.update("converting DWARF units", done + 1, len(units))

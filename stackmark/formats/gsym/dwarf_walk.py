@@ -110,6 +110,12 @@ class DieFunction:
         return inner if isinstance(inner, int) else 0
 
     @property
+    def call_column(self) -> int:
+        value = self.values.get(C.DW_AT_call_column)
+        inner = getattr(value, "value", value)
+        return inner if isinstance(inner, int) else 0
+
+    @property
     def decl_line(self) -> int | None:
         return self._int((C.DW_AT_decl_line,))
 

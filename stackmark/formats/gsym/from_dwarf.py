@@ -39,6 +39,7 @@ from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
+from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
@@ -72,6 +73,45 @@ class DwarfReport:
             self.warnings[key] = self.warnings.get(key, 0) + count
 
 
+class ExtrasCollector:
+    """What the cache's extras file needs, gathered during the conversion.
+
+    `roots` and `nodes` map id() of FunctionInfo / InlineInfo objects (kept
+    alive by the creator) to the DWARF names and call columns; `columns`
+    collects (address, column) points of every unit's line table.
+    """
+
+    def __init__(self) -> None:
+        self.roots: dict[int, NodeExtra] = {}
+        self.nodes: dict[int, NodeExtra] = {}
+        self.columns: list[tuple[int, int]] = []
+
+    def function_nodes(self, info: FunctionInfo) -> list[NodeExtra]:
+        """The extras nodes of a final FunctionInfo, in GSYM depth-first order."""
+        root = self.roots.get(id(info))
+        if root is None:
+            return []
+        out = [root]
+        if info.inline is not None:
+            stack = list(reversed(info.inline.children))
+            while stack:
+                node = stack.pop()
+                out.append(self.nodes.get(id(node), NodeExtra(None, None, 0)))
+                stack.extend(reversed(node.children))
+        return out
+
+    def column_points(self) -> list[tuple[int, int]]:
+        """Sorted points, without those that repeat the column before them."""
+        points = sorted(self.columns, key=lambda point: point[0])  # stable: row order
+        out: list[tuple[int, int]] = []
+        last = -1
+        for addr, column in points:
+            if column != last:
+                out.append((addr, column))
+                last = column
+        return out
+
+
 class UnitConverter:
     """Converts the functions of one compile unit."""
 
@@ -82,7 +122,9 @@ class UnitConverter:
         names: NameBuilder,
         is_valid_text_address: Callable[[int], bool],
         report: DwarfReport,
+        extras: ExtrasCollector | None = None,
     ):
+        self.extras = extras
         self.unit = unit
         self.sink = sink
         self.names = names
@@ -128,7 +170,26 @@ class UnitConverter:
         for function in walk.functions:
             self._convert_function(function, out)
         self.report.functions += len(out)
+        if self.extras is not None and self.lines is not None:
+            self._collect_columns(self.extras)
         return out
+
+    def _collect_columns(self, extras: ExtrasCollector) -> None:
+        assert self.lines is not None
+        rows = self.lines.rows
+        points = extras.columns
+        valid = self.is_valid_text_address
+        for low, high, first, end in self.lines.sequences:
+            if not valid(low):
+                continue
+            last = -1
+            for i in range(first, max(first, end - 1)):
+                row = rows[i]
+                column = row[3]
+                if column != last:
+                    points.append((row[0], column))
+                    last = column
+            points.append((high, NO_COLUMN))
 
     def _convert_function(self, function: DieFunction, out: list[FunctionInfo]) -> None:
         ranges = function.ranges
@@ -147,6 +208,8 @@ class UnitConverter:
                     self.report.warn("Address range starts outside executable section")
                 break
             info = FunctionInfo(low, high - low, name)
+            if self.extras is not None:
+                self.extras.roots[id(info)] = NodeExtra(function.linkage_name, function.name, 0)
             if self.lines is not None:
                 info.line_table = self._line_table(function, low, high)
             if function.children:
@@ -229,6 +292,8 @@ class UnitConverter:
         node = InlineInfo(
             0 if name is None else name, ranges, call_file, call.call_line & 0xFFFFFFFF
         )
+        if self.extras is not None:
+            self.extras.nodes[id(node)] = NodeExtra(call.linkage_name, call.name, call.call_column)
         for child in call.children:
             self._inline(child, node, all_ranges)
         parent.children.append(node)

@@ -64,6 +64,7 @@ class InlineFrame:
     call_file: int
     call_line: int
     first_start: int
+    index: int = 0  # depth-first position in the tree (the root is 0)
 
 
 def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
@@ -107,11 +108,11 @@ def decode_inline_info(cur: Cursor, base_addr: int) -> InlineInfo | None:
     return _decode_node(cur, base_addr, 0)
 
 
-def _skip_node(cur: Cursor) -> bool:
-    """Skip one node and its subtree; False for the count-0 list terminator."""
+def _skip_node(cur: Cursor) -> int:
+    """Skip one node and its subtree; the number of nodes (0: the list terminator)."""
     count = cur.uleb("missing InlineInfo address ranges data")
     if count == 0:
-        return False
+        return 0
     for _ in range(count):
         cur.uleb("missing InlineInfo address range start")
         cur.uleb("missing InlineInfo address range size")
@@ -119,13 +120,19 @@ def _skip_node(cur: Cursor) -> bool:
     cur.u32("missing InlineInfo uint32_t for name")
     cur.uleb("missing ULEB128 for InlineInfo call file")
     cur.uleb("missing ULEB128 for InlineInfo call line")
+    nodes = 1
     if has_children:
-        while _skip_node(cur):
-            pass
-    return True
+        while True:
+            skipped = _skip_node(cur)
+            if not skipped:
+                break
+            nodes += skipped
+    return nodes
 
 
-def _lookup_node(cur: Cursor, base: int, addr: int, path: list[InlineFrame], depth: int) -> bool:
+def _lookup_node(
+    cur: Cursor, base: int, addr: int, path: list[InlineFrame], depth: int, counter: list[int]
+) -> bool:
     """Walk one node like LLVM's lookup; True ends the sibling scan."""
     if depth > 10_000:
         raise RecordError(
@@ -134,6 +141,8 @@ def _lookup_node(cur: Cursor, base: int, addr: int, path: list[InlineFrame], dep
     ranges = _decode_ranges(cur, base)
     if not ranges:
         return True
+    index = counter[0]
+    counter[0] += 1
     if not contains_address(ranges, addr):
         # Skip the rest of this node and its children.
         has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
@@ -141,25 +150,29 @@ def _lookup_node(cur: Cursor, base: int, addr: int, path: list[InlineFrame], dep
         cur.uleb("missing ULEB128 for InlineInfo call file")
         cur.uleb("missing ULEB128 for InlineInfo call line")
         if has_children:
-            while _skip_node(cur):
-                pass
+            while True:
+                skipped = _skip_node(cur)
+                if not skipped:
+                    break
+                counter[0] += skipped
         return False
     has_children = cur.u8("missing InlineInfo uint8_t indicating children") != 0
     name = cur.u32("missing InlineInfo uint32_t for name")
     call_file = cur.uleb("missing ULEB128 for InlineInfo call file") & 0xFFFFFFFF
     call_line = cur.uleb("missing ULEB128 for InlineInfo call line") & 0xFFFFFFFF
-    path.append(InlineFrame(name, call_file, call_line, ranges[0][0]))
+    path.append(InlineFrame(name, call_file, call_line, ranges[0][0], index))
     if has_children:
         child_base = ranges[0][0]
-        while not _lookup_node(cur, child_base, addr, path, depth + 1):
+        while not _lookup_node(cur, child_base, addr, path, depth + 1, counter):
             pass
     return True
 
 
 def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
-    """The nodes containing `addr`, outermost (the root) first."""
+    """The nodes containing `addr`, outermost (the root) first, with their
+    depth-first indexes."""
     path: list[InlineFrame] = []
-    _lookup_node(cur, base_addr, addr, path, 0)
+    _lookup_node(cur, base_addr, addr, path, 0, [0])
     return path
 
 

@@ -44,8 +44,8 @@ from stackmark.formats.gsym.header import (
     decode_header,
     detect_byte_order,
 )
-from stackmark.formats.gsym.inline_info import inline_path
-from stackmark.formats.gsym.line_table import lookup_line
+from stackmark.formats.gsym.inline_info import InlineFrame, inline_path
+from stackmark.formats.gsym.line_table import LineEntry, lookup_line
 from stackmark.formats.gsym.lookup import GsymLookupError, LookupResult, SourceLocation
 
 _TYPECODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -363,3 +363,24 @@ class GsymReader:
                     )
         result.locations = locations
         return result
+
+    def locate(self, index: int, addr: int) -> tuple[LineEntry | None, list[InlineFrame]]:
+        """The raw parts of a lookup in function `index`: the line row in effect
+        at `addr` (None without one) and the inline nodes holding it, root first."""
+        start = self.address(index)
+        offset = self.info_offsets[index]
+        cur = self._cursor(offset, self.size)
+        cur.u32("missing FunctionInfo Size")
+        cur.u32("missing FunctionInfo Name")
+        row: LineEntry | None = None
+        path: list[InlineFrame] = []
+        while True:
+            info_type = cur.u32("missing FunctionInfo InfoType value")
+            length = cur.u32("missing FunctionInfo InfoType length")
+            payload = cur.sub(length, "FunctionInfo data is truncated")
+            if info_type == END_OF_LIST:
+                return row, path
+            if info_type == LINE_TABLE_INFO:
+                row = lookup_line(payload, start, addr)
+            elif info_type == INLINE_INFO:
+                path = inline_path(payload, start, addr)

@@ -1,0 +1,118 @@
+"""The GSYM cache: one GSYM file (and its extras) per build ID, made once.
+
+Layout (see docs/gsym-cache.md):
+
+    $XDG_CACHE_HOME/stackmark/        (else ~/.cache/stackmark, or --cache-dir)
+      gsym-v1/
+        ab/cdef...0123.gsym           GSYM, the bytes llvm-gsymutil-19 writes
+        ab/cdef...0123.gsymx          extras: names, columns (formats.gsym.extras)
+        ab/cdef...0123.lock           serialises builders of this entry
+
+`gsym-v1` is the layout version: a change of layout or of what the extras
+hold moves to a new directory, so old entries are simply ignored.
+
+Writes are atomic (temporary file in the same directory, fsync, rename),
+extras first, then the GSYM. A builder holds an exclusive `flock` on the
+entry's lock file and checks again, under the lock, whether another
+process finished the entry meanwhile. Readers never lock: they validate
+what they open (the GSYM header and UUID against the build ID, the extras
+against the GSYM's size and CRC), and a failed validation (a torn pair,
+a corrupt or truncated file) sends them to rebuild the entry under the lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from stackmark.errors import FormatError, StackmarkError
+from stackmark.formats.gsym.convert import convert_elf, write_atomically
+from stackmark.formats.gsym.extras import Extras, ExtrasBuilder
+from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+from stackmark.formats.gsym.reader import GsymReader
+
+LAYOUT = "gsym-v1"
+
+
+def default_cache_dir() -> Path:
+    """$XDG_CACHE_HOME/stackmark, else ~/.cache/stackmark."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "stackmark"
+    return Path.home() / ".cache" / "stackmark"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    gsym: Path
+    extras: Path
+
+
+def _valid_build_id(build_id: str) -> bool:
+    return len(build_id) >= 4 and all(c in "0123456789abcdef" for c in build_id)
+
+
+class GsymCache:
+    """Finds, validates and (re)builds cache entries."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, jobs: int = 1):
+        self.root = Path(root) if root is not None else default_cache_dir()
+        self.jobs = jobs
+
+    def entry_paths(self, build_id: str) -> tuple[Path, Path, Path]:
+        if not _valid_build_id(build_id):
+            raise StackmarkError(f"invalid build ID {build_id!r} for the GSYM cache")
+        directory = self.root / LAYOUT / build_id[:2]
+        stem = build_id[2:]
+        return (
+            directory / f"{stem}.gsym",
+            directory / f"{stem}.gsymx",
+            directory / f"{stem}.lock",
+        )
+
+    def validate(self, build_id: str) -> CacheEntry | None:
+        """The entry for `build_id` if it exists and is sound, else None."""
+        gsym_path, extras_path, _ = self.entry_paths(build_id)
+        try:
+            with GsymReader.open(gsym_path) as reader:
+                uuid = reader.uuid.hex()
+                if uuid and not build_id.startswith(uuid):
+                    return None
+                with open(extras_path, "rb") as f:
+                    Extras(f.read(), reader.data, str(extras_path))
+        except (FormatError, OSError):
+            return None
+        return CacheEntry(gsym_path, extras_path)
+
+    def get_or_build(self, build_id: str, dwarf_file: str) -> CacheEntry:
+        """The sound entry for `build_id`, made from `dwarf_file` when missing."""
+        entry = self.validate(build_id)
+        if entry is not None:
+            return entry
+        gsym_path, extras_path, lock_path = self.entry_paths(build_id)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                entry = self.validate(build_id)
+                if entry is not None:
+                    return entry
+                self._build(dwarf_file, gsym_path, extras_path)
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        entry = self.validate(build_id)
+        if entry is None:
+            raise StackmarkError(f"the GSYM cache entry for {build_id} failed to validate")
+        return entry
+
+    def _build(self, dwarf_file: str, gsym_path: Path, extras_path: Path) -> None:
+        collector = ExtrasCollector()
+        result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector)
+        builder = ExtrasBuilder()
+        for info in result.functions:
+            builder.add_function(collector.function_nodes(info))
+        builder.set_columns(collector.column_points())
+        write_atomically(str(extras_path), builder.encode(result.data))
+        write_atomically(str(gsym_path), result.data)

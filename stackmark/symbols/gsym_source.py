@@ -1,0 +1,157 @@
+"""A symbol source that answers from the GSYM cache instead of parsing DWARF.
+
+It gives the answers the DWARF source (`stackmark.symbols.elf_source`,
+llvm-symbolizer's rules) gives, from three pieces:
+
+- the GSYM file: which function holds the address, the line row there and
+  the inline calls around it (files, lines, call sites);
+- the extras file: the linkage and short names of each function and
+  inlined call, the column of the DWARF line row, call-site columns;
+- the binary's symbol table, through the DWARF source's own code: it names
+  the outermost frame (`main.cold`), gives symbol-only frames and answers
+  data addresses. Reading a symbol table is cheap; parsing DWARF is not.
+
+Where the GSYM has no function from DWARF at an address (padding between
+functions, assembler, functions known from the symbol table alone), the
+DWARF source itself answers: those addresses are rare and cost it one
+unit's line table at most.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stackmark.errors import StackmarkError
+from stackmark.formats.gsym.extras import Extras
+from stackmark.formats.gsym.lookup import GsymLookupError, join_path
+from stackmark.formats.gsym.reader import GsymReader
+from stackmark.model import DataSymbol, SourceFrame
+from stackmark.symbols.cache import GsymCache
+
+if TYPE_CHECKING:
+    from stackmark.symbols.elf_source import ElfSymbolSource
+    from stackmark.symbols.source import ModuleFiles, SourceFactory
+
+
+class GsymSource:
+    """Frames from a cached GSYM + extras; symbols from the binary (see module doc)."""
+
+    def __init__(self, gsym_path: str, extras_path: str, files: ModuleFiles):
+        from stackmark.symbols.elf_source import ElfSymbolSource
+
+        self.files = files
+        self.gsym_path = gsym_path
+        self.reader = GsymReader.open(gsym_path)
+        with open(extras_path, "rb") as f:
+            self.extras = Extras(f.read(), self.reader.data, extras_path)
+        self._elf: ElfSymbolSource = ElfSymbolSource(files)
+        self._paths: dict[int, str | None] = {}
+        self._answers: dict[int, list[SourceFrame]] = {}
+
+    @property
+    def description(self) -> str:
+        return f"GSYM cache {self.gsym_path} (for {self.files.dwarf_file})"
+
+    @property
+    def has_debug_info(self) -> bool:
+        return True
+
+    def _path(self, file_index: int) -> str | None:
+        if file_index in self._paths:
+            return self._paths[file_index]
+        names = self.reader.file_strings(file_index)
+        path = None if names is None or names == ("", "") else join_path(*names)
+        self._paths[file_index] = path
+        return path
+
+    def gsym_frames(self, address: int) -> list[SourceFrame] | None:
+        """What the DWARF answers at `address`, innermost first; None when no
+        function from DWARF holds it in the GSYM."""
+        reader, extras = self.reader, self.extras
+        try:
+            index = reader.find_index(address)
+        except GsymLookupError:
+            return None
+        first, end = extras.nodes(index)
+        if first == end:
+            return None
+        row, path = reader.locate(index, address)
+        column = extras.column_at(address)
+        if row is None or row.file == 0 or column is None:
+            file: str | None = None
+            line = column_value = 0
+        else:
+            file, line, column_value = self._path(row.file), row.line, column
+        frames: list[SourceFrame] = []
+        nodes = path if path else []
+        if not nodes:
+            root = extras.node(first)
+            return [SourceFrame(root.linkage_name, root.name, file, line, column_value)]
+        for node in reversed(nodes):
+            extra = extras.node(first + node.index)
+            frames.append(SourceFrame(extra.linkage_name, extra.name, file, line, column_value))
+            file = self._path(node.call_file)
+            line, column_value = node.call_line, extra.call_column
+        return frames
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        cached = self._answers.get(address)
+        if cached is not None:
+            return list(cached)
+        frames = self.gsym_frames(address)
+        if frames is None:
+            # No DWARF function here in the GSYM: padding, assembler, symbols
+            # alone. Rare, and the DWARF source answers these cheaply (one
+            # unit's line table at most).
+            frames = self._elf.frames_at(address)
+            self._remember(address, frames)
+            return list(frames)
+        symbol = self._elf.symtab.at(address)
+        if symbol is not None:
+            if not frames:
+                frames = [SourceFrame(symbol.name, None, symbol.file, 0, 0)]
+            else:
+                last = frames[-1]
+                frames[-1] = SourceFrame(
+                    symbol.name,
+                    last.name,
+                    last.file if last.file is not None else symbol.file,
+                    last.line,
+                    last.column,
+                )
+        self._remember(address, frames)
+        return list(frames)
+
+    def _remember(self, address: int, frames: list[SourceFrame]) -> None:
+        if len(self._answers) > 65536:
+            self._answers.clear()
+        self._answers[address] = frames
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        return self._elf.data_at(address)
+
+    def close(self) -> None:
+        self.reader.close()
+        self._elf.close()
+
+
+def gsym_source_factory(cache: GsymCache) -> SourceFactory:
+    """A factory for `SymbolizerOptions.source_factories`: the cached GSYM of a
+    module with DWARF, built on first use; None (the next factory answers) when
+    the module has no build ID or no DWARF, or the cache cannot be used."""
+
+    def factory(files: ModuleFiles) -> GsymSource | None:
+        from stackmark.elf import ElfFile
+
+        if not files.build_id:
+            return None
+        try:
+            with ElfFile.open(files.dwarf_file) as elf:
+                if not elf.has_dwarf:
+                    return None
+            entry = cache.get_or_build(files.build_id, files.dwarf_file)
+            return GsymSource(str(entry.gsym), str(entry.extras), files)
+        except (StackmarkError, OSError):
+            return None
+
+    return factory
