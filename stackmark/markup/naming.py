@@ -56,6 +56,11 @@ class Naming:
     def _linkage(self, name: str) -> str:
         return self._demangle_name(name) if self.options.demangle else name
 
+    def _from_symbol_table_only(self, frame: SourceFrame) -> bool:
+        """A frame known only from the symbol table, which llvm ignores unless it
+        prints linkage names."""
+        return self.options.functions != "linkage" and frame.name is None and frame.line == 0
+
     def function(self, frame: SourceFrame) -> str | None:
         """The name of one frame of an inline chain (None: not known or hidden)."""
         kind = self.options.functions
@@ -76,7 +81,7 @@ class Naming:
 
     def file(self, frame: SourceFrame) -> str | None:
         path = frame.file
-        if path is None:
+        if path is None or self._from_symbol_table_only(frame):
             return None
         style = self.options.paths
         if style == "basename":

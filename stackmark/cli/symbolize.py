@@ -1,0 +1,277 @@
+"""`stackmark symbolize [FILE...]`: symbolize logs that carry symbolizer markup.
+
+Reads the files (or stdin), writes the log with its markup symbolized to
+stdout, diagnostics to stderr. Bytes in, bytes out: every input line comes
+out, in order, with its own line ending; bytes that are not UTF-8 pass
+through unchanged.
+
+Exit status:
+  0  every element was understood and every address placed in a module
+     (modules without symbols only warn: their frames are printed best-effort);
+  1  some element had an error (malformed markup, an unknown module, an
+     overlapping mmap, an address no mmap covers); the output is complete;
+  2  usage error, or an input file could not be read.
+With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO, Protocol
+
+from stackmark.markup.filter import StackmarkFilter
+from stackmark.markup.llvm19 import Llvm19Filter
+from stackmark.markup.naming import NameOptions, Naming
+from stackmark.markup.records import Record
+from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
+from stackmark.markup.resolve import Resolver
+from stackmark.symbols.api import SymbolizerAPI
+
+EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class LineFilter(Protocol):
+    @property
+    def errors(self) -> int: ...
+
+    def feed(self, text: str, eol: str) -> str: ...
+
+    def finish(self) -> str: ...
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Symbolize a log that carries LLVM symbolizer markup ({{{module}}}, {{{mmap}}},\n"
+        "{{{pc}}}, {{{bt}}}, {{{data}}}, {{{symbol}}}, {{{hexdict}}}), like\n"
+        "`llvm-symbolizer --filter-markup`, without losing any log text."
+    )
+    parser.epilog = (
+        "symbols are looked up by build ID: in each --debug-file-directory as\n"
+        "DIR/.build-id/xx/rest.debug (default /usr/lib/debug), among the --obj files and\n"
+        "the ELF files in each --symbol-path directory, next to a stripped binary through\n"
+        "its .gnu_debuglink. The file found must have the build ID asked for.\n\n"
+        "exit status: 0 ok; 1 some element had an error (output still complete);\n"
+        "2 usage error or unreadable input. --compat=llvm19 always exits 0."
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help="logs to read (default: stdin)")
+    where = parser.add_argument_group("where symbols are found")
+    where.add_argument(
+        "--debug-file-directory",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="look for DIR/.build-id/xx/rest.debug (repeatable)",
+    )
+    where.add_argument(
+        "--obj",
+        "--exe",
+        "-e",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an ELF file to use for the module with its build ID (repeatable)",
+    )
+    where.add_argument(
+        "--symbol-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of ELF files, matched by build ID (repeatable)",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--color",
+        "--colour",
+        nargs="?",
+        const="always",
+        default="auto",
+        choices=["always", "never", "auto"],
+        help="colour symbolized output (default auto: when stdout is a terminal)",
+    )
+    out.add_argument(
+        "--no-demangle",
+        dest="demangle",
+        action="store_false",
+        help="print function and data names as they are in the binary",
+    )
+    out.add_argument("--demangle", "-C", dest="demangle", action="store_true", default=True)
+    out.add_argument(
+        "--functions",
+        nargs="?",
+        const="linkage",
+        default="linkage",
+        choices=["linkage", "short", "none"],
+        help="function names: demangled linkage names (default), short names, or none",
+    )
+    paths = out.add_mutually_exclusive_group()
+    paths.add_argument(
+        "--basenames", "-s", action="store_true", help="print file names without directories"
+    )
+    paths.add_argument(
+        "--relativenames",
+        action="store_true",
+        help="print file names relative to the compilation directory",
+    )
+    out.add_argument(
+        "--output-style",
+        type=str.lower,
+        default="llvm",
+        choices=["llvm", "json"],
+        help="llvm: the log, symbolized (default); json: one JSON record per element",
+    )
+    out.add_argument(
+        "--compat",
+        choices=["llvm19"],
+        help="reproduce llvm-symbolizer 19's --filter-markup output exactly, "
+        "including the text it drops (for side-by-side comparison)",
+    )
+    out.add_argument(
+        "--filter-markup",
+        action="store_true",
+        help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
+    )
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
+    """(text, line ending) for each line; invalid UTF-8 survives via surrogateescape."""
+    for raw in stream:
+        if raw.endswith(b"\r\n"):
+            body, eol = raw[:-2], "\r\n"
+        elif raw.endswith(b"\n"):
+            body, eol = raw[:-1], "\n"
+        else:
+            body, eol = raw, ""
+        yield body.decode("utf-8", "surrogateescape"), eol
+
+
+def _make_symbolizer(args: argparse.Namespace) -> SymbolizerAPI:
+    """The real symbolizer, looking where the options say (llvm 19 ignores --obj)."""
+    from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
+    from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+
+    compat = args.compat is not None
+    options = SymbolizerOptions(
+        debug_file_directories=args.debug_file_directory or list(DEFAULT_DEBUG_FILE_DIRECTORIES),
+        objects=[] if compat else list(args.obj),
+        symbol_paths=list(args.symbol_path),
+    )
+    return Symbolizer(options)
+
+
+def _make_naming(args: argparse.Namespace) -> Naming:
+    from stackmark.demangle import demangle, demangle_symbol
+
+    paths = "basename" if args.basenames else "relative" if args.relativenames else "absolute"
+    options = NameOptions(functions=args.functions, demangle=args.demangle, paths=paths)
+    return Naming(options, demangle_name=demangle_symbol, demangle_symbol=demangle)
+
+
+def run_streams(
+    inputs: Iterable[tuple[str, BinaryIO]],
+    out: BinaryIO,
+    err_write: Callable[[str], None],
+    args: argparse.Namespace,
+    symbolizer: SymbolizerAPI,
+    naming: Naming,
+) -> int:
+    """Filter each input (a separate log: the context starts empty) to `out`."""
+    compat = args.compat is not None
+    colour = args.output_style == "llvm" and (
+        args.color == "always" or (args.color == "auto" and _is_tty(out) and stream_wants_colour(1))
+    )
+    err_colour = stream_wants_colour(2)
+    flush_each_line = _is_tty(out)
+    resolver = Resolver(symbolizer)
+    status = EXIT_OK
+    for source, stream in inputs:
+        printer = DiagnosticPrinter(err_write, colour=err_colour, llvm_style=compat, source=source)
+        records: list[Record] | None = [] if args.output_style == "json" else None
+        line_filter: LineFilter
+        if compat:
+            line_filter = Llvm19Filter(resolver, naming, printer, colour=colour)
+        else:
+            line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
+        try:
+            for text, eol in _lines(stream):
+                produced = line_filter.feed(text, eol)
+                if records is not None:
+                    _write_records(out, records)
+                elif produced:
+                    out.write(produced.encode("utf-8", "surrogateescape"))
+                    if flush_each_line:
+                        out.flush()
+        except OSError as exc:
+            err_write(f"stackmark symbolize: error: {source}: {exc.strerror or exc}\n")
+            status = EXIT_USAGE
+        tail = line_filter.finish()
+        if records is not None:
+            _write_records(out, records)
+        elif tail:
+            out.write(tail.encode("utf-8", "surrogateescape"))
+        if line_filter.errors and not compat and status == EXIT_OK:
+            status = EXIT_ELEMENT_ERRORS
+    out.flush()
+    return status
+
+
+def _write_records(out: BinaryIO, records: list[Record]) -> None:
+    for record in records:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        out.write(line.encode("utf-8", "surrogateescape"))
+    records.clear()
+
+
+def _is_tty(stream: BinaryIO) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False
+
+
+def _open_inputs(
+    files: list[str], err_write: Callable[[str], None]
+) -> tuple[list[tuple[str, BinaryIO]], bool]:
+    if not files:
+        return [("<stdin>", sys.stdin.buffer)], True
+    inputs: list[tuple[str, BinaryIO]] = []
+    ok = True
+    for name in files:
+        if name == "-":
+            inputs.append(("<stdin>", sys.stdin.buffer))
+            continue
+        try:
+            inputs.append((name, open(name, "rb")))  # noqa: SIM115 - closed by the caller
+        except OSError as exc:
+            err_write(f"stackmark symbolize: error: {name}: {exc.strerror or exc}\n")
+            ok = False
+    return inputs, ok
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.compat is not None and args.output_style == "json":
+        print(
+            "stackmark symbolize: error: --output-style=json has no llvm 19 equivalent; "
+            "drop --compat=llvm19",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+    def err_write(text: str) -> None:
+        sys.stderr.buffer.write(text.encode("utf-8", "surrogateescape"))
+        sys.stderr.buffer.flush()
+
+    inputs, opened_all = _open_inputs(args.files, err_write)
+    try:
+        status = run_streams(
+            inputs, sys.stdout.buffer, err_write, args, _make_symbolizer(args), _make_naming(args)
+        )
+    finally:
+        for _name, stream in inputs:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    return status if opened_all else EXIT_USAGE
