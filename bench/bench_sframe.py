@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -153,6 +154,7 @@ def _rate(count: int, seconds: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lookups", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the best counts")
     parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args()
     if shutil.which("g++") is None:
@@ -178,27 +180,28 @@ def main() -> int:
         fde = rng.choice(fdes)
         pcs.append(fde.start + rng.randrange(fde.size))
 
-    started = time.perf_counter()
-    for pc in pcs:
-        table.find_fde(pc)
-    fde_seconds = time.perf_counter() - started
+    def best(run: Callable[[], object]) -> float:
+        """Seconds of the fastest of `args.repeat` runs (others share this machine)."""
+        times = []
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - started)
+        return min(times)
 
-    started = time.perf_counter()
+    fde_seconds = best(lambda: [table.find_fde(pc) for pc in pcs])
+    row_seconds = best(lambda: [fresh.row(pc) for fresh in [SFrameTable(section)] for pc in pcs])
     rows = [table.row(pc) for pc in pcs]
-    row_seconds = time.perf_counter() - started
+    warm_seconds = best(lambda: [table.row(pc) for pc in pcs])
 
     v3_data = encode_sframe(with_version(section, 3))
-    v3_table = SFrameTable(parse_sframe(v3_data, section.address))
-    started = time.perf_counter()
-    for pc in pcs:
-        v3_table.row(pc)
-    v3_seconds = time.perf_counter() - started
+    v3_section = parse_sframe(v3_data, section.address)
+    v3_seconds = best(lambda: [fresh.row(pc) for fresh in [SFrameTable(v3_section)] for pc in pcs])
 
     lib = LibSFrame(raw)
     relative = [pc - section.address for pc in pcs]
-    started = time.perf_counter()
     theirs = [lib.cfa_offset(pc) for pc in relative]
-    lib_seconds = time.perf_counter() - started
+    lib_seconds = best(lambda: [lib.cfa_offset(pc) for pc in relative])
     agree = sum(
         1
         for row, their in zip(rows, theirs, strict=True)
@@ -213,9 +216,10 @@ def main() -> int:
     )
     print(f"load (open ELF + decode whole section): {load_seconds * 1e3:.0f} ms")
     print(f"lookups: {len(pcs):,} random PCs inside functions, same PCs for every row below")
-    print(f"| stackmark FDE only (v1)            | {_rate(len(pcs), fde_seconds)} |")
-    print(f"| stackmark FDE+FRE+UnwindRow (v1)   | {_rate(len(pcs), row_seconds)} |")
-    print(f"| stackmark FDE+FRE+UnwindRow (v3)   | {_rate(len(pcs), v3_seconds)} |")
+    print(f"| stackmark FDE only (v1) | {_rate(len(pcs), fde_seconds)} |")
+    print(f"| stackmark FDE+FRE+UnwindRow (v1), fresh table | {_rate(len(pcs), row_seconds)} |")
+    print(f"| stackmark FDE+FRE+UnwindRow (v1), same PCs again | {_rate(len(pcs), warm_seconds)} |")
+    print(f"| stackmark FDE+FRE+UnwindRow (v3), fresh table | {_rate(len(pcs), v3_seconds)} |")
     print(
         f"| libsframe 2.40 sframe_find_fre + CFA offset (ctypes) | {_rate(len(pcs), lib_seconds)} |"
     )

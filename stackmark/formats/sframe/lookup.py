@@ -23,7 +23,7 @@ from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
 from stackmark.formats.sframe.reader import parse_sframe, read_elf_sframe
-from stackmark.formats.sframe.rules import unwind_row
+from stackmark.formats.sframe.rules import RowInterpreter
 from stackmark.unwind.rules import UnwindRow
 
 V1_PCMASK_BLOCK = 16
@@ -54,6 +54,8 @@ class SFrameTable:
         if self.header.is_sorted and all(a <= b for a, b in itertools.pairwise(starts)):
             self._starts = starts
         self._fre_starts: dict[int, list[int]] = {}
+        self._rows: dict[tuple[int, int], UnwindRow] = {}  # rows of PCINC FDEs, by FRE
+        self._interpreter = RowInterpreter(self.header)
 
     @classmethod
     def from_bytes(cls, data: bytes, address: int = 0, *, source: str | None = None) -> SFrameTable:
@@ -99,7 +101,7 @@ class SFrameTable:
         header = self.header
         if not fde.fres:
             if header.version >= spec.VERSION_3 and not fde.is_flex:
-                row = unwind_row(header, fde, None, fde.start, fde.end)
+                row = self._interpreter.row(fde, None, fde.start, fde.end)
                 return SFrameMatch(fde, None, row)
             return None
         rel = pc - fde.start
@@ -119,9 +121,15 @@ class SFrameTable:
         if k < 0:
             return None
         fre = fde.fres[k]
+        if not fde.is_pcmask:
+            cached = self._rows.get((index, k))
+            if cached is not None:
+                return SFrameMatch(fde, fre, cached)
         start = block_base + fre.start
         end = block_base + fde.fres[k + 1].start if k + 1 < len(fde.fres) else block_end
-        row = unwind_row(header, fde, fre, start, min(end, block_end))
+        row = self._interpreter.row(fde, fre, start, min(end, block_end))
+        if not fde.is_pcmask:
+            self._rows[(index, k)] = row
         return SFrameMatch(fde, fre, row)
 
     def row(self, pc: int) -> UnwindRow | None:

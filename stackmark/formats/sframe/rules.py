@@ -18,61 +18,74 @@ from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameHeader
 from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 
+_SAME = ValueRule.same()
+_UNDEFINED = ValueRule.undefined()
+
+
+class RowInterpreter:
+    """Turns FREs of one section into `UnwindRow`s; header-wide values are
+    worked out once, since lookups call this for every PC."""
+
+    def __init__(self, header: SFrameHeader):
+        self.header = header
+        self.arch = header.arch
+        self.sp = self.arch.sp
+        self.fp = self.arch.fp
+        self.version = header.version
+        self.s390x = self.arch is Arch.S390X
+        fixed_ra = header.cfa_fixed_ra_offset
+        self.fixed_ra = ValueRule.at_cfa(fixed_ra) if fixed_ra else None
+        self.fp_index = 1 if fixed_ra else 2
+        fixed_fp = header.cfa_fixed_fp_offset
+        self.fixed_fp = ValueRule.at_cfa(fixed_fp) if fixed_fp else None
+
+    def row(self, fde: FuncDescEntry, fre: FrameRowEntry | None, start: int, end: int) -> UnwindRow:
+        """The unwind rules of `fre` (None: v3's FRE-less outermost FDE) for [start, end)."""
+        signal = self.version >= spec.VERSION_3 and spec.fde_info_signal(fde.info)
+        if fre is None or not fre.words:
+            return UnwindRow(
+                start, end, self.sp, 0, _UNDEFINED, _SAME, signal_frame=signal, outermost=True
+            )
+        if fde.is_flex:
+            return _flex_row(self.header, fre, start, end, signal)
+        words = fre.words
+        info = fre.info
+        cfa_offset = words[0]
+        if self.s390x:
+            cfa_offset = spec.s390x_decode_cfa_offset(cfa_offset)
+        cfa_register = self.sp if info & 1 else self.fp
+        fp_index = self.fp_index
+        if self.fixed_ra is not None:
+            ra = self.fixed_ra
+        else:
+            ra = _stack_slot(self.header, words[1]) if len(words) > 1 else _SAME
+        if self.fixed_fp is not None:
+            fp = self.fixed_fp
+        elif len(words) > fp_index:
+            fp = (
+                _stack_slot(self.header, words[fp_index])
+                if self.s390x
+                else ValueRule.at_cfa(words[fp_index])
+            )
+        else:
+            fp = _SAME
+        return UnwindRow(
+            start,
+            end,
+            cfa_register,
+            cfa_offset,
+            ra,
+            fp,
+            ra_mangled=bool(info & 0x80),
+            signal_frame=signal,
+        )
+
 
 def unwind_row(
     header: SFrameHeader, fde: FuncDescEntry, fre: FrameRowEntry | None, start: int, end: int
 ) -> UnwindRow:
     """The unwind rules of `fre` (None: v3's FRE-less outermost FDE) for [start, end)."""
-    arch = header.arch
-    signal = fde.signal_frame(header.version)
-    if fre is None or fre.ra_undefined:
-        return UnwindRow(
-            start,
-            end,
-            arch.sp,
-            0,
-            ValueRule.undefined(),
-            ValueRule.same(),
-            signal_frame=signal,
-            outermost=True,
-        )
-    if fde.is_flex:
-        return _flex_row(header, fre, start, end, signal)
-    return _default_row(header, fre, start, end, signal)
-
-
-def _default_row(
-    header: SFrameHeader, fre: FrameRowEntry, start: int, end: int, signal: bool
-) -> UnwindRow:
-    arch = header.arch
-    words = fre.words
-    cfa_offset = words[0]
-    if arch is Arch.S390X:
-        cfa_offset = spec.s390x_decode_cfa_offset(cfa_offset)
-    cfa_register = arch.sp if fre.cfa_base_is_sp else arch.fp
-
-    if header.cfa_fixed_ra_offset:
-        ra = ValueRule.at_cfa(header.cfa_fixed_ra_offset)
-        fp_index = 1
-    else:
-        ra = _stack_slot(header, words[1]) if len(words) > 1 else ValueRule.same()
-        fp_index = 2
-    if header.cfa_fixed_fp_offset:
-        fp = ValueRule.at_cfa(header.cfa_fixed_fp_offset)
-    elif len(words) > fp_index:
-        fp = _stack_slot(header, words[fp_index])
-    else:
-        fp = ValueRule.same()
-    return UnwindRow(
-        start,
-        end,
-        cfa_register,
-        cfa_offset,
-        ra,
-        fp,
-        ra_mangled=fre.mangled_ra,
-        signal_frame=signal,
-    )
+    return RowInterpreter(header).row(fde, fre, start, end)
 
 
 def _stack_slot(header: SFrameHeader, word: int) -> ValueRule:
