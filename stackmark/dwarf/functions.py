@@ -49,7 +49,7 @@ _DESCEND_TAGS = frozenset(
 _SUBROUTINE_TAGS = frozenset({C.DW_TAG_subprogram, C.DW_TAG_inlined_subroutine})
 _PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
 _LINKAGE_ATTRS = (C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name)
-_FOLLOW_ATTRS = (C.DW_AT_abstract_origin, C.DW_AT_specification)
+_FOLLOW_ATTRS = (C.DW_AT_abstract_origin, C.DW_AT_specification, C.DW_AT_signature)
 
 
 class Function:
@@ -210,7 +210,8 @@ def find_recursively(
     unit: Unit, abbrev: Abbrev, values: dict[int, object], attrs: tuple[int, ...]
 ) -> tuple[Unit, Abbrev, dict[int, object], int] | None:
     """The first of `attrs` on this DIE or, failing that, on the DIEs it refers to through
-    DW_AT_abstract_origin / DW_AT_specification (llvm's worklist order), with the unit
+    DW_AT_abstract_origin / DW_AT_specification / DW_AT_signature (llvm's worklist
+    order), with the unit
     holding it. None when no DIE along the way has one."""
     work: list[tuple[Unit, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
     seen: set[int] = set()

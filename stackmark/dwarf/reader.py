@@ -54,6 +54,7 @@ class DwarfReader:
         self._units: dict[int, Unit] = {}
         self._address_ranges: AddressRanges | None = None
         self._dwo_readers: dict[str, DwarfReader | None] = {}
+        self._type_units: dict[int, int] | None = None
         self.supplementary: DwarfReader | None = None
 
     @classmethod
@@ -110,6 +111,16 @@ class DwarfReader:
         for unit in self.all_units():
             if unit.unit_type in (C.DW_UT_compile, C.DW_UT_skeleton, C.DW_UT_split_compile):
                 yield unit
+
+    def type_unit_die(self, signature: int) -> int | None:
+        """The .debug_info offset of the type DIE of the type unit with `signature`."""
+        if self._type_units is None:
+            self._type_units = {}
+            for unit in self.all_units():
+                header = unit.header
+                if header.type_signature is not None and header.type_offset is not None:
+                    self._type_units[header.type_signature] = unit.offset + header.type_offset
+        return self._type_units.get(signature)
 
     def unit_containing(self, offset: int) -> Unit | None:
         """The unit whose DIEs span .debug_info `offset`."""

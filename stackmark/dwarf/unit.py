@@ -14,6 +14,7 @@ rnglistx) through the unit's bases.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from stackmark.dwarf import constants as C
@@ -142,6 +143,62 @@ class UnitHeader:
             raise section.error(f"unit at 0x{offset:x} is shorter than its header", offset)
 
 
+class Die:
+    """One debugging information entry, with its raw attribute values (see `Unit.dies`)."""
+
+    __slots__ = ("abbrev", "depth", "offset", "unit", "values")
+
+    def __init__(
+        self, unit: Unit, offset: int, depth: int, abbrev: Abbrev, values: dict[int, object]
+    ):
+        self.unit = unit
+        self.offset = offset
+        self.depth = depth
+        self.abbrev = abbrev
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"<Die 0x{self.offset:x} tag 0x{self.tag:x}>"
+
+    @property
+    def tag(self) -> int:
+        return self.abbrev.tag
+
+    @property
+    def has_children(self) -> bool:
+        return self.abbrev.has_children
+
+    def __contains__(self, attr: int) -> bool:
+        return attr in self.values
+
+    def form(self, attr: int) -> int | None:
+        value = self.values.get(attr)
+        if isinstance(value, IndirectValue):
+            return value.form
+        return self.abbrev.plan(self.unit.enc).forms.get(attr)
+
+    def string(self, attr: int) -> str | None:
+        return self.unit.string_attr(self.abbrev, self.values, attr)
+
+    def address(self, attr: int) -> int | None:
+        return self.unit.address_attr(self.abbrev, self.values, attr)
+
+    def reference(self, attr: int) -> int | None:
+        """The .debug_info offset a reference attribute points at."""
+        return self.unit.ref_attr(self.abbrev, self.values, attr)
+
+    def unsigned(self, attr: int) -> int | None:
+        return self.unit.unsigned_attr(self.abbrev, self.values, attr)
+
+    def ranges(self) -> list[AddressRange]:
+        """Address ranges (low/high PC, else DW_AT_ranges), as llvm reads them."""
+        return self.unit.die_ranges(self.abbrev, self.values)
+
+    def high_pc(self) -> int | None:
+        low = self.address(C.DW_AT_low_pc)
+        return self.unit.high_pc(self.abbrev, self.values, low if low is not None else 0)
+
+
 class Unit:
     """One compile (or skeleton, split, partial) unit and its lazily parsed parts."""
 
@@ -208,6 +265,27 @@ class Unit:
         if pos - base > self.header.end:
             raise self.info.error(f"DIE at 0x{offset:x} runs past the end of its unit", offset)
         return abbrev, values, pos - base
+
+    def dies(self) -> Iterator[Die]:
+        """Every DIE of the unit in order, with its depth (null entries are not yielded).
+
+        A plain sequential walk that decodes everything; the function tree
+        (`functions`) uses the faster, selective walks instead."""
+        offset = self.header.die_offset
+        depth = 0
+        while offset < self.header.end:
+            abbrev, values, after = self.die(offset)
+            if abbrev is None:
+                depth -= 1
+                if depth <= 0:
+                    return
+            else:
+                yield Die(self, offset, depth, abbrev, values)
+                if abbrev.has_children:
+                    depth += 1
+                elif depth == 0:
+                    return
+            offset = after
 
     def _load_top(self) -> None:
         abbrev, values, _ = self.die(self.header.die_offset)
@@ -381,7 +459,9 @@ class Unit:
         return self.reader.debug_addr
 
     def ref_attr(self, abbrev: Abbrev, values: dict[int, object], attr: int) -> int | None:
-        """The .debug_info offset a reference attribute points at (same file), or None."""
+        """The .debug_info offset a reference attribute points at (same file), or None.
+
+        A type signature (DW_FORM_ref_sig8) leads to its type unit's type DIE."""
         value = values.get(attr)
         if value is None:
             return None
@@ -394,6 +474,8 @@ class Unit:
             return self.offset + value
         if form == C.DW_FORM_ref_addr:
             return value
+        if form == C.DW_FORM_ref_sig8:
+            return self.reader.type_unit_die(value)
         return None
 
     def unsigned_attr(self, abbrev: Abbrev, values: dict[int, object], attr: int) -> int | None:

@@ -111,12 +111,15 @@ class ElfSymbolSource:
         return frames
 
     def data_at(self, address: int) -> DataSymbol | None:
+        """llvm's answer, except that an initialized TLS variable's image is named
+        where llvm only has a zero-size symbol (or nothing) to offer."""
         symbol = self.symtab.at(address)
+        if symbol is None or symbol.size == 0:
+            tls = self.symtab.tls_at(address)
+            if tls is not None:
+                return DataSymbol(*tls)
         if symbol is not None:
             return DataSymbol(symbol.name, symbol.address, symbol.size)
-        tls = self.symtab.tls_at(address)
-        if tls is not None:
-            return DataSymbol(*tls)
         return None
 
     def close(self) -> None:

@@ -17,8 +17,9 @@ symbols that follow them.
 
 Data lookups use the same table (objects, vtables and typeinfo are
 STT_OBJECT). TLS symbols (STT_TLS) hold offsets into the TLS template,
-not addresses, so llvm never names them; `tls_at` answers for an offset
-into the PT_TLS segment for callers that want more than llvm.
+not addresses, so llvm never names them; `tls_at` names an address in
+the initial image of initialized TLS data (.tdata), where llvm can only
+offer the zero-size symbol before it.
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ class SymbolTable:
         self._kept: list[int] | None = None  # symbol indexes, sorted, one per address
         self._kept_addresses: list[int] = []
         self._file_indexes: list[int] | None = None
-        self.tls_base = next((s.vaddr for s in elf.segments if s.type == PT_TLS), None)
+        tls = next((s for s in elf.segments if s.type == PT_TLS), None)
+        self.tls_base = tls.vaddr if tls is not None else None
+        self.tls_image_size = tls.filesz if tls is not None else 0
 
     def _read_columns(self, elf: ElfFile, section: Section) -> None:
         fmt = struct.Struct(elf.endian + ("IBBHQQ" if elf.is_64 else "IIIBBH"))
@@ -239,9 +242,10 @@ class SymbolTable:
         return self._entry(found)
 
     def tls_at(self, address: int) -> tuple[str, int, int] | None:
-        """(name, start address, size) of the TLS variable whose initial image holds
-        `address` (an address inside the PT_TLS segment), or None."""
-        if self.tls_base is None:
+        """(name, start address, size) of the initialized TLS variable whose initial
+        image (.tdata) holds `address`, or None. (.tbss has no addresses of its own:
+        its range overlaps the sections after it.)"""
+        if self.tls_base is None or not 0 <= address - self.tls_base < self.tls_image_size:
             return None
         offset = address - self.tls_base
         best: int | None = None

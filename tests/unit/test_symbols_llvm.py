@@ -1,0 +1,112 @@
+"""Code addresses through the Symbolizer, against llvm-symbolizer-19 on the same binaries.
+
+For every fixture variant, every line-table address and the first, middle
+and last byte of every function symbol are looked up; the whole inline
+chain (function, file, line, column of each frame) must equal llvm's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stackmark.model import Module
+from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+from tests.conftest import require_tool
+from tests.support import sym_builds
+from tests.support.build import build_id_of
+from tests.support.symbolizer_oracle import (
+    as_llvm_frame,
+    describe,
+    function_addresses,
+    line_table_addresses,
+    llvm_frames,
+    mismatches,
+)
+
+MAX_ADDRESSES = 1500
+
+
+def addresses_for(binary: Path, dwarf_file: Path | None = None) -> list[int]:
+    found = set(function_addresses(binary))
+    if dwarf_file is not None:
+        found.update(line_table_addresses(dwarf_file, limit=MAX_ADDRESSES))
+    # plus places with nothing: below the first section, past the end, in data
+    found.update((0x0, 0x10, 0x7FFFFFFF0000))
+    return sorted(found)
+
+
+def ours(symbolizer: Symbolizer, module: Module, addresses: list[int]) -> dict[int, list]:  # type: ignore[type-arg]
+    return {a: [as_llvm_frame(f) for f in symbolizer.code(module, a).frames] for a in addresses}
+
+
+def check(binary: Path, dwarf_file: Path | None, objects: list[Path] | None = None) -> int:
+    require_tool("llvm-symbolizer-19")
+    addresses = addresses_for(binary, dwarf_file)
+    expected = llvm_frames(binary, addresses)
+    symbolizer = Symbolizer(
+        SymbolizerOptions(debug_file_directories=[], objects=[str(p) for p in objects or [binary]])
+    )
+    module = Module(0, binary.name, build_id_of(binary))
+    resolution = symbolizer.resolve(module)
+    assert resolution.error is None, resolution.searched
+    diffs = mismatches(expected, ours(symbolizer, module, addresses))
+    assert not diffs, f"{len(diffs)} of {len(addresses)} differ:\n{describe(diffs)}"
+    return sum(1 for frames in expected.values() if len(frames) > 1)
+
+
+VARIANTS = {
+    "c-O0": lambda: sym_builds.c_program("-g", "-O0", name="sym_inline_O0"),
+    "c-O2-pie": lambda: sym_builds.c_program(),
+    "c-O2-nopie": lambda: sym_builds.c_program("-g", "-O2", "-no-pie", name="sym_inline_nopie"),
+    "c-O2-dwarf4": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-4", name="sym_inline_d4"),
+    "c-O2-gz": lambda: sym_builds.c_program("-g", "-O2", "-gz", name="sym_inline_gz"),
+    "c-O2-dwarf64": lambda: sym_builds.c_program(
+        "-g", "-O2", "-gdwarf64", name="sym_inline_dwarf64"
+    ),
+    "cpp-O0": lambda: sym_builds.cpp_program("-g", "-O0", name="sym_templates_O0"),
+    "cpp-O2": lambda: sym_builds.cpp_program(),
+    "cpp-O2-dwarf4-nopie": lambda: sym_builds.cpp_program(
+        "-g", "-O2", "-gdwarf-4", "-no-pie", name="sym_templates_d4_nopie"
+    ),
+    "lib": sym_builds.shared_library,
+    "lib-user": sym_builds.library_user,
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_inline_chains_match_llvm(variant: str) -> None:
+    binary = VARIANTS[variant]()
+    inlined = check(binary, binary)
+    if "O2" in variant:
+        assert inlined > 5, "the fixture should produce inline chains at -O2"
+
+
+def test_symbol_table_only_matches_llvm() -> None:
+    binary = sym_builds.c_program("-O2", name="sym_inline_nodebug")
+    check(binary, None)
+
+
+def test_stripped_binary_with_debuglink_matches_llvm() -> None:
+    binary, debug = sym_builds.stripped_with_debuglink()
+    assert check(binary, debug) > 5
+
+
+def test_debug_file_alone_matches_llvm() -> None:
+    _, debug = sym_builds.stripped_with_debuglink()
+    check(debug, debug)
+
+
+@pytest.mark.parametrize("source", [sym_builds.C_SOURCE, sym_builds.CPP_SOURCE])
+@pytest.mark.parametrize("version", ["-gdwarf-5", "-gdwarf-4"])
+def test_split_dwarf_matches_llvm(tmp_path: Path, source: str, version: str) -> None:
+    binary = sym_builds.split_dwarf(tmp_path, source, "-g", "-O2", version)
+    assert check(binary, binary) > 5
+
+
+def test_split_dwarf_without_its_dwo_falls_back_to_line_tables_like_llvm(tmp_path: Path) -> None:
+    binary = sym_builds.split_dwarf(tmp_path, sym_builds.C_SOURCE, "-g", "-O2")
+    for dwo in tmp_path.glob("*.dwo"):
+        dwo.unlink()
+    assert check(binary, binary) == 0
