@@ -21,15 +21,14 @@ import gdb
 from stackmark.debugger.backend import (
     DebuggerError,
     LoadedImage,
-    MemoryReadError,
     RawFrame,
     RawFrameKind,
-    Registers,
     ThreadInfo,
 )
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from stackmark.unwind.rules import Arch
+from stackmark.unwind.target import RegisterState, UnreadableMemory
 
 VDSO_PREFIX = "system-supplied DSO at "
 VDSO_NAME = "[vdso]"
@@ -100,12 +99,22 @@ class GdbBackend:
         try:
             return bytes(gdb.selected_inferior().read_memory(address, size))
         except (gdb.MemoryError, gdb.error, OverflowError, ValueError) as exc:
-            raise MemoryReadError(address, size, str(exc).split(" at address")[0]) from None
+            raise UnreadableMemory(address, size, str(exc).split(" at address")[0]) from None
+
+    def address_of(self, expression: str) -> int:
+        try:
+            value = gdb.parse_and_eval(expression)
+            if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+                value = value.address
+            return _unsigned(value)
+        except (gdb.error, gdb.MemoryError, ValueError, OverflowError) as exc:
+            raise DebuggerError(f"{expression}: {exc}") from None
 
     # -- images ------------------------------------------------------------
 
     def images(self) -> list[LoadedImage]:
         headers = self._header_addresses()
+        main = gdb.current_progspace().filename
         biases: dict[str, int] | None = None
         images = []
         for objfile in gdb.objfiles():
@@ -117,15 +126,16 @@ class GdbBackend:
                 address = int(name[len(VDSO_PREFIX) :], 16)
                 images.append(LoadedImage(VDSO_NAME, header_address=address, build_id=build_id))
                 continue
+            is_executable = name == main
             header = headers.get(_real(name))
             if header is not None:
-                images.append(LoadedImage(name, header_address=header, build_id=build_id))
+                images.append(LoadedImage(name, header, None, build_id, is_executable))
                 continue
             if biases is None:
                 biases = self._biases_from_sections()
             bias = biases.get(_real(name))
             if bias is not None:
-                images.append(LoadedImage(name, load_bias=bias, build_id=build_id))
+                images.append(LoadedImage(name, None, bias, build_id, is_executable))
         return images
 
     def _header_addresses(self) -> dict[str, int]:
@@ -244,7 +254,7 @@ class GdbBackend:
                 break
         return result
 
-    def registers(self, thread: ThreadInfo | None = None) -> Registers:
+    def registers(self, thread: ThreadInfo | None = None) -> RegisterState:
         arch = self.arch()
         with self._on_thread(thread):
             frame = gdb.newest_frame()
@@ -254,4 +264,4 @@ class GdbBackend:
                     values[number] = _unsigned(frame.read_register(register))
                 except (gdb.error, ValueError):
                     continue
-            return Registers(_unsigned(frame.read_register(PC_NAMES[arch])), values)
+            return RegisterState(_unsigned(frame.read_register(PC_NAMES[arch])), values)

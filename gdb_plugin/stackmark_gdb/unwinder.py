@@ -30,6 +30,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import gdb
 import gdb.unwinder
@@ -43,10 +44,10 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
 from stackmark.model import Module
 from stackmark.unwind import sigframe
-from stackmark.unwind.rules import Arch, UnwindRow
+from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 from stackmark.unwind.tables import NoTable, SFrameTables, TableCache, UnwindTable
 from stackmark.unwind.target import BYTE_ORDER, ModuleIndex, RegisterState, word_reader
-from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, FrameState, Unwinder
+from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, SP_FROM_CFA, FrameState, Unwinder
 from stackmark_gdb.backend import PC_NAMES, REGISTER_NAMES, UNSIGNED_64, GdbBackend
 from stackmark_gdb.events import connect_once
 
@@ -222,6 +223,47 @@ class _FrameId:
         self.pc = pc
 
 
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A frame the unwinder claims: where its function starts and how to unwind it.
+
+    Most rows say "CFA = SP or FP + n; RA and FP saved at CFA + k (or FP
+    unchanged)". For those, `base` names the CFA register and the saved
+    slots are read in one memory read of `span` bytes at CFA + `first`
+    (RA at `ra_at` in it, FP at `fp_at`, or None for "unchanged"): the
+    fewest calls into GDB per frame. Other rows (a dereferenced CFA, a
+    mangled or register-held RA, ...) leave `base` None and go through the
+    core unwinder's `step`.
+    """
+
+    function_start: gdb.Value
+    row: UnwindRow
+    base: str | None = None
+    cfa_offset: int = 0
+    first: int = 0
+    span: int = 0
+    ra_at: int = 0
+    fp_at: int | None = None
+
+
+def _simple_slots(row: UnwindRow, arch: Arch) -> tuple[int, int, int, int | None] | None:
+    """(first, span, ra_at, fp_at) for a row the fast path handles, else None."""
+    if row.cfa_deref or row.ra_mangled or row.outermost or row.signal_frame:
+        return None
+    if row.cfa_register not in (arch.sp, arch.fp) or SP_FROM_CFA[arch] != 0:
+        return None
+    ra, fp = row.ra, row.fp
+    if ra.kind is not RuleKind.AT or ra.base != CFA:
+        return None
+    if fp.kind is RuleKind.SAME:
+        return ra.offset, 8, 0, None
+    if fp.kind is not RuleKind.AT or fp.base != CFA or abs(fp.offset - ra.offset) > 64:
+        return None
+    first = min(ra.offset, fp.offset)
+    span = max(ra.offset, fp.offset) + 8 - first
+    return first, span, ra.offset - first, fp.offset - first
+
+
 class _Process:
     """One process layout: its tables, a core unwinder over them, and caches."""
 
@@ -233,41 +275,58 @@ class _Process:
         modules = [t.module for t in tables]
         self.target = _Target(arch, modules, backend)
         self.index = ModuleIndex(modules)
-        by_module = {id(t.module): t for t in tables}
+        self.by_module = {id(t.module): t for t in tables}
 
         def table_of(module: Module) -> UnwindTable | NoTable:
-            found = by_module[id(module)]
+            found = self.by_module[id(module)]
             return found if found.table is not None else NoTable(found.source)
 
         self.unwinder = Unwinder(self.target, TableCache(table_of))
         self.read_word = word_reader(self.target)
+        self.byte_order: Literal["little", "big"] = (
+            "little" if BYTE_ORDER[arch] == "<" else "big"
+        )
         self.names = REGISTER_NAMES[arch]
         self.pc_name = PC_NAMES[arch]
         self.sp_name = self.names[arch.sp]
         self.fp_name = self.names[arch.fp]
-        self.claims: dict[tuple[int, bool], int | None] = {}  # -> runtime function start
+        self.claims: dict[tuple[int, bool], _Claim | None] = {}
+        self.code: dict[int, bool] = {}  # return addresses seen: in loaded code?
         self.trampolines: dict[int, bool] = {}
         self.interrupted: set[tuple[int, int]] = set()  # (pc, SP) a signal interrupted
+        self.inferior = gdb.selected_inferior()
         self.pc_type: gdb.Type | None = None
         self.sp_type: gdb.Type | None = None
-        self.by_module = by_module
 
-    def claim(self, pc: int, precise: bool) -> int | None:
-        """The function start of a frame at `pc` that the unwinder claims, else None."""
+    def claim(self, pc: int, precise: bool) -> _Claim | None:
+        """How to unwind a frame at `pc` if the unwinder claims it, else None."""
         key = (pc, precise)
         if key in self.claims:
             return self.claims[key]
-        start: int | None = None
+        claim: _Claim | None = None
         found = self.index.find(pc)
         if found is not None:
             module, segment = found
             table = self.by_module[id(module)]
-            if table.claims and table.table is not None:
-                fde = table.table.find_fde(segment.to_module_relative(pc if precise else pc - 1))
-                if fde is not None:
-                    start = fde.start + module.load_bias
-        self.claims[key] = start
-        return start
+            lookup = segment.to_module_relative(pc if precise else pc - 1)
+            fde = table.table.find_fde(lookup) if table.claims and table.table else None
+            row = table.row(lookup) if fde is not None else None
+            if fde is not None and row is not None:
+                start = gdb.Value(fde.start + module.load_bias)
+                slots = _simple_slots(row, self.arch)
+                if slots is None:
+                    claim = _Claim(start, row)
+                else:
+                    base = self.sp_name if row.cfa_register == self.sp_number else self.fp_name
+                    claim = _Claim(start, row, base, row.cfa_offset, *slots)
+        self.claims[key] = claim
+        return claim
+
+    def is_code(self, address: int) -> bool:
+        known = self.code.get(address)
+        if known is None:
+            known = self.code[address] = self.index.is_code(address)
+        return known
 
     def is_trampoline(self, pc: int) -> bool:
         known = self.trampolines.get(pc)
@@ -290,14 +349,12 @@ class _Process:
             )
         except StackmarkError:
             return
-        sp = context.registers.values.get(self.arch.sp)
-        if sp is not None:
-            self.interrupted.add((context.registers.pc, sp))
+        self.note_precise(FrameState(context.registers.pc, context.registers.values, True))
 
-    def note_caller(self, caller: FrameState) -> None:
-        sp = caller.registers.get(self.sp_number)
+    def note_precise(self, frame: FrameState) -> None:
+        sp = frame.registers.get(self.sp_number)
         if sp is not None:
-            self.interrupted.add((caller.pc, sp))
+            self.interrupted.add((frame.pc, sp))
 
 
 # -- the GDB unwinder -----------------------------------------------------------------
@@ -318,6 +375,11 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
     def forget(self) -> None:
         """Drop the process layout (object files came or went, the process changed)."""
         self._process = None
+
+    def resumed(self) -> None:
+        """The inferior runs again: the frames it had, signal frames included, are gone."""
+        if self._process is not None:
+            self._process.interrupted.clear()
 
     def process(self) -> _Process | None:
         """The current layout, built on first use; None without a process.
@@ -349,7 +411,7 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
             return None
 
     def _unwind(self, pending: gdb.PendingFrame) -> gdb.UnwindInfo | None:
-        process = self.process()
+        process = self._process or self.process()
         if process is None:
             return None
         pc_value = pending.read_register(process.pc_name)
@@ -358,25 +420,70 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
         if not precise and process.interrupted:
             sp = int(pending.read_register(process.sp_name)) & UNSIGNED_64
             precise = (pc, sp) in process.interrupted
-        start = process.claim(pc, precise)
-        if start is None:
+        claim = process.claims.get((pc, precise), _UNKNOWN)
+        if claim is _UNKNOWN:
+            claim = process.claim(pc, precise)
+        if claim is None:
             if process.is_trampoline(pc):
-                process.note_interrupted(int(pending.read_register(process.sp_name)) & UNSIGNED_64)
-            return None
-        registers = _PendingRegisters(pending, process.names)
-        step = process.unwinder.step(FrameState(pc, registers, precise))
-        if step.method == BY_SIGNAL and step.caller is not None:
-            process.note_caller(step.caller)  # a v3 signal-frame FDE: GDB restores it
-            return None
-        caller = step.caller
-        if step.method != BY_SFRAME or caller is None or step.cfa is None:
+                sp = int(pending.read_register(process.sp_name)) & UNSIGNED_64
+                process.note_interrupted(sp)
             return None
         if process.pc_type is None:
             process.pc_type = pc_value.type
             process.sp_type = pending.read_register(process.sp_name).type
-        pc_type, sp_type = process.pc_type, process.sp_type
-        frame_id = _FrameId(gdb.Value(step.cfa).cast(sp_type), gdb.Value(start).cast(pc_type))
-        info = pending.create_unwind_info(frame_id)
+        if claim.base is None:
+            info = self._unwind_by_core(pending, process, claim, pc, precise)
+        else:
+            info = self._unwind_simple(pending, process, claim)
+        if info is not None:
+            self.frames_unwound += 1
+        return info
+
+    @staticmethod
+    def _unwind_simple(
+        pending: gdb.PendingFrame, process: _Process, claim: _Claim
+    ) -> gdb.UnwindInfo | None:
+        """The fast path (see `_Claim`)."""
+        base = pending.read_register(claim.base)
+        if base.is_optimized_out:
+            return None
+        cfa = (int(base) & UNSIGNED_64) + claim.cfa_offset
+        try:
+            block = bytes(process.inferior.read_memory(cfa + claim.first, claim.span))
+        except (gdb.MemoryError, gdb.error):
+            return None
+        ra_bytes = block[claim.ra_at : claim.ra_at + 8]
+        ra = int.from_bytes(ra_bytes, process.byte_order)
+        if ra == 0 or not process.is_code(ra):
+            return None  # the core unwinder stops here; GDB's unwinders may know better
+        if claim.fp_at is None:
+            fp = pending.read_register(process.fp_name)  # unchanged, unless it is not known
+        else:
+            fp = gdb.Value(block[claim.fp_at : claim.fp_at + 8], process.sp_type)
+        cfa_value = gdb.Value(cfa).cast(process.sp_type)
+        info = pending.create_unwind_info(_FrameId(cfa_value, claim.function_start))
+        info.add_saved_register(process.pc_name, gdb.Value(ra_bytes, process.pc_type))
+        info.add_saved_register(process.sp_name, cfa_value)
+        if not fp.is_optimized_out:
+            info.add_saved_register(process.fp_name, fp)
+        return info
+
+    @staticmethod
+    def _unwind_by_core(
+        pending: gdb.PendingFrame, process: _Process, claim: _Claim, pc: int, precise: bool
+    ) -> gdb.UnwindInfo | None:
+        """Any other row: one step of the core unwinder."""
+        registers = _PendingRegisters(pending, process.names)
+        step = process.unwinder.step(FrameState(pc, registers, precise))
+        caller = step.caller
+        if step.method == BY_SIGNAL and caller is not None:
+            process.note_precise(caller)  # a signal-frame FDE: GDB's sigtramp unwinder restores it
+            return None
+        if step.method != BY_SFRAME or caller is None or step.cfa is None:
+            return None
+        sp_type, pc_type = process.sp_type, process.pc_type
+        cfa_value = gdb.Value(step.cfa).cast(sp_type)
+        info = pending.create_unwind_info(_FrameId(cfa_value, claim.function_start))
         info.add_saved_register(process.pc_name, gdb.Value(caller.pc).cast(pc_type))
         caller_sp = caller.registers.get(process.sp_number)
         if caller_sp is not None:
@@ -384,9 +491,11 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
         caller_fp = caller.registers.get(process.fp_number)
         if caller_fp is not None:
             info.add_saved_register(process.fp_name, gdb.Value(caller_fp).cast(sp_type))
-        self.frames_unwound += 1
         return info
 
+
+_UNKNOWN = _Claim(gdb.Value(0), UnwindRow(0, 0, 0, 0, ValueRule.undefined(), ValueRule.same()))
+"""`claims.get` default meaning "not looked up yet" (None means "not ours")."""
 
 _UNWINDER: SFrameUnwinder | None = None
 
@@ -410,11 +519,16 @@ def install_unwinder() -> None:
         gdb.events.new_inferior,
         gdb.events.inferior_deleted,
     )
+    connect_once(_resumed, gdb.events.cont)
     gdb.invalidate_cached_frames()
 
 
 def _forget(_event: object) -> None:
     the_unwinder().forget()
+
+
+def _resumed(_event: object) -> None:
+    the_unwinder().resumed()
 
 
 # -- `stackmark unwinder on|off|status` ----------------------------------------------

@@ -19,19 +19,11 @@ from typing import Protocol
 
 from stackmark.errors import StackmarkError
 from stackmark.unwind.rules import Arch
+from stackmark.unwind.target import RegisterState
 
 
 class DebuggerError(StackmarkError):
     """A command cannot do what was asked (no process, bad argument, ...)."""
-
-
-class MemoryReadError(DebuggerError):
-    """Target memory could not be read at an address."""
-
-    def __init__(self, address: int, size: int, reason: str = "cannot read memory"):
-        self.address = address
-        self.size = size
-        super().__init__(f"{reason} at 0x{address:x} ({size} bytes)")
 
 
 class RawFrameKind(enum.Enum):
@@ -75,13 +67,15 @@ class LoadedImage:
     of the image's ELF header when it is mapped, else None and
     `load_bias` must be set. `build_id` is what the debugger reports ("" when
     nothing); the core reads the build ID note itself and uses this only when
-    memory and file are unreadable.
+    memory and file are unreadable. `is_executable` marks the main program
+    (module 0 in markup).
     """
 
     path: str
     header_address: int | None = None
     load_bias: int | None = None
     build_id: str = ""
+    is_executable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +85,6 @@ class ThreadInfo:
     number: int
     name: str = ""
     selected: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Registers:
-    """Register values of one frame: the pc, and others by DWARF register number.
-
-    `values` holds at least the SP and FP of the arch (`Arch.sp`, `Arch.fp`),
-    and on AArch64 the link register (`Arch.ra`).
-    """
-
-    pc: int
-    values: dict[int, int]
 
 
 class DebuggerBackend(Protocol):
@@ -122,7 +104,12 @@ class DebuggerBackend(Protocol):
         ...
 
     def read_memory(self, address: int, size: int) -> bytes:
-        """`size` bytes of target memory at `address`; raises MemoryReadError."""
+        """`size` bytes of target memory at `address`; raises `UnreadableMemory`."""
+        ...
+
+    def address_of(self, expression: str) -> int:
+        """The address an expression of the debugger's language denotes
+        (`$pc`, `main`, `0x1234`); raises DebuggerError with its message."""
         ...
 
     def images(self) -> list[LoadedImage]:
@@ -144,6 +131,6 @@ class DebuggerBackend(Protocol):
         """
         ...
 
-    def registers(self, thread: ThreadInfo | None = None) -> Registers:
+    def registers(self, thread: ThreadInfo | None = None) -> RegisterState:
         """Registers of the innermost frame of `thread` (the selected one when None)."""
         ...

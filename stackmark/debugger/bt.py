@@ -1,4 +1,4 @@
-"""The backtraces of a stopped process, and the three ways `stackmark bt` writes them.
+"""`stackmark bt`: the backtraces of a stopped process as markup, CBF or JSON.
 
 `collect` asks the backend for the modules and for each thread's frames
 and folds them into physical frames (`frames.physical_frames`). The
@@ -16,13 +16,16 @@ writers turn that one snapshot into:
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from stackmark.debugger.backend import DebuggerBackend, ThreadInfo
+from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.frames import PhysicalFrame, physical_frames
 from stackmark.debugger.modules import loaded_modules, module_for_address
+from stackmark.debugger.session import Session
 from stackmark.formats import cbf
 from stackmark.formats.imagemap import Image, ImageMap, encode_image_map
 from stackmark.formats.swift_backtrace import encode_base64
@@ -159,3 +162,71 @@ def json_lines(snapshot: Snapshot) -> Iterator[str]:
         ],
     }
     yield from json.dumps(document, indent=2).splitlines()
+
+
+# -- stackmark bt ------------------------------------------------------------------
+
+
+def _configure_bt(parser: CommandParser) -> None:
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--markup",
+        dest="format",
+        action="store_const",
+        const="markup",
+        help="symbolizer markup: {{{reset}}}, {{{module}}}, {{{mmap}}}, {{{bt}}} (the default)",
+    )
+    formats.add_argument(
+        "--cbf",
+        dest="format",
+        action="store_const",
+        const="cbf",
+        help="Compact Backtrace Format: a 'cbf: BASE64' line, an 'images: BASE64' line "
+        "(Compact Image Map), then the decoded frames",
+    )
+    formats.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="modules, threads and frames as JSON",
+    )
+    parser.set_defaults(format="markup")
+    parser.add_argument(
+        "-a", "--all-threads", action="store_true", help="every thread, not only the selected one"
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="also the frames the debugger hides by default: those past main "
+        "(the C library's start-up code, _start)",
+    )
+
+
+def _run_bt(session: Session, args: argparse.Namespace) -> Iterable[str]:
+    session.require_process()
+    snapshot = collect(
+        session.backend,
+        all_threads=args.all_threads,
+        past_main=args.full,
+        symbols=args.format == "json",
+    )
+    if args.format == "json":
+        return json_lines(snapshot)
+    if args.format == "cbf":
+        return cbf_lines(snapshot)
+    return markup_lines(snapshot)
+
+
+BT = Command(
+    words=("bt",),
+    summary="Print the backtrace as symbolizer markup, CBF or JSON.",
+    description=(
+        "One entry per physical frame: inlined calls are folded into the frame they were\n"
+        "inlined into; frame 0 and frames interrupted by a signal are ':pc', the others\n"
+        "':ra' (return addresses). The markup symbolizes with 'stackmark symbolize' or\n"
+        "'llvm-symbolizer --filter-markup', here or on another machine."
+    ),
+    configure=_configure_bt,
+    run=_run_bt,
+)

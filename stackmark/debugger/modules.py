@@ -8,8 +8,10 @@ ELF image is mapped, in live processes and in core files alike); when
 memory cannot be read, from the file on disk. The load bias is the header
 address minus the address the first PT_LOAD gives the header.
 
-Segments are the PT_LOADs at their exact runtime ranges (no page
-rounding), so segments of one module never overlap.
+Segments are the PT_LOADs rounded out to whole pages, as the kernel maps
+them and as `stackmark unwind CORE` (`stackmark.unwind.core`) describes a
+core file, so a backtrace reads the same from GDB, LLDB and the core. The
+main program comes first (module 0), then the others by address.
 """
 
 from __future__ import annotations
@@ -19,31 +21,47 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stackmark.debugger.backend import DebuggerBackend, LoadedImage, MemoryReadError
+from stackmark.debugger.backend import DebuggerBackend, LoadedImage
 from stackmark.elf import NT_GNU_BUILD_ID, PT_LOAD, PT_NOTE, ElfFile, ProgramHeader
-from stackmark.errors import FormatError
+from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
 
-HEADER_PAGE_SIZE = 4096
+PAGE_SIZE = 4096
 MAX_NOTE_SIZE = 64 * 1024
 
 ReadMemory = Callable[[int, int], bytes]
 
 
-def _headers_from_memory(read: ReadMemory, header_address: int, name: str) -> ElfFile:
-    """An ElfFile over the image's first page as it is mapped.
+@dataclass(frozen=True, slots=True)
+class _Headers:
+    """Program headers of an image, and where they were read."""
 
-    The page holds the ELF header and, in every linker's output, the
+    segments: list[ProgramHeader]
+    little_endian: bool
+    in_memory: bool
+    file_build_id: str | None = None
+
+
+def _read_headers(read: ReadMemory, image: LoadedImage) -> _Headers | None:
+    """The program headers from the image's first page in memory, else from its file.
+
+    The first page holds the ELF header and, in every linker's output, the
     program headers; a page is the smallest unit that can be mapped, so it
     is readable whenever the header is.
     """
-    return ElfFile.from_bytes(read(header_address, HEADER_PAGE_SIZE), name)
-
-
-def _bias_for(header_address: int, loads: list[ProgramHeader]) -> int:
-    """Load bias given where the ELF header (file offset 0) is mapped."""
-    first = min(loads, key=lambda p: p.offset)
-    return header_address - (first.vaddr - first.offset)
+    if image.header_address is not None:
+        try:
+            elf = ElfFile.from_bytes(read(image.header_address, PAGE_SIZE), image.path)
+            return _Headers(elf.segments, elf.endian == "<", in_memory=True)
+        except StackmarkError:  # unreadable memory, or not ELF there
+            pass
+    if os.path.isfile(image.path):
+        try:
+            with ElfFile.open(image.path) as elf:
+                return _Headers(elf.segments, elf.endian == "<", False, elf.build_id)
+        except FormatError:
+            pass
+    return None
 
 
 def _build_id_from_notes(blob: bytes, little_endian: bool) -> str | None:
@@ -62,55 +80,34 @@ def _build_id_from_notes(blob: bytes, little_endian: bool) -> str | None:
     return None
 
 
-def _segments(bias: int, loads: list[ProgramHeader]) -> list[Segment]:
-    return [
-        Segment(bias + p.vaddr, p.memsz, p.mode, p.vaddr)
-        for p in sorted(loads, key=lambda p: p.vaddr)
-        if p.memsz
-    ]
-
-
-def display_name(image: LoadedImage) -> str:
-    """The module name markup shows: the file's base name ("[vdso]" as is)."""
-    return os.path.basename(image.path) or image.path
-
-
-@dataclass(frozen=True, slots=True)
-class _Headers:
-    """Program headers of an image, and where they were read."""
-
-    segments: list[ProgramHeader]
-    little_endian: bool
-    in_memory: bool
-    file_build_id: str | None = None
-
-
-def _read_headers(read: ReadMemory, image: LoadedImage) -> _Headers | None:
-    if image.header_address is not None:
-        try:
-            elf = ElfFile.from_bytes(read(image.header_address, HEADER_PAGE_SIZE), image.path)
-            return _Headers(elf.segments, elf.endian == "<", in_memory=True)
-        except (MemoryReadError, FormatError):
-            pass
-    if os.path.isfile(image.path):
-        try:
-            with ElfFile.open(image.path) as elf:
-                return _Headers(elf.segments, elf.endian == "<", False, elf.build_id)
-        except FormatError:
-            pass
-    return None
-
-
 def _build_id_in_memory(read: ReadMemory, bias: int, headers: _Headers) -> str | None:
     for note in (p for p in headers.segments if p.type == PT_NOTE):
         try:
             blob = read(bias + note.vaddr, min(note.filesz, MAX_NOTE_SIZE))
-        except MemoryReadError:
+        except StackmarkError:
             continue
         build_id = _build_id_from_notes(blob, headers.little_endian)
         if build_id:
             return build_id
     return None
+
+
+def _segments(bias: int, loads: list[ProgramHeader]) -> list[Segment]:
+    """The PT_LOADs as mapped: whole pages; a page two PT_LOADs share goes to the first."""
+    segments: list[Segment] = []
+    for load in sorted(loads, key=lambda p: p.vaddr):
+        low = load.vaddr & ~(PAGE_SIZE - 1)
+        high = (load.vaddr + load.memsz + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        if segments and bias + low < segments[-1].end:
+            low = segments[-1].end - bias
+        if high > low:
+            segments.append(Segment(bias + low, high - low, load.mode, low))
+    return segments
+
+
+def display_name(image: LoadedImage) -> str:
+    """The module name markup shows: the file's base name ("[vdso]" as is)."""
+    return os.path.basename(image.path) or image.path
 
 
 def module_from_image(read: ReadMemory, image: LoadedImage, module_id: int) -> Module:
@@ -120,7 +117,8 @@ def module_from_image(read: ReadMemory, image: LoadedImage, module_id: int) -> M
     if image.load_bias is not None:
         bias = image.load_bias
     elif image.header_address is not None and loads:
-        bias = _bias_for(image.header_address, loads)
+        first = min(loads, key=lambda p: p.offset)  # the PT_LOAD that maps the header
+        bias = image.header_address - (first.vaddr - first.offset)
     else:
         bias = image.header_address or 0
     build_id = None
@@ -138,9 +136,14 @@ def module_from_image(read: ReadMemory, image: LoadedImage, module_id: int) -> M
 
 
 def loaded_modules(backend: DebuggerBackend) -> list[Module]:
-    """Every loaded image as a Module, ordered by address, numbered from 0."""
-    modules = [module_from_image(backend.read_memory, image, 0) for image in backend.images()]
-    modules.sort(key=lambda m: (m.segments[0].start if m.segments else 0, m.name))
+    """Every loaded image as a Module: the program first, then by address; numbered from 0."""
+    ordered = []
+    for image in backend.images():
+        module = module_from_image(backend.read_memory, image, 0)
+        start = module.segments[0].start if module.segments else 0
+        ordered.append((not image.is_executable, start, module.name, module))
+    ordered.sort(key=lambda entry: entry[:3])
+    modules = [entry[3] for entry in ordered]
     for number, module in enumerate(modules):
         module.id = number
     return modules

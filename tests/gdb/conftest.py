@@ -111,7 +111,7 @@ def stop_at(breakpoint: str = "stop_here", *extra: str) -> list[str]:
 
 _BT_LINE = re.compile(
     r"^#(?P<level>\d+)\s+(?:(?P<address>0x[0-9a-f]+) in )?"
-    r"(?P<function>[^\s(]+|<signal handler called>)"
+    r"(?P<function><signal handler called>|[^\s(]+)"
 )
 
 
@@ -144,3 +144,26 @@ def marked(result: Completed, marker: str) -> str:
 def section(marker: str, *commands: str) -> list[str]:
     """GDB commands whose output `marked(result, marker)` returns."""
     return [f"echo {marker}-begin\\n", *commands, f"echo {marker}-end\\n"]
+
+
+LIST_FRAMES = "python exec({!r})".format(
+    "frame = gdb.newest_frame()\n"
+    "while frame is not None:\n"
+    "    print('FRAME', hex(frame.pc()), frame.name(), frame.type())\n"
+    "    try:\n"
+    "        frame = frame.older()\n"
+    "    except gdb.error as exc:\n"
+    "        print('FRAME-ERROR', exc)\n"
+    "        break\n"
+)
+"""A GDB command printing `FRAME pc name type` for every frame GDB unwinds."""
+
+
+def listed_frames(result: Completed) -> list[tuple[int, str | None]]:
+    """(pc, function) of each frame LIST_FRAMES printed."""
+    frames = []
+    for line in result.stdout.splitlines():
+        if line.startswith("FRAME "):
+            _, pc, name, _type = line.split(" ", 3)
+            frames.append((int(pc, 16), None if name == "None" else name))
+    return frames

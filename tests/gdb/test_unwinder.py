@@ -1,0 +1,158 @@
+"""The SFrame unwinder inside GDB: full backtraces where GDB's own unwinding fails.
+
+The oracle is GDB itself: its native backtrace of the same program built
+with `.eh_frame` (ASLR off, so both runs have the same addresses; removing
+`.eh_frame` moves no code). Without the plugin, GDB's backtrace of the
+stripped copy breaks; with it, every frame's pc and function must equal the
+native ones.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.gdb.conftest import (
+    LIST_FRAMES,
+    SFRAME_FIXTURES,
+    STRIP_CFI,
+    Program,
+    listed_frames,
+    marked,
+    run_gdb,
+    section,
+    stop_at,
+)
+from tests.support.build import run
+
+SCENARIOS = {
+    "chain": ["dyn", "outer", "mid", "lib_call", "leaf", "stop_here"],
+    "signal": ["sig_outer", "faulting", "__restore_rt", "on_sigill", "stop_here"],
+    "recurse 40": ["recurse"] * 41 + ["stop_here"],
+}
+
+
+def frames_of(program: Path, args: str, *, plugin: bool, extra: tuple[str, ...] = ()) -> list:
+    result = run_gdb([*stop_at(), *extra, LIST_FRAMES], program, args=[args], plugin=plugin)
+    return listed_frames(result)
+
+
+@pytest.mark.parametrize("args", list(SCENARIOS))
+def test_stripped_binary_unwinds_like_gdb_on_the_original(
+    gdb_path: str, program: Program, stripped_program: Program, args: str
+) -> None:
+    native = frames_of(program.exe, args, plugin=False)
+    names = [name for _pc, name in native]
+    expected = list(reversed(SCENARIOS[args]))
+    assert names[: len(expected)] == expected, native
+    broken = frames_of(stripped_program.exe, args, plugin=False)
+    assert broken != native, "GDB alone should fail on the stripped binary"
+    fixed = frames_of(stripped_program.exe, args, plugin=True)
+    assert fixed == native
+
+
+def test_threads_every_thread_unwinds(
+    gdb_path: str, program: Program, stripped_program: Program
+) -> None:
+    all_threads = [*stop_at(), f"thread apply all {LIST_FRAMES}"]
+    native = listed_frames(run_gdb(all_threads, program.exe, args=["threads"], plugin=False))
+    fixed = listed_frames(run_gdb(all_threads, stripped_program.exe, args=["threads"]))
+    assert fixed == native
+    assert sum(1 for _pc, name in native if name == "worker_block") == 2
+
+
+def test_frames_are_unchanged_where_gdb_has_cfi(gdb_path: str, program: Program) -> None:
+    """On a binary with .eh_frame the plugin leaves `bt` as it was, arguments and all."""
+    commands = [
+        "set print frame-arguments all",
+        *stop_at(),
+        *section("bt", "thread apply all bt"),
+    ]
+
+    def backtraces(args: str, **options: bool) -> str:
+        text = marked(run_gdb(commands, program.exe, args=[args], **options), "bt")
+        return re.sub(r"LWP \d+", "LWP N", text)
+
+    for args in ("chain", "signal", "threads"):
+        plain = backtraces(args, plugin=False)
+        assert backtraces(args) == plain
+        assert "stop_here (x=" in plain
+
+
+def test_unwinder_off_and_status(gdb_path: str, stripped_program: Program) -> None:
+    result = run_gdb(
+        [
+            *stop_at(),
+            *section("status", "stackmark unwinder status"),
+            "stackmark unwinder off",
+            *section("off", LIST_FRAMES),
+            "stackmark unwinder on",
+            *section("on", LIST_FRAMES),
+        ],
+        stripped_program.exe,
+    )
+    status = marked(result, "status")
+    assert "stackmark SFrame unwinder: on" in status
+    assert "dbg_main  " in status and "sframe v1; unwound by stackmark" in status
+    assert "libc.so.6" in status and "unwound by GDB" in status
+    off = [line for line in marked(result, "off").splitlines() if line.startswith("FRAME ")]
+    on = [line for line in marked(result, "on").splitlines() if line.startswith("FRAME ")]
+    assert " main " in "".join(on) and " main " not in "".join(off)
+
+
+def test_core_file(
+    gdb_path: str, program: Program, stripped_program: Program, tmp_path: Path
+) -> None:
+    core = tmp_path / "dbg_main.core"
+    run_gdb([*stop_at(), f"gcore {core}"], stripped_program.exe, plugin=False)
+    assert core.exists()
+    from_core = listed_frames(run_gdb([LIST_FRAMES], stripped_program.exe, core=core))
+    native = frames_of(program.exe, "chain", plugin=False)
+    assert from_core == native
+
+
+def test_aslr_on(gdb_path: str, program: Program, stripped_program: Program) -> None:
+    aslr = ("set disable-randomization off",)
+    native = frames_of(program.exe, "chain", plugin=False)
+    randomized = run_gdb(
+        [*aslr, *stop_at(), LIST_FRAMES, "info proc mappings"], stripped_program.exe, args=["chain"]
+    )
+    frames = listed_frames(randomized)
+    assert [name for _pc, name in frames] == [name for _pc, name in native]
+    assert [pc for pc, _name in frames] != [pc for pc, _name in native]  # really moved
+
+
+def fixture_copy(name: str, tmp_path: Path, *, strip: bool) -> Path:
+    """A committed SFrame fixture (tests/fixtures/sframe), optionally without .eh_frame."""
+    copy = tmp_path / (name + ("-stripped" if strip else ""))
+    shutil.copy(SFRAME_FIXTURES / name, copy)
+    if strip:
+        run(["llvm-objcopy-19", *STRIP_CFI[1:], str(copy)])
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("fixture", "breakpoint"),
+    [
+        ("deep-x86_64-v1", "leaf"),
+        ("deep-x86_64-v2", "leaf"),
+        ("deep-x86_64-v3", "leaf"),
+        ("edge-x86_64-v3", "realign"),  # flex FDE (DRAP), called from a signal handler
+    ],
+)
+def test_committed_fixtures(gdb_path: str, tmp_path: Path, fixture: str, breakpoint: str) -> None:
+    commands = ["handle SIGUSR1 nostop noprint pass", f"break {breakpoint}", "run"]
+    commands += [*section("first", LIST_FRAMES), "continue", *section("second", LIST_FRAMES)]
+    original = fixture_copy(fixture, tmp_path, strip=False)
+    stripped = fixture_copy(fixture, tmp_path, strip=True)
+
+    def both_stops(result: object) -> list[str]:
+        return [marked(result, "first"), marked(result, "second")]  # type: ignore[arg-type]
+
+    native = both_stops(run_gdb(commands, original, plugin=False))
+    assert "main" in native[0]
+    assert both_stops(run_gdb(commands, stripped, plugin=False)) != native
+    assert both_stops(run_gdb(commands, stripped)) == native
