@@ -43,7 +43,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +79,7 @@ CHUNK_BYTES = 64 * 1024
 
 DEBUGINFO = "debuginfo"
 EXECUTABLE = "executable"
-_MODULE_FILE = "module file"  # memo key of find_module_file results adopted by `seed`
+_MODULE_FILE = "module file"  # memo key of find_module_file's answers
 
 
 class DebuginfodConfigError(StackmarkError):
@@ -356,16 +356,17 @@ class DebuginfodClient:
 
         Reports (once per build ID) when servers failed and nothing was found.
         """
+        key = (build_id.lower(), _MODULE_FILE)
         with self._lock:
-            seeded = self._results.get((build_id, _MODULE_FILE))
-        if seeded is not None and self._still_good(*seeded):
-            return seeded[0]
+            remembered = self._results.get(key)
+        if remembered is not None and self._still_good(*remembered):
+            return remembered[0]
         debuginfo = self._find_elf(build_id, DEBUGINFO)
         if debuginfo.found:
-            return self._reported(debuginfo)
-        executable = self._find_elf(build_id, EXECUTABLE)
-        return self._reported(
-            FetchResult(
+            result = debuginfo
+        else:
+            executable = self._find_elf(build_id, EXECUTABLE)
+            result = FetchResult(
                 executable.build_id,
                 executable.artifact if executable.found else DEBUGINFO,
                 executable.path,
@@ -374,7 +375,9 @@ class DebuginfodClient:
                 debuginfo.searched + executable.searched,
                 debuginfo.attempts + executable.attempts,
             )
-        )
+        with self._lock:
+            self._results[key] = (result, time.monotonic())
+        return self._reported(result)
 
     def find_source(self, build_id: str, path: str, comp_dir: str | None = None) -> FetchResult:
         """A source file of the build `build_id`, for go-to-definition without local sources.
@@ -415,15 +418,20 @@ class DebuginfodClient:
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(unique)))) as pool:
             return dict(zip(unique, pool.map(self.find_module_file, unique), strict=True))
 
-    def seed(self, results: Mapping[str, FetchResult]) -> None:
-        """Adopt module results found elsewhere (a batch's parent process), so
-        this client answers `find_module_file` for those build IDs without
-        asking any server again, with the same file or the same error."""
+    def snapshot(self) -> dict[tuple[str, str], FetchResult]:
+        """Every answer this client has given, for `seed` in another process."""
+        with self._lock:
+            return {key: result for key, (result, _at) in self._results.items()}
+
+    def seed(self, results: Mapping[tuple[str, str], FetchResult]) -> None:
+        """Adopt the answers of another client (a batch's parent process), so
+        this one gives the same file or the same error for them without
+        asking any server again, and without reporting them again."""
         now = time.monotonic()
         with self._lock:
-            for build_id, result in results.items():
-                self._results[(build_id, _MODULE_FILE)] = (result, now)
-                self._reported_keys.add(build_id)  # the parent reported it already
+            for key, result in results.items():
+                self._results[key] = (result, now)
+                self._reported_keys.add(result.build_id)
 
     def forget_failures(self) -> None:
         """Drop failures remembered in memory (e.g. after the settings changed)."""
@@ -683,6 +691,31 @@ class DebuginfodClient:
             self._reported_keys.add(key)
         if self.report is not None:
             self.report(message)
+
+
+# ---------------------------------------------------------------------------
+# The symbol store's last resort
+# ---------------------------------------------------------------------------
+
+
+def store_step(
+    client: DebuginfodClient,
+) -> Callable[[str, bool, list[str]], Iterator[tuple[str, str]]]:
+    """A `SymbolStore` last resort asking `client`: the debuginfo file, and
+    the executable too when nothing local has the code (`want_code`).
+    What the servers said is noted in `searched`, one entry per server."""
+
+    def step(build_id: str, want_code: bool, searched: list[str]) -> Iterator[tuple[str, str]]:
+        result = client.find_module_file(build_id) if want_code else client.find_debuginfo(build_id)
+        if result.path is not None:
+            yield str(result.path), f"debuginfod {result.artifact}"
+            return
+        if result.attempts:
+            searched.extend(f"{a.url}: {a.problem or 'not found'}" for a in result.attempts)
+        else:
+            searched.append(f"debuginfod: {result.error}")
+
+    return step
 
 
 # ---------------------------------------------------------------------------

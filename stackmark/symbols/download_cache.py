@@ -57,7 +57,7 @@ def default_cache_root() -> Path:
     (`DEBUGINFOD_CACHE_PATH`, when set, wins; see DebuginfodSettings.)
     """
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "stackmark" / "debuginfod"
 
 
@@ -95,7 +95,7 @@ class PartialFile:
             prefix=f".{target.name[:100]}.", suffix=PART_SUFFIX, dir=target.parent
         )
         self.path = Path(name)
-        self._file = os.fdopen(fd, "wb")
+        self._file = os.fdopen(fd, "wb", buffering=0)  # chunks are large already
         self.size = 0
         self._committed = False
 

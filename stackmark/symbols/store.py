@@ -7,7 +7,9 @@ Where a build ID is looked for, in this order:
    /usr/lib/debug): `DIR/.build-id/xx/rest.debug`;
 3. each symbol path (`--symbol-path DIR`): `DIR/.build-id/xx/rest[.debug]`,
    then every ELF file under DIR, indexed by its own build ID;
-4. the path the module was loaded from, when the caller knows it.
+4. the path the module was loaded from, when the caller knows it;
+5. the last resorts (debuginfod), only when nothing above gave debug
+   info: each yields candidate files, checked like all others.
 
 Every candidate's build ID is read and compared (llvm trusts the path;
 a stale file there gives wrong answers silently). Among matching files,
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
@@ -34,6 +36,11 @@ from stackmark.errors import FormatError
 from stackmark.symbols.source import ModuleFiles
 
 DEFAULT_DEBUG_FILE_DIRECTORIES = ("/usr/lib/debug",)
+
+LastResort = Callable[[str, bool, list[str]], Iterable[tuple[str, str]]]
+"""A place looked in after every local one (e.g. debuginfod): called with the
+build ID, whether a file with the code is wanted too (nothing matched
+locally) and the `searched` list to note failures in; yields (path, how)."""
 _MAX_INDEXED_FILES = 20000  # per symbol path: a guard against pointing at "/"
 _SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".build-id"})
 
@@ -68,10 +75,12 @@ class SymbolStore:
         debug_file_directories: Sequence[str] = DEFAULT_DEBUG_FILE_DIRECTORIES,
         objects: Sequence[str] = (),
         symbol_paths: Sequence[str] = (),
+        last_resorts: Sequence[LastResort] = (),
     ):
         self.debug_file_directories = list(debug_file_directories)
         self.objects = list(objects)
         self.symbol_paths = list(symbol_paths)
+        self.last_resorts = list(last_resorts)
         self._candidates: dict[str, _Candidate | str] = {}  # path -> facts or error text
         self._object_index: dict[str, list[str]] | None = None
         self._path_indexes: dict[str, dict[str, list[str]]] = {}
@@ -181,10 +190,37 @@ class SymbolStore:
                 lookup.searched.append(f"{path}: build ID {found} does not match")
                 continue
             matches.append((facts, how))
+        if self.last_resorts and not self._gives_debug_info(matches):
+            matches += self._last_resort_matches(build_id, not matches, lookup)
         if not matches:
             lookup.error = "could not find build ID"
             return lookup
         return self._choose(matches, lookup)
+
+    def _gives_debug_info(self, matches: list[tuple[_Candidate, str]]) -> bool:
+        """Whether `_choose` finds DWARF among `matches`, directly or by debuglink."""
+        if any(facts.has_dwarf for facts, _how in matches):
+            return True
+        scratch = Lookup("", None)
+        return any(
+            facts.debuglink is not None and self._follow_debuglink(facts, scratch) is not None
+            for facts, _how in matches
+        )
+
+    def _last_resort_matches(
+        self, build_id: str, want_code: bool, lookup: Lookup
+    ) -> list[tuple[_Candidate, str]]:
+        found: list[tuple[_Candidate, str]] = []
+        for step in self.last_resorts:
+            for path, how in step(build_id, want_code, lookup.searched):
+                facts = self._inspect(path)
+                if isinstance(facts, str):
+                    lookup.searched.append(f"{path}: {facts}")
+                elif facts.build_id != build_id:
+                    lookup.searched.append(f"{path}: build ID {facts.build_id} does not match")
+                else:
+                    found.append((facts, how))
+        return found
 
     def _choose(self, matches: list[tuple[_Candidate, str]], lookup: Lookup) -> Lookup:
         for facts, how in matches:

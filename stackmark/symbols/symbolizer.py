@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from stackmark.errors import StackmarkError
 from stackmark.model import DataSymbol, Module, SourceFrame
@@ -23,6 +23,9 @@ from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
 from stackmark.symbols.elf_source import elf_source_factory
 from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES, SymbolStore
+
+if TYPE_CHECKING:  # imported (with urllib) only when a client is given
+    from stackmark.symbols.debuginfod import DebuginfodClient
 
 
 @dataclass(slots=True)
@@ -34,7 +37,8 @@ class SymbolizerOptions:
     `symbol_paths` are directories searched for ELF files by build ID.
     `source_factories` are tried in order for each module (None: the
     default DWARF + symbol-table source only). `cache_size` bounds the
-    number of remembered answers.
+    number of remembered answers. `debuginfod`, when set, is asked last,
+    for build IDs that no local place gave debug info for.
     """
 
     debug_file_directories: list[str] = field(
@@ -44,6 +48,7 @@ class SymbolizerOptions:
     symbol_paths: list[str] = field(default_factory=list)
     source_factories: list[SourceFactory] | None = None
     cache_size: int = 1 << 16
+    debuginfod: DebuginfodClient | None = None
 
 
 _AnswerKey = tuple[str, str | None, int]
@@ -72,8 +77,16 @@ class Symbolizer:
 
     def __init__(self, options: SymbolizerOptions | None = None):
         self.options = options or SymbolizerOptions()
+        last_resorts = []
+        if self.options.debuginfod is not None:
+            from stackmark.symbols.debuginfod import store_step
+
+            last_resorts.append(store_step(self.options.debuginfod))
         self.store = SymbolStore(
-            self.options.debug_file_directories, self.options.objects, self.options.symbol_paths
+            self.options.debug_file_directories,
+            self.options.objects,
+            self.options.symbol_paths,
+            last_resorts,
         )
         factories = self.options.source_factories
         self.source_factories: list[SourceFactory] = (

@@ -272,7 +272,8 @@ def test_seeded_results_are_answered_without_asking(
     asked = list(server.requests)
     reports: list[str] = []
     worker = make_client([server.url], tmp_path, report=reports.append)
-    worker.seed(found)
+    worker.seed(parent.snapshot())
     assert worker.find_module_file(alpha.build_id) == found[alpha.build_id]
     assert worker.find_module_file(split.build_id) == found[split.build_id]
+    assert worker.find_debuginfo(alpha.build_id) == parent.find_debuginfo(alpha.build_id)
     assert server.requests == asked and reports == []
