@@ -265,3 +265,25 @@ def test_separate_debug_file_has_no_sframe_data(tmp_path: Path) -> None:
     )
     with ElfFile.open(debug) as elf:
         assert read_elf_sframe(elf) is None
+
+
+@pytest.mark.parametrize("path", BINARIES, ids=lambda p: p.name)
+def test_lazy_reading_gives_the_same_section(path: Path) -> None:
+    with ElfFile.open(path) as elf:
+        eager = read_elf_sframe(elf)
+        lazy = read_elf_sframe(elf, lazy=True)
+    assert eager is not None and lazy is not None
+    assert _rows(lazy) == _rows(eager)
+    assert encode_sframe(lazy) == encode_sframe(eager)
+
+
+def test_lazy_reading_reports_damage_when_the_function_is_used(tmp_path: Path) -> None:
+    section, raw = _raw(FIXTURES / "deep-x86_64-v2")
+    blob = bytearray(raw)
+    last = max(section.fdes, key=lambda f: f.fre_offset)
+    struct.pack_into("<I", blob, 28 + 20 * last.index + 12, 10_000)  # its num_fres
+    lazy = parse_sframe(bytes(blob), section.address, lazy=True)  # header and FDEs are fine
+    with pytest.raises(FormatError, match="runs past the end of the FRE sub-section"):
+        list(lazy.fdes[last.index].fres)
+    with pytest.raises(FormatError):
+        parse_sframe(bytes(blob), section.address)

@@ -59,13 +59,14 @@ class SFrameTable:
 
     @classmethod
     def from_bytes(cls, data: bytes, address: int = 0, *, source: str | None = None) -> SFrameTable:
-        return cls(parse_sframe(data, address, source=source))
+        """A table over raw section bytes; FREs are decoded per function on first use."""
+        return cls(parse_sframe(data, address, source=source, lazy=True))
 
     @classmethod
     def from_elf(cls, path: str | os.PathLike[str]) -> SFrameTable:
         """The table of the ELF file at `path`; FormatError when it has no SFrame data."""
         with ElfFile.open(path) as elf:
-            section = read_elf_sframe(elf)
+            section = read_elf_sframe(elf, lazy=True)
             if section is None:
                 raise FormatError("no .sframe section or PT_GNU_SFRAME segment", source=elf.name)
         return cls(section)

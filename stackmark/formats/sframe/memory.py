@@ -49,7 +49,8 @@ def read_sframe_at(read: ReadMemory, runtime_address: int, load_bias: int = 0) -
         raise FormatError(f"header claims {size} bytes of SFrame data", offset=0, source=source)
     data = _read(read, runtime_address, size, source)
     return LoadedSFrame(
-        SFrameTable(parse_sframe(data, runtime_address - load_bias, source=source)), load_bias
+        SFrameTable(parse_sframe(data, runtime_address - load_bias, source=source, lazy=True)),
+        load_bias,
     )
 
 

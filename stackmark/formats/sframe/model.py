@@ -9,6 +9,7 @@ Addresses are absolute in the address space the section was linked for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackmark.formats.sframe import spec
@@ -111,7 +112,7 @@ class FuncDescEntry:
     start: int
     size: int
     info: int
-    fres: tuple[FrameRowEntry, ...] = ()
+    fres: Sequence[FrameRowEntry] = ()  # a tuple, or decoded on first use (lazy reads)
     info2: int = 0
     rep_size: int = 0
     # Where it was read from (metadata; the writer recomputes these).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from stackmark.elf import PT_GNU_SFRAME, SHT_NOBITS, ElfFile, Section
@@ -97,10 +98,53 @@ def parse_header(data: bytes | memoryview, *, source: str | None = None) -> SFra
 
 
 def parse_sframe(
-    data: bytes | memoryview, address: int = 0, *, source: str | None = None
+    data: bytes | memoryview, address: int = 0, *, source: str | None = None, lazy: bool = False
 ) -> SFrameSection:
-    """Decode a whole `.sframe` section linked at virtual address `address`."""
-    return _SectionReader(bytes(data), address, source).read()
+    """Decode a whole `.sframe` section linked at virtual address `address`.
+
+    With `lazy`, header and FDEs are checked now but each function's FREs
+    are decoded (and checked) on first use: lookups in a large section then
+    pay only for the functions they touch.
+    """
+    return _SectionReader(bytes(data), address, source, lazy).read()
+
+
+class LazyFres(Sequence[FrameRowEntry]):
+    """A function's FREs, decoded from the section bytes on first access."""
+
+    __slots__ = ("_args", "_decoded", "_reader")
+
+    def __init__(self, reader: _SectionReader, args: tuple[str, int, int, int, int, int]):
+        self._reader: _SectionReader | None = reader
+        self._args = args
+        self._decoded: tuple[FrameRowEntry, ...] | None = None
+
+    def _fres(self) -> tuple[FrameRowEntry, ...]:
+        if self._decoded is None:
+            assert self._reader is not None
+            self._decoded = self._reader._read_fres(*self._args)
+            self._reader = None
+        return self._decoded
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self._fres()[index]
+
+    def __len__(self) -> int:
+        return len(self._fres())
+
+    def __iter__(self) -> Iterator[FrameRowEntry]:
+        return iter(self._fres())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return self._fres() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fres())
+
+    def __repr__(self) -> str:
+        return repr(self._fres()) if self._decoded is not None else "LazyFres(<not decoded>)"
 
 
 @lru_cache(maxsize=256)
@@ -117,16 +161,31 @@ _START_FORMATS = {spec.FRE_TYPE_ADDR1: "B", spec.FRE_TYPE_ADDR2: "H", spec.FRE_T
 
 
 class _SectionReader:
-    def __init__(self, data: bytes, address: int, source: str | None):
+    def __init__(
+        self,
+        data: bytes,
+        address: int,
+        source: str | None,
+        lazy: bool = False,
+        offset_base: int = 0,
+        prefix: str = "",
+    ):
         self.data = data
         self.address = address
         self.source = source
+        self.lazy = lazy
+        self.offset_base = offset_base  # reported offsets: file offsets for ELF files
+        self.prefix = prefix
 
-    def fail(self, message: str, offset: int) -> FormatError:
-        return FormatError(message, offset=offset, source=self.source)
+    def fail(self, message: str, offset: int | None) -> FormatError:
+        where = None if offset is None else self.offset_base + offset
+        return FormatError(self.prefix + message, offset=where, source=self.source)
 
     def read(self) -> SFrameSection:
-        header = parse_header(self.data, source=self.source)
+        try:
+            header = parse_header(self.data, source=self.source)
+        except FormatError as exc:
+            raise self.fail(exc.reason, exc.offset) from None
         size = len(self.data)
         if header.size > size:
             raise self.fail(
@@ -201,7 +260,10 @@ class _SectionReader:
         fre_type = spec.fde_info_fre_type(info)
         if fre_type not in spec.FRE_START_SIZE:
             raise self.fail(f"FDE {index}: unknown FRE type {fre_type}", at)
-        fres = self._read_fres(header.endian, index, first_fre_at, num_fres, fre_type, fres_end)
+        args = (header.endian, index, first_fre_at, num_fres, fre_type, fres_end)
+        fres: Sequence[FrameRowEntry] = (
+            LazyFres(self, args) if self.lazy and num_fres else self._read_fres(*args)
+        )
         return FuncDescEntry(
             start=start,
             size=func_size,
@@ -260,7 +322,7 @@ def find_sframe_section(elf: ElfFile) -> Section | None:
     return elf.section(SECTION_NAME)
 
 
-def read_elf_sframe(elf: ElfFile) -> SFrameSection | None:
+def read_elf_sframe(elf: ElfFile, *, lazy: bool = False) -> SFrameSection | None:
     """The SFrame section of an opened ELF file, or None when it has none.
 
     Uses the `.sframe` section; files without section headers fall back to
@@ -292,11 +354,8 @@ def read_elf_sframe(elf: ElfFile) -> SFrameSection | None:
                 source=elf.name,
             )
         data, file_offset, address = loaded, segment.offset, segment.vaddr
-    try:
-        return parse_sframe(data, address, source=elf.name)
-    except FormatError as exc:
-        offset = None if exc.offset is None else file_offset + exc.offset
-        raise FormatError(f"{SECTION_NAME}: {exc.reason}", offset=offset, source=elf.name) from None
+    reader = _SectionReader(data, address, elf.name, lazy, file_offset, f"{SECTION_NAME}: ")
+    return reader.read()
 
 
 def read_sframe_file(path: str | os.PathLike[str]) -> SFrameSection:
