@@ -206,7 +206,12 @@ class CoreFile:
     def read_memory(self, address: int, size: int) -> bytes:
         """Bytes at `address` from the core, else from the mapped file; raises
         `UnreadableMemory` when neither has them."""
-        out = bytearray()
+        first = self._read_some(address, size)
+        if len(first) == size:
+            return first
+        out = bytearray(first)
+        address += len(first)
+        size -= len(first)
         while size > 0:
             chunk = self._read_some(address, size)
             out += chunk

@@ -44,13 +44,23 @@ TableLoader = Callable[[Module], "UnwindTable | NoTable"]
 
 
 class TableCache:
-    """One table per module, loaded on first use."""
+    """One table per module, loaded on first use; rows remembered per pc.
 
-    def __init__(self, loader: TableLoader):
+    Backtraces revisit the same return addresses (recursion, threads,
+    repeated captures), so each table's answers are memoized by pc
+    (`memoize=False` turns that off, e.g. to measure raw lookups).
+    """
+
+    def __init__(self, loader: TableLoader, *, memoize: bool = True):
         self._loader = loader
+        self._memoize = memoize
         self._tables: dict[tuple[str, str, int], UnwindTable | NoTable] = {}
+        self._by_module: dict[int, tuple[Module, UnwindTable | NoTable]] = {}
 
     def table_for(self, module: Module) -> UnwindTable | NoTable:
+        known = self._by_module.get(id(module))
+        if known is not None and known[0] is module:
+            return known[1]
         key = (module.path or module.name, module.build_id, module.load_bias)
         table = self._tables.get(key)
         if table is None:
@@ -58,8 +68,29 @@ class TableCache:
                 table = self._loader(module)
             except StackmarkError as exc:
                 table = NoTable(f"unreadable unwind table: {exc}")
+            if self._memoize and not isinstance(table, NoTable):
+                table = MemoizedTable(table)
             self._tables[key] = table
+        self._by_module[id(module)] = (module, table)
         return table
+
+
+class MemoizedTable:
+    """A table whose rows are remembered by pc (up to `limit` pcs)."""
+
+    def __init__(self, table: UnwindTable, limit: int = 1 << 16):
+        self.table = table
+        self.limit = limit
+        self._rows: dict[int, UnwindRow | None] = {}
+
+    def row(self, pc: int) -> UnwindRow | None:
+        rows = self._rows
+        if pc in rows:
+            return rows[pc]
+        if len(rows) >= self.limit:
+            rows.clear()
+        row = rows[pc] = self.table.row(pc)
+        return row
 
 
 class SFrameTables:

@@ -95,12 +95,18 @@ class ModuleIndex:
         self._starts = [entry[0] for entry in entries]
         self._entries = [(entry[1], entry[2]) for entry in entries]
 
+        self._last: tuple[Module, Segment] | None = None
+
     def find(self, address: int) -> tuple[Module, Segment] | None:
+        last = self._last  # consecutive frames are mostly in the same segment
+        if last is not None and last[1].start <= address < last[1].start + last[1].size:
+            return last
         i = bisect.bisect_right(self._starts, address) - 1
         if i >= 0:
             segment, module = self._entries[i]
             if segment.contains(address):
-                return module, segment
+                self._last = (module, segment)
+                return self._last
         return None
 
     def is_code(self, address: int) -> bool:

@@ -72,7 +72,7 @@ class FrameState:
     precise: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Step:
     """The result of unwinding one frame.
 
@@ -87,9 +87,10 @@ class Step:
     caller: FrameState | None
     stop: str | None = None
     caller_note: str = ""
+    module: Module | None = None  # the module holding the frame's pc
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UnwoundFrame:
     """One frame of a backtrace, with what the unwinder knew about it."""
 
@@ -137,6 +138,12 @@ class Unwinder:
         self.tables = tables if isinstance(tables, TableCache) else TableCache(tables)
         self.max_frames = max_frames
         self.modules = ModuleIndex(target.modules())
+        # Register numbers and the SP adjustment, looked up once (hot path).
+        self._sp, self._fp, self._ra = self.arch.sp, self.arch.fp, self.arch.ra
+        self._sp_from_cfa = SP_FROM_CFA[self.arch]
+        self._trampolines: dict[int, bool] = {}  # pc -> is a sigreturn trampoline
+        self._why: dict[tuple[int, str], str] = {}  # (module, reason) -> fallback reason
+        self._fp_methods: dict[str, str] = {}  # reason -> frame note
         self._read_word = word_reader(target)
         self._int32 = struct.Struct(BYTE_ORDER[self.arch] + "i").unpack
         mask = target.code_address_mask() if self.arch is Arch.AARCH64 else None
@@ -153,7 +160,6 @@ class Unwinder:
         previous_cfa: int | None = None
         seen: set[tuple[int, int]] = set()
         while True:
-            found = self.modules.find(state.pc)
             step = self.step(state)
             # The trampoline's address is where the handler returns to, not after a call.
             kind = FrameKind.PC if state.precise or step.method == BY_SIGNAL else FrameKind.RA
@@ -161,7 +167,7 @@ class Unwinder:
                 UnwoundFrame(
                     BacktraceFrame(kind, state.pc, note=note),
                     state,
-                    found[0] if found else None,
+                    step.module,
                     step.cfa,
                 )
             )
@@ -205,17 +211,16 @@ class Unwinder:
         row: UnwindRow | None = None
         if not isinstance(table, NoTable):
             lookup_pc = state.pc if state.precise else state.pc - 1
-            row = table.row(segment.to_module_relative(lookup_pc))
+            row = table.row(lookup_pc - segment.start + segment.module_relative)
         in_trampoline = row.signal_frame if row is not None else self._is_trampoline(state.pc)
         if in_trampoline:
-            return self._step_signal(state)
-        if row is not None:
-            return self._step_row(state, row)
-        if isinstance(table, NoTable):
-            why = f"{module.name}: {table.reason}"
+            step = self._step_signal(state)
+        elif row is not None:
+            step = self._step_row(state, row)
         else:
-            why = f"no SFrame entry covers the pc in {module.name}"
-        return self._step_frame_pointer(state, why)
+            step = self._step_frame_pointer(state, self._why_no_row(module, table))
+        step.module = module
+        return step
 
     def _step_row(self, state: FrameState, row: UnwindRow) -> Step:
         try:
@@ -229,28 +234,30 @@ class Unwinder:
         if row.ra.kind is RuleKind.UNDEFINED:
             return Step(cfa, BY_SFRAME, None, "return address undefined: outermost frame")
         try:
-            ra = self._value(state, row.ra, cfa, self.arch.ra)
+            ra = self._value(state, row.ra, cfa, self._ra)
             if row.ra_mangled and ra is not None:
                 ra = self._strip_pac(ra)
         except (_Stop, StackmarkError) as exc:
             return Step(cfa, BY_SFRAME, None, str(exc))
         try:
-            fp = self._value(state, row.fp, cfa, self.arch.fp)
+            fp = self._value(state, row.fp, cfa, self._fp)
         except (_Stop, StackmarkError):
             fp = None  # the caller's FP is unknown; its RA and CFA still are
         return self._caller(cfa, ra, fp, BY_SFRAME)
 
     def _step_frame_pointer(self, state: FrameState, why: str) -> Step:
-        method = f"{BY_FRAME_POINTER} ({why})"
+        method = self._fp_methods.get(why)
+        if method is None:
+            method = self._fp_methods[why] = f"{BY_FRAME_POINTER} ({why})"
         if self.arch is Arch.S390X:
             return Step(None, method, None, f"{why}; s390x has no frame-pointer chain to follow")
-        fp = state.registers.get(self.arch.fp)
+        fp = state.registers.get(self._fp)
         if fp is None:
             return Step(None, method, None, f"{why}; the frame pointer is unknown")
         if fp == 0:
             return Step(None, method, None, f"{why}; frame pointer 0: outermost frame")
         cfa = fp + 16
-        sp = state.registers.get(self.arch.sp)
+        sp = state.registers.get(self._sp)
         if sp is not None and cfa <= sp:
             return Step(None, method, None, f"{why}; frame pointer 0x{fp:x} is below the SP")
         try:
@@ -302,9 +309,9 @@ class Unwinder:
             return Step(cfa, method, None, "return address 0: outermost frame")
         if not self.modules.is_code(ra):
             return Step(cfa, method, None, f"return address 0x{ra:x} is outside the loaded code")
-        registers = {self.arch.sp: cfa + SP_FROM_CFA[self.arch]}
+        registers = {self._sp: cfa + self._sp_from_cfa}
         if fp is not None:
-            registers[self.arch.fp] = fp
+            registers[self._fp] = fp
         return Step(cfa, method, FrameState(ra, registers))
 
     def _register(self, state: FrameState, number: int) -> int:
@@ -317,7 +324,7 @@ class Unwinder:
         """A caller register by its rule; None when it is simply not known."""
         if rule.kind is RuleKind.SAME:
             value = state.registers.get(register)
-            if value is None and register == self.arch.ra:
+            if value is None and register == self._ra:
                 raise _Stop(
                     f"the return address is in {register_name(self.arch, register)}, "
                     "which is only known in the innermost or an interrupted frame"
@@ -337,8 +344,28 @@ class Unwinder:
         value: int = self._int32(self.target.read_memory(address, 4))[0]
         return value
 
+    def _why_no_row(self, module: Module, table: object) -> str:
+        """Why a module's frame falls back to the frame pointer (one string per module)."""
+        reason = table.reason if isinstance(table, NoTable) else ""
+        key = (id(module), reason)
+        why = self._why.get(key)
+        if why is None:
+            why = self._why[key] = (
+                f"{module.name}: {reason}"
+                if reason
+                else f"no SFrame entry covers the pc in {module.name}"
+            )
+        return why
+
     def _is_trampoline(self, pc: int) -> bool:
-        return sigframe.is_sigreturn_trampoline(self.target, self.arch, pc)
+        known = self._trampolines.get(pc)
+        if known is None:
+            if len(self._trampolines) >= 1 << 16:
+                self._trampolines.clear()
+            known = self._trampolines[pc] = sigframe.is_sigreturn_trampoline(
+                self.target, self.arch, pc
+            )
+        return known
 
 
 def unwind(target: Target, tables: TableLoader | None = None, **options: int) -> UnwindResult:

@@ -80,6 +80,7 @@ def capture_with_gdb(
     script = out_dir / f"{name}.frames.py"
     script.write_text(f"OUT = {str(frames_json)!r}\n" + GDB_FRAME_SCRIPT)
     cmd = ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
+    cmd += ["-ex", "set breakpoint pending on"]
     for signal in pass_signals:
         cmd += ["-ex", f"handle {signal} nostop noprint pass"]
     cmd += [
