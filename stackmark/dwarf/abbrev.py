@@ -165,8 +165,16 @@ class Abbrev:
     def plan(self, enc: Encoding) -> Plan:
         found = self.plans.get(enc)
         if found is None:
-            found = self.plans[enc] = _compile(self, enc)
+            # Units repeat the same declarations: compile each (specs, encoding) once.
+            key = (self.specs, enc)
+            found = _PLANS.get(key)
+            if found is None:
+                found = _PLANS[key] = _compile(self, enc)
+            self.plans[enc] = found
         return found
+
+
+_PLANS: dict[tuple[tuple[tuple[int, int, int], ...], Encoding], Plan] = {}
 
 
 def _merge_skip(sizes: list[int]) -> tuple[int, ...]:
@@ -237,8 +245,16 @@ def parse_abbrev_table(section: Section, offset: int) -> dict[int, Abbrev]:
             pos += 1
             specs: list[tuple[int, int, int]] = []
             while True:
-                attr, pos = read_uleb(buf, pos)
-                form, pos = read_uleb(buf, pos)
+                attr = buf[pos]  # one-byte LEB128 is the common case
+                if attr < 0x80:
+                    pos += 1
+                else:
+                    attr, pos = read_uleb(buf, pos)
+                form = buf[pos]
+                if form < 0x80:
+                    pos += 1
+                else:
+                    form, pos = read_uleb(buf, pos)
                 if attr == 0 and form == 0:
                     break
                 implicit = 0

@@ -475,8 +475,14 @@ def _run_program(
                 pos += 1
                 line += delta - 0x80 if delta & 0x40 else delta
             else:
-                delta, pos = read_sleb(buf, pos)
-                line += delta
+                high = buf[pos + 1]
+                if high < 0x80:  # two bytes
+                    pos += 2
+                    delta = (delta & 0x7F) | (high << 7)
+                    line += delta - 0x4000 if high & 0x40 else delta
+                else:
+                    delta, pos = read_sleb(buf, pos)
+                    line += delta
         elif opcode == 4:  # DW_LNS_set_file
             file = buf[pos]
             if file < 0x80:
@@ -485,13 +491,19 @@ def _run_program(
                 file, pos = read_uleb(buf, pos)
                 file &= 0xFFFF
         elif opcode == 0:  # extended opcode
-            length, pos = read_uleb(buf, pos)
+            length = buf[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = read_uleb(buf, pos)
             if length == 0:
                 continue
             ext_end = pos + length
             sub = buf[pos]
             if sub == 4:  # DW_LNE_set_discriminator
-                discriminator, _ = read_uleb(buf, pos + 1)
+                discriminator = buf[pos + 1]
+                if discriminator >= 0x80:
+                    discriminator, _ = read_uleb(buf, pos + 1)
             elif sub == 1:  # DW_LNE_end_sequence
                 append((address, file, line, column, is_stmt, True, discriminator))
                 if tombstoned:

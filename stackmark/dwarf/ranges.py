@@ -7,6 +7,7 @@ tombstone rules (entries starting at the tombstone address are dropped).
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from stackmark.dwarf import constants as C
@@ -69,47 +70,47 @@ def _read_debug_ranges(unit: Unit, offset: int) -> list[AddressRange]:
 def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
     section = unit.reader.rnglists
     buf = section.buf
+    end = section.end
+    pos = section.check(offset, 1, "range list")
     size = unit.header.addr_size
-    order = byteorder(unit.enc.endian)
+    address = struct.Struct(unit.enc.endian + {2: "H", 4: "I", 8: "Q"}[size]).unpack_from
     tombstone = (1 << (8 * size)) - 1
     base: int | None = unit.base_address
     result: list[AddressRange] = []
-    pos = section.check(offset, 1, "range list")
-    end_of_section = section.end
-
-    def addr_at(p: int) -> int:
-        if p + size > end_of_section:
-            raise section.error("range list entry runs past the end of the section", offset)
-        return int.from_bytes(buf[p : p + size], order)
-
     try:
-        while True:
-            if pos >= end_of_section:
-                raise section.error(f"range list at 0x{offset:x} has no end marker", offset)
+        while pos < end:
             kind = buf[pos]
             pos += 1
-            if kind == C.DW_RLE_end_of_list:
-                return result
-            if kind == C.DW_RLE_base_addressx:
-                index, pos = read_uleb(buf, pos)
-                base = unit.indexed_address(index)
-                continue
-            if kind == C.DW_RLE_base_address:
-                base = addr_at(pos)
-                pos += size
-                continue
-            if kind == C.DW_RLE_offset_pair:
-                low, pos = read_uleb(buf, pos)
-                high, pos = read_uleb(buf, pos)
+            if kind == C.DW_RLE_offset_pair:  # the common case: two small LEB128s
+                low = buf[pos]
+                if low < 0x80:
+                    pos += 1
+                else:
+                    low, pos = read_uleb(buf, pos)
+                high = buf[pos]
+                if high < 0x80:
+                    pos += 1
+                else:
+                    high, pos = read_uleb(buf, pos)
                 if base is not None:
                     low = (low + base) & _MASK64
                     high = (high + base) & _MASK64
+            elif kind == C.DW_RLE_end_of_list:
+                return result
+            elif kind == C.DW_RLE_base_addressx:
+                index, pos = read_uleb(buf, pos)
+                base = unit.indexed_address(index)
+                continue
+            elif kind == C.DW_RLE_base_address:
+                (base,) = address(buf, pos)
+                pos += size
+                continue
             elif kind == C.DW_RLE_start_end:
-                low = addr_at(pos)
-                high = addr_at(pos + size)
+                (low,) = address(buf, pos)
+                (high,) = address(buf, pos + size)
                 pos += 2 * size
             elif kind == C.DW_RLE_start_length:
-                low = addr_at(pos)
+                (low,) = address(buf, pos)
                 length, pos = read_uleb(buf, pos + size)
                 high = (low + length) & _MASK64
             elif kind == C.DW_RLE_startx_length:
@@ -123,12 +124,10 @@ def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
                 low = unit.indexed_address(index)
                 high = unit.indexed_address(index2)
             else:
-                raise section.error(
-                    f"unknown range list entry kind 0x{kind:x} at 0x{pos - 1 - section.start:x}",
-                    pos - 1 - section.start,
-                )
-            if low == tombstone:
-                continue
-            result.append((low, high))
-    except IndexError:
-        raise section.error(f"range list at 0x{offset:x} is truncated", offset) from None
+                at = pos - 1 - section.start
+                raise section.error(f"unknown range list entry kind 0x{kind:x} at 0x{at:x}", at)
+            if low != tombstone:
+                result.append((low, high))
+    except (IndexError, struct.error):
+        pass
+    raise section.error(f"range list at 0x{offset:x} has no end marker", offset)

@@ -502,16 +502,24 @@ class Unit:
 
     def die_ranges(self, abbrev: Abbrev, values: dict[int, object]) -> list[AddressRange]:
         """The address ranges of a DIE, as llvm reads them: low/high PC first, else DW_AT_ranges."""
-        if C.DW_AT_low_pc in values:
-            low = self.address_attr(abbrev, values, C.DW_AT_low_pc)
-            if low is not None and C.DW_AT_high_pc in values:
+        forms = abbrev.plan(self.enc).forms
+        low = values.get(C.DW_AT_low_pc)
+        if low is not None:
+            form = forms[C.DW_AT_low_pc]
+            if form != C.DW_FORM_addr:
+                low = self.address_attr(abbrev, values, C.DW_AT_low_pc)
+            high = values.get(C.DW_AT_high_pc)
+            if isinstance(low, int) and high is not None:
+                form = forms[C.DW_AT_high_pc]
+                if isinstance(high, int) and form in _CONSTANT_FORMS:
+                    return [(low, low + high)]
                 high = self.high_pc(abbrev, values, low)
                 if high is not None:
                     return [(low, high)]
         value = values.get(C.DW_AT_ranges)
         if value is None:
             return []
-        form = abbrev.plan(self.enc).forms[C.DW_AT_ranges]
+        form = forms[C.DW_AT_ranges]
         if isinstance(value, IndirectValue):
             form, value = value.form, value.value
         if not isinstance(value, int):

@@ -1,0 +1,128 @@
+"""Symbol lookups: `python -m stackmark.symbols` against llvm-symbolizer-19, same inputs, same run.
+
+    .venv/bin/python bench/bench_symbols.py [--binary bench/work/big/big-O2] [--runs 7]
+
+Measures, for both tools in their plain address mode:
+
+* first answer: one address, fresh process (interpreter start-up included);
+* N random addresses (gen_addrs.py: uniform over functions) through stdin,
+  giving the cost per address once the process is up.
+
+Wall times are the minimum over --runs runs (the machine is shared; the
+minimum is the least disturbed), peak RSS from getrusage. Byte code is
+compiled first so that the Python timings are those of an installed package.
+Build the binary with `bash ../shared/tools/build_big.sh bench/work`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = REPO.parent / "shared" / "tools"
+
+
+def run_once(cmd: list[str], stdin: str | None) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run(cmd, input=stdin, text=True, stdout=subprocess.DEVNULL, check=True, env=_env())
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(after, before)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def measure(cmd: list[str], stdin: str | None, runs: int) -> tuple[float, int]:
+    results = [run_once(cmd, stdin) for _ in range(runs)]
+    return min(w for w, _ in results), max(r for _, r in results)
+
+
+def rss_of(cmd: list[str], stdin: str | None) -> int:
+    """Peak RSS (KiB) of one run, measured alone with /usr/bin/time."""
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *cmd],
+        input=stdin,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=True,
+        env=_env(),
+    )
+    return int(proc.stderr.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", default=str(REPO / "bench/work/big/big-O2"))
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--counts", default="1000,10000")
+    args = parser.parse_args()
+    binary = Path(args.binary)
+    if not binary.exists():
+        print(f"{binary} is missing: bash {TOOLS}/build_big.sh {REPO}/bench/work", file=sys.stderr)
+        return 1
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "stackmark")], check=True)
+    addresses_file = REPO / "bench/work/symbols-addrs.txt"
+    counts = [int(c) for c in args.counts.split(",")]
+    subprocess.run(
+        [
+            sys.executable,
+            str(TOOLS / "gen_addrs.py"),
+            str(binary),
+            "--count",
+            str(max(counts)),
+            "--seed",
+            "42",
+            "--out",
+            str(addresses_file),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    addresses = addresses_file.read_text().split()
+    ours = [sys.executable, "-m", "stackmark.symbols", f"--obj={binary}"]
+    llvm = ["llvm-symbolizer-19", f"--obj={binary}"]
+
+    print(f"binary: {binary} ({binary.stat().st_size / 1e6:.0f} MB)")
+    print("| measurement | stackmark | llvm-symbolizer-19 | ratio |")
+    print("| --- | --- | --- | --- |")
+    first = addresses[0]
+    mine, _ = measure([*ours, first], None, args.runs)
+    theirs, _ = measure([*llvm, first], None, args.runs)
+    rss_mine, rss_theirs = rss_of([*ours, first], None), rss_of([*llvm, first], None)
+    print(
+        f"| first answer (1 address, fresh process) "
+        f"| {mine * 1e3:.0f} ms, {rss_mine / 1024:.0f} MiB "
+        f"| {theirs * 1e3:.0f} ms, {rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x |"
+    )
+    start_mine, start_theirs = mine, theirs
+    for count in counts:
+        stdin = "\n".join(addresses[:count]) + "\n"
+        runs = max(1, args.runs // 3)
+        mine, _ = measure(ours, stdin, runs)
+        theirs, _ = measure(llvm, stdin, runs)
+        rss_mine, rss_theirs = rss_of(ours, stdin), rss_of(llvm, stdin)
+        per_mine = (mine - start_mine) / count * 1e6
+        per_theirs = (theirs - start_theirs) / count * 1e6
+        print(
+            f"| {count} random addresses | {mine:.2f} s ({per_mine:.0f} µs/address), "
+            f"{rss_mine / 1024:.0f} MiB | {theirs:.2f} s ({per_theirs:.0f} µs/address), "
+            f"{rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
