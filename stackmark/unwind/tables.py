@@ -120,7 +120,7 @@ class SFrameTables:
                     if module.build_id and elf.build_id and elf.build_id != module.build_id:
                         reasons.append(f"{path} has another build ID")
                     else:
-                        section = read_elf_sframe(elf)
+                        section = read_elf_sframe(elf, lazy=True)
                         if section is not None:
                             return SFrameTable(section)
                         return NoTable("no .sframe section")
