@@ -138,6 +138,13 @@ class GdbBackend:
                 images.append(LoadedImage(name, None, bias, build_id, is_executable))
         return images
 
+    def object_files(self) -> list[str]:
+        return [
+            objfile.filename
+            for objfile in gdb.objfiles()
+            if objfile.is_valid() and objfile.is_file and os.path.isfile(objfile.filename)
+        ]
+
     def _header_addresses(self) -> dict[str, int]:
         """realpath -> runtime address of the file's offset-0 mapping."""
         try:

@@ -52,10 +52,16 @@ class StackmarkCommand(gdb.Command):  # type: ignore[misc]
         super().__init__(name, gdb.COMMAND_USER)
 
     def complete(self, text: str, word: str | None) -> object:
-        """Options and choices of the command; else what its arguments are."""
-        words = self._command.completions(word or "")
+        """Options and choices of the command; else what its arguments are.
+
+        GDB breaks words at '-' too, so `word` may be the tail of the last
+        argument (`all-th` of `--all-th`); completions are cut to match it.
+        """
+        last = "" if not text or text[-1].isspace() else text.split()[-1]
+        words = self._command.completions(last)
         if words or self._command.completion is Completion.NONE:
-            return words
+            cut = len(last) - len(word or "")
+            return [w[cut:] for w in words]
         return _GDB_COMPLETION[self._command.completion]
 
     def invoke(self, argument: str, from_tty: bool) -> None:

@@ -24,8 +24,12 @@ def session() -> Session:
     """The session the commands share (made by `install`)."""
     global _session
     if _session is None:
-        _session = Session(GdbBackend())
+        _session = Session(GdbBackend(), warn=_write_error)
     return _session
+
+
+def _write_error(text: str) -> None:
+    gdb.write(text, gdb.STDERR)
 
 
 def _forget_modules(_event: object) -> None:

@@ -112,6 +112,11 @@ class DebuggerBackend(Protocol):
         (`$pc`, `main`, `0x1234`); raises DebuggerError with its message."""
         ...
 
+    def object_files(self) -> list[str]:
+        """Every file the debugger read symbols from: binaries and separate debug
+        files, loaded in the process or not (for symbolization by build ID)."""
+        ...
+
     def images(self) -> list[LoadedImage]:
         """The loaded images (executable, shared libraries, vDSO)."""
         ...

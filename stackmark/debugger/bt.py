@@ -10,7 +10,7 @@ writers turn that one snapshot into:
   each thread's frames (markup filters keep plain text);
 - CBF: per thread, `cbf: BASE64` (the Compact Backtrace Format) and
   `images: BASE64` (the Compact Image Map), base64 without padding as
-  Swift writes it;
+  Swift writes it, then the frames those bytes decode to, symbolized;
 - JSON: modules, threads and frames with the debugger's names for them.
 """
 
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from stackmark.debugger.backend import DebuggerBackend, ThreadInfo
+from stackmark.debugger.cbf import decoded_listing
 from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.frames import PhysicalFrame, physical_frames
 from stackmark.debugger.modules import loaded_modules, module_for_address
@@ -90,16 +91,19 @@ def cbf_bytes(trace: ThreadBacktrace, word_bits: int = 64) -> bytes:
     return cbf.encode([f.frame for f in trace.frames], word_bits)
 
 
-def cbf_lines(snapshot: Snapshot) -> Iterator[str]:
-    """Per thread: `cbf: BASE64` and `images: BASE64`."""
-    images = encode_base64(encode_image_map(image_map(snapshot)))
+def cbf_lines(snapshot: Snapshot, session: Session) -> Iterator[str]:
+    """Per thread: `cbf: BASE64`, `images: BASE64`, then those bytes decoded again
+    and symbolized, as `stackmark cbf decode` shows them."""
+    images = encode_image_map(image_map(snapshot))
     word_bits = snapshot.arch.pointer_size * 8
     several = len(snapshot.threads) > 1
     for trace in snapshot.threads:
         if several:
             yield thread_title(trace.thread)
-        yield f"cbf: {encode_base64(cbf_bytes(trace, word_bits))}"
-        yield f"images: {images}"
+        data = cbf_bytes(trace, word_bits)
+        yield f"cbf: {encode_base64(data)}"
+        yield f"images: {encode_base64(images)}"
+        yield from decoded_listing(session, data, images)
 
 
 def _hex(value: int) -> str:
@@ -214,7 +218,7 @@ def _run_bt(session: Session, args: argparse.Namespace) -> Iterable[str]:
     if args.format == "json":
         return json_lines(snapshot)
     if args.format == "cbf":
-        return cbf_lines(snapshot)
+        return cbf_lines(snapshot, session)
     return markup_lines(snapshot)
 
 

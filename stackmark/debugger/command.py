@@ -70,7 +70,8 @@ class Command:
     to the parser; `run` yields output lines (without newlines). `aliases`
     are extra top-level names the command is also registered under (for
     `symbolize`). `run` finds the unsplit argument string in `args.raw`
-    (commands that take free text, such as markup, want it verbatim).
+    and the split one in `args.argv` (commands that take free text, such
+    as markup, want it verbatim).
     """
 
     words: tuple[str, ...]
@@ -134,8 +135,9 @@ def run_command(
     """Parse `argv` for `command` and run it; its output lines, or help text."""
     parser = command.parser(prog)
     try:
-        args = parser.parse_args(list(argv))
+        args = parser.parse_intermixed_args(list(argv))  # options may follow positionals
     except _HelpShown:  # -h/--help
         return command.help_text(prog).splitlines()
     args.raw = raw
+    args.argv = list(argv)
     return command.run(session, args)

@@ -9,11 +9,13 @@ before the commands under them.
 
 from __future__ import annotations
 
+from stackmark.debugger import cbf
 from stackmark.debugger.bt import BT
 from stackmark.debugger.command import Command, CommandGroup
 from stackmark.debugger.sframe import SFRAME
+from stackmark.debugger.symbolize import SYMBOLIZE
 
 ROOT = CommandGroup((), "stackmark: symbolizer markup, SFrame and CBF in the debugger.")
 
-GROUPS: list[CommandGroup] = [ROOT]
-COMMANDS: list[Command] = [BT, SFRAME]
+GROUPS: list[CommandGroup] = [ROOT, cbf.GROUP]
+COMMANDS: list[Command] = [BT, SYMBOLIZE, cbf.DECODE, SFRAME]
