@@ -156,3 +156,31 @@ def test_committed_fixtures(gdb_path: str, tmp_path: Path, fixture: str, breakpo
     assert "main" in native[0]
     assert both_stops(run_gdb(commands, stripped, plugin=False)) != native
     assert both_stops(run_gdb(commands, stripped)) == native
+
+
+UNWIND_FROM_BACKEND = "python exec({!r})".format(
+    "from stackmark.debugger.target import BackendTarget\n"
+    "from stackmark.unwind.unwinder import Unwinder\n"
+    "from stackmark_gdb.backend import GdbBackend\n"
+    "result = Unwinder(BackendTarget(GdbBackend())).unwind()\n"
+    "for frame in result.frames:\n"
+    "    print('UNWOUND', hex(frame.frame.address), frame.frame.kind.value)\n"
+)
+
+
+def test_core_unwinder_over_the_gdb_backend(
+    gdb_path: str, program: Program, stripped_program: Program
+) -> None:
+    """The debugger-agnostic path (what LLDB, which has no unwinder hook, relies on):
+    the core unwinder walking GDB's process through BackendTarget."""
+    native = frames_of(program.exe, "signal", plugin=False)
+    result = run_gdb(
+        ["stackmark unwinder off", *stop_at(), UNWIND_FROM_BACKEND],
+        stripped_program.exe,
+        args=["signal"],
+    )
+    lines = result.stdout.splitlines()
+    unwound = [line.split()[1:] for line in lines if line.startswith("UNWOUND")]
+    addresses = [int(address, 16) for address, _kind in unwound]
+    assert addresses[: len(native)] == [pc for pc, _name in native]
+    assert [kind for _a, kind in unwound][:5] == ["pc", "ra", "pc", "pc", "ra"]
