@@ -19,6 +19,7 @@ from stackmark.errors import StackmarkError
 COMMANDS: dict[str, tuple[str, str]] = {
     "symbolize": ("stackmark.cli.symbolize", "symbolize a log that carries symbolizer markup"),
     "gsym": ("stackmark.cli.gsym", "look up, dump, verify and make GSYM files"),
+    "cache": ("stackmark.cli.cache", "show, prune or clear the download and GSYM caches"),
     "cbf": ("stackmark.cli.cbf", "encode or decode Compact Backtrace Format (Swift) backtraces"),
     "unwind": ("stackmark.cli.unwind", "print the backtrace of a core file as markup, CBF or JSON"),
     "gdb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.gdbinit line for GDB"),

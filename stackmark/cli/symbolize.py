@@ -21,8 +21,9 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from stackmark.cli import scale_args
 from stackmark.markup.filter import StackmarkFilter
 from stackmark.markup.llvm19 import Llvm19Filter
 from stackmark.markup.naming import NameOptions, Naming
@@ -30,6 +31,9 @@ from stackmark.markup.records import Record
 from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
 from stackmark.markup.resolve import Resolver
 from stackmark.symbols.api import SymbolizerAPI
+
+if TYPE_CHECKING:
+    from stackmark.symbols.debuginfod import DebuginfodClient
 
 EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -54,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "symbols are looked up by build ID: in each --debug-file-directory as\n"
         "DIR/.build-id/xx/rest.debug (default /usr/lib/debug), among the --obj files and\n"
         "the ELF files in each --symbol-path directory, next to a stripped binary through\n"
-        "its .gnu_debuglink. The file found must have the build ID asked for.\n\n"
+        "its .gnu_debuglink, and last on debuginfod servers (--debuginfod-url,\n"
+        "DEBUGINFOD_URLS). The file found must have the build ID asked for.\n\n"
         "exit status: 0 ok; 1 some element had an error (output still complete);\n"
         "2 usage error or unreadable input. --compat=llvm19 always exits 0."
     )
@@ -135,6 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
     )
+    scale_args.add_arguments(parser)
 
 
 def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
@@ -149,7 +155,9 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
         yield body.decode("utf-8", "surrogateescape"), eol
 
 
-def _make_symbolizer(args: argparse.Namespace) -> SymbolizerAPI:
+def _make_symbolizer(
+    args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
+) -> SymbolizerAPI:
     """The real symbolizer, looking where the options say (llvm 19 ignores --obj)."""
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -159,6 +167,7 @@ def _make_symbolizer(args: argparse.Namespace) -> SymbolizerAPI:
         debug_file_directories=args.debug_file_directory or list(DEFAULT_DEBUG_FILE_DIRECTORIES),
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
+        debuginfod=debuginfod or scale_args.make_client(args),
     )
     return Symbolizer(options)
 
@@ -260,6 +269,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if scale_args.batch_wanted(args):
+        from stackmark.cli import symbolize_batch
+
+        return symbolize_batch.run(args)
 
     def err_write(text: str) -> None:
         sys.stderr.buffer.write(text.encode("utf-8", "surrogateescape"))

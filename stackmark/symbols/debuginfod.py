@@ -315,8 +315,11 @@ class DebuginfodClient:
     """Finds files by build ID in the download cache, else on the servers.
 
     Thread-safe: share one client between threads. `progress` is called as
-    large files arrive; `report` is called once per module (build ID) with
-    a one-line description of servers that failed, never more often.
+    files arrive; `report` is called once per module (build ID) with a
+    one-line description of servers that failed, never more often. Front
+    ends that show each failed lookup's `searched` list themselves (the
+    markup filter does) set `report_failures=False`: `report` then only
+    hears of servers that sent a wrong file when another had the right one.
     """
 
     def __init__(
@@ -325,10 +328,12 @@ class DebuginfodClient:
         *,
         progress: ProgressCallback | None = None,
         report: ReportCallback | None = None,
+        report_failures: bool = True,
     ):
         self.settings = settings if settings is not None else DebuginfodSettings.from_environment()
         self.progress = progress
         self.report = report
+        self.report_failures = report_failures
         self.cache = DownloadCache(self.settings.cache_path)
         self._misses = NegativeCache(self.settings.urls, self.settings.negative_ttl)
         self._lock = threading.Lock()
@@ -673,9 +678,11 @@ class DebuginfodClient:
         if result.found:
             problems = [a for a in result.attempts if a.rejected]
             detail = _describe_attempts(problems)
-        else:
+        elif self.report_failures:
             problems = list(result.server_problems)
             detail = result.error or _describe_attempts(problems)
+        else:
+            return result
         if problems:
             if result.artifact.startswith("source"):
                 subject = f"{result.artifact} (build ID {result.build_id})"

@@ -1,0 +1,160 @@
+"""Command-line options for symbolizing at scale: debuginfod servers and many logs.
+
+Shared by `stackmark symbolize` (and any command that finds files by build
+ID): the options, turning them plus the environment into a
+`DebuginfodClient`, and telling whether a run is a batch. This module is
+light on purpose: the client (with urllib) and the batch machinery (with
+multiprocessing) are imported only when used, so a plain run starts as
+fast as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stackmark.cli.progress import StatusLine
+    from stackmark.symbols.debuginfod import DebuginfodClient
+
+SEED_ATTRIBUTE = "debuginfod_seed"
+"""A batch's parent puts its client's `snapshot()` on the workers' copy of
+the arguments under this name; `make_client` seeds the worker's client."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--debuginfod-url` and friends, and the batch options `-o` and `-j`."""
+    group = parser.add_argument_group(
+        "debuginfod",
+        "Servers that hand out debug files by build ID, asked after every local place "
+        "and only for modules no local file gave debug info for. Downloads are checked "
+        "(their build ID must match) and kept in a cache.",
+    )
+    group.add_argument(
+        "--debuginfod-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a server to ask, in the order given (repeatable; replaces DEBUGINFOD_URLS)",
+    )
+    group.add_argument(
+        "--no-debuginfod",
+        action="store_true",
+        help="ask no server and ignore the download cache, even if DEBUGINFOD_URLS is set",
+    )
+    group.add_argument(
+        "--debuginfod",
+        action="store_true",
+        help=argparse.SUPPRESS,  # llvm-symbolizer's switch; servers come from the URLs
+    )
+    group.add_argument(
+        "--offline",
+        action="store_true",
+        help="use only files downloaded before (no network)",
+    )
+    group.add_argument(
+        "--debuginfod-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up on a server that sent under 100 KiB in this time "
+        "(default: DEBUGINFOD_TIMEOUT, else 90; 0: never)",
+    )
+    group.add_argument(
+        "--debuginfod-cache",
+        metavar="DIR",
+        help="where downloads are kept (default: DEBUGINFOD_CACHE_PATH, "
+        "else ~/.cache/stackmark/debuginfod)",
+    )
+    many = parser.add_argument_group(
+        "many logs",
+        "Several FILEs or a directory are symbolized in parallel processes that share "
+        "the caches; each build ID is looked up once for the whole batch. A file that "
+        "cannot be read or written is skipped and listed at the end (exit status 2).",
+    )
+    many.add_argument(
+        "-o",
+        "--output-dir",
+        metavar="DIR",
+        help="write one output per input under DIR (a directory's files keep their "
+        "relative paths); without it, outputs follow each other on stdout",
+    )
+    many.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help="worker processes for many logs (default: the number of CPUs)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def batch_wanted(args: argparse.Namespace) -> bool:
+    """Batch mode: an output directory, a directory input, or several files."""
+    files = [f for f in args.files if f != "-"]
+    return args.output_dir is not None or len(files) > 1 or any(os.path.isdir(f) for f in files)
+
+
+def debuginfod_wanted(args: argparse.Namespace) -> bool:
+    """Whether the options or environment ask for debuginfod at all."""
+    if args.no_debuginfod:
+        return False
+    return bool(
+        args.debuginfod_url
+        or os.environ.get("DEBUGINFOD_URLS", "").strip()
+        or args.offline
+        or args.debuginfod_cache
+    )
+
+
+def make_client(
+    args: argparse.Namespace,
+    *,
+    status: StatusLine | None = None,
+    report_failures: bool = False,
+) -> DebuginfodClient | None:
+    """The client the options and environment describe, or None when none is wanted.
+
+    Progress and reports go to `status` (a new stderr status line if None).
+    By default only wrong files are reported: the markup filter already
+    tells about modules it cannot find, listing what each server said.
+    """
+    if not debuginfod_wanted(args):
+        return None
+    from stackmark.cli.progress import StatusLine
+    from stackmark.symbols.debuginfod import DebuginfodClient, DebuginfodSettings
+
+    settings = DebuginfodSettings.from_environment(
+        urls=args.debuginfod_url or None,
+        timeout=args.debuginfod_timeout,
+        cache_path=args.debuginfod_cache,
+        offline=args.offline,
+    )
+    line = status if status is not None else StatusLine(sys.stderr)
+    client = DebuginfodClient(
+        settings,
+        progress=line.download,
+        report=lambda message: line.print(f"stackmark: {message}"),
+        report_failures=report_failures,
+    )
+    seed: Any = getattr(args, SEED_ATTRIBUTE, None)
+    if seed:
+        client.seed(seed)
+    return client

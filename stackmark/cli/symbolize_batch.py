@@ -1,0 +1,122 @@
+"""`stackmark symbolize` over many logs: the CLI side of `stackmark.batch`.
+
+    stackmark symbolize logs/ -o symbolized/       one output per input
+    stackmark symbolize a.log b.log > all.txt      outputs one after the other
+
+Steps: plan the inputs; find each build ID the logs name once, for the
+whole batch, in this process (local places, then debuginfod, downloads in
+parallel); start the workers, each with a symbolizer whose debuginfod
+client is seeded with those answers (so no worker asks a server again, or
+reports a failure again); print each file's diagnostics (and output, when
+there is no `-o`) in input order; list the files that failed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO
+
+from stackmark import batch
+from stackmark.cli import scale_args
+from stackmark.cli.progress import StatusLine
+from stackmark.model import Module
+
+PREFETCH_THREADS = 4
+"""Build IDs resolved at once before the batch: downloads overlap, local lookups are quick."""
+
+EXIT_BAD_FILE = 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if "-" in args.files:
+        print(
+            "stackmark symbolize: error: stdin (-) cannot be one of many inputs; "
+            "give it alone, or save it to a file",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_FILE
+    status = StatusLine(sys.stderr)
+    output_dir = Path(args.output_dir) if args.output_dir is not None else None
+    items, unusable = batch.plan(args.files, output_dir)
+    worker_args = copy.copy(args)
+    setattr(worker_args, scale_args.SEED_ATTRIBUTE, _resolve_once(items, args, status))
+    factory = functools.partial(_make_processor, worker_args)
+    jobs = args.jobs or os.cpu_count() or 1
+
+    def deliver(result: batch.ItemResult) -> None:
+        if result.diagnostics:
+            status.print(result.diagnostics.rstrip("\n"))
+        if result.item.output is None and result.output is not None:
+            with open(result.output, "rb") as produced:
+                shutil.copyfileobj(produced, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            os.unlink(result.output)
+
+    def show(done: int, total: int, failed: int) -> None:
+        text = f"symbolizing: {done} of {total} files"
+        status.show(text + (f", {failed} failed" if failed else ""), force=done == total)
+
+    with tempfile.TemporaryDirectory(prefix="stackmark-batch-") as temp:
+        results = batch.run(
+            items, factory, jobs=jobs, temp_dir=Path(temp), on_result=deliver, progress=show
+        )
+    status.clear()
+    return _summarise(results + unusable, status)
+
+
+def _resolve_once(
+    items: list[batch.BatchItem], args: argparse.Namespace, status: StatusLine
+) -> object:
+    """Find the files of every build ID the logs name, once, in this process.
+
+    Returns the debuginfod client's answers for the workers (None when no
+    server or download cache is in use: local lookups are cheap enough to
+    repeat in each worker).
+    """
+    client = scale_args.make_client(args, status=status, report_failures=True)
+    if client is None:
+        return None
+    from stackmark.cli.symbolize import _make_symbolizer
+
+    build_ids: set[str] = set()
+    for item in items:
+        build_ids |= batch.scan_build_ids(item.source)
+    if not build_ids:
+        return client.snapshot()
+    status.show(f"looking up {len(build_ids)} build IDs", force=True)
+    symbolizer = _make_symbolizer(args, client)
+    with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+        list(pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids)))
+    return client.snapshot()
+
+
+def _make_processor(args: argparse.Namespace) -> batch.FileProcessor:
+    """Runs in each worker: one symbolizer for every file the worker gets."""
+    from stackmark.cli.symbolize import _make_naming, _make_symbolizer, run_streams
+
+    symbolizer = _make_symbolizer(args)
+    naming = _make_naming(args)
+
+    def process(name: str, source: BinaryIO, output: BinaryIO, err_write: batch.Writer) -> int:
+        return run_streams([(name, source)], output, err_write, args, symbolizer, naming)
+
+    return process
+
+
+def _summarise(results: list[batch.ItemResult], status: StatusLine) -> int:
+    """List the failed files; the exit status is the worst of all files'."""
+    failed = [r for r in results if r.failure is not None]
+    if failed:
+        status.print(f"stackmark symbolize: {len(failed)} of {len(results)} inputs failed:")
+        for result in sorted(failed, key=lambda r: r.item.name):
+            status.print(f"  {result.item.name}: {result.failure}")
+    worst = max((r.status for r in results), default=0)
+    return max(worst, EXIT_BAD_FILE if failed else 0)
