@@ -9,7 +9,8 @@ As llvm-gsymutil's object-file step does it:
 - text ranges: every section with SHF_EXECINSTR and a non-zero size; DWARF
   ranges and symbols that start outside them are dropped;
 - functions: `.symtab` (never `.dynsym`) STT_FUNC symbols that start in a
-  text range, with their raw names and `st_size` (0 allowed).
+  text range, with their raw names and `st_size` (0 allowed); an undefined
+  symbol counts as address 0, so a canonical PLT entry is not a function.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from stackmark.elf import (
     PT_LOAD,
     SHF_EXECINSTR,
     SHN_ABS,
+    SHN_UNDEF,
     SHT_SYMTAB,
     STT_FUNC,
     ElfFile,
@@ -74,7 +76,9 @@ def add_symbol_table(creator: GsymCreator, elf: ElfFile) -> int:
     for sym in elf.symbols(".symtab"):
         if sym.type != STT_FUNC:
             continue
-        value = sym.value
+        # LLVM reads an undefined symbol's value as 0 (not a text address), even
+        # when st_value holds a canonical PLT address.
+        value = 0 if sym.shndx == SHN_UNDEF else sym.value
         if clear_thumb_bit and sym.shndx != SHN_ABS:
             value &= ~1
         if not creator.is_valid_text_address(value):

@@ -4,9 +4,10 @@ For each address inside the GSYM's functions, the GSYM lookup is compared
 with what the DWARF itself says (stackmark.dwarf, which follows
 llvm-symbolizer): the inline chain at the address (innermost first), the
 innermost frame's file and line from the line table, and each caller's
-file and line from the call site. As in llvm-gsymutil's `--verify`, an
-address the DWARF knows nothing about is not checked, the frame counts
-must agree, and a DWARF name must begin with the GSYM name.
+file and line from the call site. As in llvm-gsymutil's `--verify`, the
+frame counts must agree and a DWARF name must begin with the GSYM name;
+unlike it, an address no DWARF function covers (padding, assembler that a
+line-table row happens to span) is not checked.
 
 Every address is checked when there are at most `limit` of them; beyond
 that a seeded random sample of `limit` addresses is (`limit=None`: all).
@@ -87,7 +88,7 @@ class _DwarfFrames:
         path = unit.file_name(row.file) if row is not None else None
         line = row.line if row is not None else 0
         if not chain:
-            return [] if path is None else [_Frame("", path, line)]
+            return []  # no function here in the DWARF: nothing to hold the GSYM to
         frames = []
         for function in chain:
             frames.append(_Frame(self._name(function, unit), path, line))
