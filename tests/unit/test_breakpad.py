@@ -80,7 +80,7 @@ def test_errors_name_the_line(text: str, line: int, reason: str) -> None:
     with pytest.raises(FormatError) as info:
         parse_breakpad(text, "x.sym")
     message = str(info.value)
-    assert message.startswith(f"x.sym: offset 0x") and f"line {line}: " in message
+    assert message.startswith("x.sym: offset 0x") and f"line {line}: " in message
     assert reason in message
 
 
