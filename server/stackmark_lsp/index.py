@@ -1,0 +1,749 @@
+"""What the server knows about each line of a log, kept up to date edit by edit.
+
+For every line that holds markup the index keeps an *entry*: which kinds
+of element are there, the first `bt` frame number, the multi-line element
+still open after it, and its diagnostics. Plain lines cost nothing; a line
+of plain frames that resolve (the bulk of a crash log) costs one int
+(`flags | (frame + 1) << 16`); anything else gets a `LineInfo`.
+
+The process layout is kept per *epoch*: the stretch of log from one
+`{{{reset}}}` to the next. Each epoch replays its `module`/`mmap` elements
+into a core `MarkupContext` and remembers where each mapping and module
+was declared, so that "which mapping covers this address *here*" can be
+answered for a line anywhere in the epoch without replaying (a mapping
+declared after the line does not count, as in a one-pass filter).
+
+An edit re-reads only the lines it touched, with the epoch in force there.
+When it adds or removes contextual elements, the epochs around it are
+replayed: from the reset that starts the epoch of the edit to the next
+reset after it (the lines in between are re-read, since what covers their
+addresses may have changed). Nothing before or after moves, because lines
+are numbered within their chunk (see document.py).
+
+Parsing and decoding are the core's (`stackmark.markup`); `scan.py` only
+recognises the common well-formed shapes quickly and hands everything
+else to the core.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from stackmark.markup.context import lookup_address
+from stackmark.markup.diagnostics import Diagnostic, Severity
+from stackmark.markup.elements import (
+    BtElement,
+    DataElement,
+    DumpfileElement,
+    HexdictElement,
+    MmapElement,
+    ModuleElement,
+    PcElement,
+    ResetElement,
+    SymbolElement,
+    TypedElement,
+    decode,
+)
+from stackmark.markup.parser import MarkupParser, ParsedLine, Pending
+from stackmark.markup.syntax import MULTILINE_TAGS, Element, Field
+from stackmark_lsp import scan
+from stackmark_lsp.document import Chunk, Document, Edit
+from stackmark_lsp.epochs import MASK64, Epoch
+
+# Entry flags
+F_CTX = 1 << 0  # a contextual element (reset, module, mmap)
+F_RESET = 1 << 1
+F_RESET_FIRST = 1 << 2  # the line's first element is a reset: an epoch starts cleanly here
+F_BT = 1 << 3
+F_PC = 1 << 4
+F_DATA = 1 << 5
+F_SYMBOL = 1 << 6
+F_DUMPFILE = 1 << 7
+F_HEXDICT = 1 << 8
+F_OTHER = 1 << 9  # an element with a tag the spec does not define
+F_BAD = 1 << 10  # an element with an error
+F_SLOW = 1 << 11  # read by the core parser
+F_CONT = 1 << 12  # a multi-line element was open when the line began
+FLAG_BITS = 0xFFFF
+
+_CONTEXT_TAGS = ("{{{reset", "{{{module", "{{{mmap")
+NO_MMAP = "no mmap covers address"
+
+
+class LineInfo:
+    """What is known about one line with markup (when an int does not say it all).
+
+    `rel` is the line number the parser was given for this line: 0, or
+    for a line inside a multi-line element its distance from the line the
+    element opened on. Diagnostics are numbered that way; `Index.absolute`
+    turns them into document lines.
+    """
+
+    __slots__ = ("chunk", "diags", "flags", "frame", "local", "pending", "rel")
+
+    def __init__(self, chunk: Chunk, local: int) -> None:
+        self.chunk = chunk
+        self.local = local
+        self.flags = 0
+        self.rel = 0
+        self.frame = -1  # the first bt frame number on the line
+        self.pending: Pending | None = None  # open multi-line element after this line
+        self.diags: tuple[Diagnostic, ...] = ()
+
+    @property
+    def line(self) -> int:
+        return self.chunk.start + self.local
+
+    def __repr__(self) -> str:
+        return f"<LineInfo {self.line} flags=0x{self.flags:x}>"
+
+
+Entry = LineInfo | int
+
+
+def flags_of(entry: Entry) -> int:
+    return entry & FLAG_BITS if isinstance(entry, int) else entry.flags
+
+
+def frame_of(entry: Entry) -> int:
+    """The first bt frame number of the line (-1: none)."""
+    return (entry >> 16) - 1 if isinstance(entry, int) else entry.frame
+
+
+def pending_of(entry: Entry | None) -> Pending | None:
+    return entry.pending if isinstance(entry, LineInfo) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LineElements:
+    """A line re-read by the core, with document line numbers: each element and its decoding."""
+
+    line: int
+    text: str
+    elements: tuple[tuple[Element, TypedElement], ...]
+
+
+def no_mmap(field: Field) -> Diagnostic:
+    """The diagnostic for an address no mmap covers (llvm's wording), on the address field."""
+    return Diagnostic(Severity.ERROR, NO_MMAP, field.line, field.start, field.end, "no-mmap")
+
+
+class Index:
+    """Line entries and epochs of one document (see the module docstring)."""
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.parser = MarkupParser(MULTILINE_TAGS)
+        self._live: Epoch = Epoch(None, 0)
+        self._reread: OrderedDict[int, LineElements] = OrderedDict()
+        self.rebuild()
+
+    # -- building -------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Read the whole document."""
+        for chunk in self.document.chunks:
+            chunk.infos = {}
+            chunk.epochs = []
+            chunk.entry = None
+        self._reread.clear()
+        self._pass(0, None, Epoch(None, 0))
+
+    def edit(self, edit: Edit) -> None:
+        """Catch up with an edit of the document (`Document.replace`)."""
+        self._reread.clear()
+        chunk, first, old_count = edit.chunk, edit.first, edit.old_count
+        delta = edit.new_count - old_count
+        removed: list[tuple[int, Entry]] = []
+        kept: dict[int, Entry] = {}
+        for local, entry in chunk.infos.items():
+            if local < first:
+                kept[local] = entry
+            elif local < first + old_count:
+                removed.append((local, entry))
+            else:
+                if isinstance(entry, LineInfo):
+                    entry.local = local + delta
+                kept[local + delta] = entry
+        chunk.infos = kept
+        gone = {id(entry) for _, entry in removed}
+        chunk.epochs = [e for e in chunk.epochs if id(e.start) not in gone]
+        line = chunk.start + first
+        old_tail = pending_of(next((e for k, e in removed if k == first + old_count - 1), None))
+        context_changed = any(flags_of(e) & F_CTX for _, e in removed) or any(
+            tag in text
+            for _, text in self.document.lines(line, line + edit.new_count)
+            for tag in _CONTEXT_TAGS
+        )
+        if context_changed:
+            self._replay_around(line, line + edit.new_count)
+        else:
+            self._reread_lines(line, line + edit.new_count, old_tail)
+        self.document.rebalance(chunk)
+
+    def _replay_around(self, first: int, stop: int) -> None:
+        """Replay from the clean reset before `first` to the first clean reset after `stop`."""
+        start_line, epoch = self._clean_start_before(first)
+        self._pass(start_line, max(stop - 1, first), epoch)
+
+    def _clean_start_before(self, line: int) -> tuple[int, Epoch]:
+        """(line, epoch to start from): the last line before `line` that begins with a reset
+        (and is not inside a multi-line element), or the top of the document."""
+        doc = self.document
+        index = doc.chunk_index(line)
+        while index >= 0:
+            chunk = doc.chunks[index]
+            for epoch in reversed(chunk.epochs):
+                start = epoch.start
+                if (
+                    start is not None
+                    and start.line < line
+                    and start.flags & F_RESET_FIRST
+                    and not start.flags & F_CONT
+                ):
+                    return start.line, epoch
+            index -= 1
+        return 0, Epoch(None, 0)
+
+    def _reread_lines(self, first: int, stop: int, old_tail: Pending | None) -> None:
+        """Re-read lines whose context did not change (no contextual element came or went)."""
+        doc = self.document
+        pending = self._pending_before(first)
+        line = first
+        total = len(doc)
+        while line < total:
+            chunk, local = doc.locate(line)
+            old = chunk.infos.get(local)
+            if line >= stop:
+                if pending == old_tail:
+                    return
+                if old is not None and flags_of(old) & F_CTX:
+                    # An open element now swallows (or frees) a contextual line: replay.
+                    self._replay_around(first, line + 1)
+                    return
+                old_tail = pending_of(old)
+            text = doc.chunk_lines(chunk)[local]
+            info = self._read(chunk, local, text, pending, live=False)
+            if info is None:
+                chunk.infos.pop(local, None)
+                pending = None
+            else:
+                chunk.infos[local] = info
+                pending = info.pending
+            line += 1
+
+    def _pending_before(self, line: int) -> Pending | None:
+        return pending_of(self.entry(line - 1)) if line > 0 else None
+
+    def _pass(self, start_line: int, stop_after: int | None, epoch: Epoch) -> None:
+        """Read lines from `start_line` on, replaying contextual elements from `epoch`; after
+        `stop_after`, stop at the first line that starts cleanly with a reset (None: read on
+        to the end)."""
+        doc = self.document
+        self._live = epoch
+        index = doc.chunk_index(start_line)
+        local = start_line - doc.chunks[index].start
+        pending = self._pending_before(start_line)
+        if start_line == 0:
+            doc.chunks[0].entry = epoch
+        while index < len(doc.chunks):
+            chunk = doc.chunks[index]
+            if local == 0 and chunk.start != start_line:
+                chunk.entry = self._live
+            stopped, pending = self._pass_chunk(chunk, local, stop_after, pending)
+            if stopped:
+                return
+            index += 1
+            local = 0
+
+    def _pass_chunk(
+        self, chunk: Chunk, local: int, stop_after: int | None, pending: Pending | None
+    ) -> tuple[bool, Pending | None]:
+        """Read one chunk from line `local`; (stopped, pending element after the last line)."""
+        old = chunk.infos
+        old_epochs = chunk.epochs
+        infos = {k: v for k, v in old.items() if k < local} if local else {}
+        chunk.epochs = [e for e in old_epochs if e.start is not None and e.start.local < local]
+        stop_line = None if stop_after is None else stop_after - chunk.start
+        if "\r" in chunk.text:
+            stop_at, pending = self._pass_split(chunk, local, stop_line, old, infos, pending)
+        else:
+            stop_at, pending = self._pass_text(chunk, local, stop_line, old, infos, pending)
+        if stop_at >= 0:
+            infos.update((k, v) for k, v in old.items() if k >= stop_at)
+            chunk.epochs.extend(
+                e for e in old_epochs if e.start is not None and e.start.local >= stop_at
+            )
+            chunk.infos = infos
+            return True, None
+        chunk.infos = infos
+        return False, pending
+
+    @staticmethod
+    def _stops_at(line: int, stop_line: int | None, old: dict[int, Entry]) -> bool:
+        """After `stop_line`, a line that began cleanly with a reset ends the pass."""
+        if stop_line is None or line <= stop_line:
+            return False
+        entry = old.get(line)
+        if entry is None:
+            return False
+        flags = flags_of(entry)
+        return bool(flags & F_RESET_FIRST) and not flags & F_CONT
+
+    def _pass_split(
+        self,
+        chunk: Chunk,
+        local: int,
+        stop_line: int | None,
+        old: dict[int, Entry],
+        infos: dict[int, Entry],
+        pending: Pending | None,
+    ) -> tuple[int, Pending | None]:
+        """The pass over a chunk with '\\r' terminators: line by line."""
+        texts = self.document.chunk_lines(chunk)
+        for line in range(local, chunk.count):
+            text = texts[line]
+            if pending is None:
+                if "{{{" not in text:
+                    continue
+                if self._stops_at(line, stop_line, old):
+                    return line, None
+            info = self._read(chunk, line, text, pending, live=True)
+            pending = info.pending if info is not None else None
+            if info is not None:
+                infos[line] = info
+        return -1, pending
+
+    def _pass_text(
+        self,
+        chunk: Chunk,
+        local: int,
+        stop_line: int | None,
+        old: dict[int, Entry],
+        infos: dict[int, Entry],
+        pending: Pending | None,
+    ) -> tuple[int, Pending | None]:
+        """The pass over a chunk with '\\n' terminators only: element lines are found by
+        one regex scan of the chunk text, plain lines are never looked at.
+
+        This is the loop a large log spends its opening in, so the common line (one
+        `bt`/`pc`/`data` element whose address an mmap covers) is read inline.
+        """
+        text = chunk.text
+        size = len(text)
+        pos = 0 if local == 0 else self._offset(chunk, local)
+        line = local  # the line that starts at `pos`
+        rfind, count, find = text.rfind, text.count, text.find
+        bt, pc, data, other = scan.BT, scan.PC, scan.DATA, scan.OTHER
+        live = self._live
+        low = high = 0  # bounds of the mapping that covered the last address in `live`
+        while line < chunk.count:
+            # Lines inside a multi-line element: one by one, with the core.
+            while pending is not None and line < chunk.count:
+                end = find("\n", pos)
+                if end < 0:
+                    end = size
+                info = self._read(chunk, line, text[pos:end], pending, live=True)
+                pending = info.pending if info is not None else None
+                if info is not None:
+                    infos[line] = info
+                pos = end + 1
+                line += 1
+            if line >= chunk.count:
+                break
+            current = -1  # the line whose matches are being collected
+            begin = finish = 0  # its span in `text`
+            matches: list[scan.Scanned] = []
+            for m in scan.ANY_OPENING.finditer(text, pos):
+                at = m.start()
+                if current >= 0:
+                    if at < finish:
+                        matches.append(m)
+                        continue
+                    # `current` is complete: read it.
+                    pending = self._read_matches(chunk, current, text, begin, finish, matches, infos)
+                    if pending is not None:
+                        break
+                begin = rfind("\n", pos, at) + 1 or pos
+                line += count("\n", pos, begin)
+                pos = begin
+                if stop_line is not None and self._stops_at(line, stop_line, old):
+                    return line, None
+                finish = find("\n", at)
+                if finish < 0:
+                    finish = size
+                kind = m.lastindex
+                if kind == other or kind == bt or kind == pc or kind == data:
+                    # Most lines: a single frame. Read it right here when the next `{{{`
+                    # is on a later line and an mmap covers the address.
+                    if kind != other and find("{{{", m.end(), finish) < 0:
+                        if kind == bt:
+                            address = int(m.group(3), 16)
+                            if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
+                                address = (address - 1) & MASK64
+                            flags = F_BT | (int(m.group(2)) + 1) << 16
+                        elif kind == pc:
+                            address = int(m.group(6), 16)
+                            if m.group(7) == "ra":
+                                address = (address - 1) & MASK64
+                            flags = F_PC
+                        else:
+                            address = int(m.group(9), 16)
+                            flags = F_DATA
+                        if self._live is not live:
+                            live, low, high = self._live, 0, 0
+                        if low <= address < high:
+                            infos[line] = flags
+                            current = -1
+                            continue
+                        hit = live.covering(address)
+                        if hit >= 0:
+                            span = live.spans[hit]
+                            low, high = span[0], (span[0] + span[1]) & MASK64
+                            infos[line] = flags
+                            current = -1
+                            continue
+                current = line
+                matches = [m]
+            else:
+                if current >= 0:
+                    pending = self._read_matches(chunk, current, text, begin, finish, matches, infos)
+                    pos, line = finish + 1, current + 1
+                    if pending is not None:
+                        continue
+                break
+            pos, line = finish + 1, current + 1  # broke out: a multi-line element opened
+        return -1, pending
+
+    def _read_matches(
+        self,
+        chunk: Chunk,
+        local: int,
+        text: str,
+        begin: int,
+        finish: int,
+        matches: list[scan.Scanned],
+        infos: dict[int, Entry],
+    ) -> Pending | None:
+        """Read the line text[begin:finish] whose `{{{`s matched as `matches` (live pass)."""
+        if any(m.lastindex == scan.OTHER for m in matches):
+            info = self._read(chunk, local, text[begin:finish], None, live=True)
+            if info is None:
+                return None
+        else:
+            info = LineInfo(chunk, local)
+            self._read_scanned(info, matches, True, begin)
+        infos[local] = info
+        return info.pending
+
+    def _offset(self, chunk: Chunk, local: int) -> int:
+        """Character offset of line `local` in a chunk without '\\r'."""
+        texts = self.document.chunk_lines(chunk)
+        return sum(len(t) for t in texts[:local]) + local
+
+    # -- reading one line ---------------------------------------------------------
+
+    def _read(
+        self, chunk: Chunk, local: int, text: str, pending: Pending | None, *, live: bool
+    ) -> LineInfo | None:
+        """Read one line: parse, replay contextual elements (`live`) or check addresses
+        against the epoch in force (not `live`); None for a line with nothing to keep."""
+        if pending is None:
+            scanned = scan.scan_line(text)
+            if scanned is not None:
+                if not scanned:
+                    return None
+                info = LineInfo(chunk, local)
+                self._read_scanned(info, scanned, live, 0)
+                return info
+        info = LineInfo(chunk, local)
+        self._read_parsed(info, text, pending, live)
+        if not info.flags & ~F_SLOW and not info.diags and info.pending is None:
+            return None
+        return info
+
+    def _new_epoch(self, info: LineInfo, column: int) -> Epoch:
+        epoch = Epoch(info, column)
+        info.chunk.epochs.append(epoch)
+        self._live = epoch
+        return epoch
+
+    def _read_scanned(
+        self, info: LineInfo, scanned: list[scan.Scanned], live: bool, base: int
+    ) -> None:
+        """Read a line the scanner matched; `base` is where the line starts in the
+        matched text (columns are match positions minus `base`)."""
+        flags = 0
+        diags: list[Diagnostic] | None = None
+        epoch = self._live if live else self.epoch_at(info.chunk.start + info.local, 0)
+        for m in scanned:
+            kind = m.lastindex
+            if kind == scan.BT:
+                flags |= F_BT
+                if info.frame < 0:
+                    info.frame = int(m.group(2))
+                address = int(m.group(3), 16)
+                if m.group(4) != "pc":  # llvm's -1 table (see scan.lookup_address)
+                    address = (address - 1) & MASK64
+            elif kind == scan.PC:
+                flags |= F_PC
+                address = int(m.group(6), 16)
+                if m.group(7) == "ra":
+                    address = (address - 1) & MASK64
+            elif kind == scan.DATA:
+                flags |= F_DATA
+                address = int(m.group(9), 16)
+            else:
+                column = m.start() - base
+                if kind == scan.MMAP:
+                    flags |= F_CTX
+                    if live and not self._mmap(epoch, info, m, column):
+                        diags = [*(diags or ()), self._core_error(info, column)]
+                elif kind == scan.MODULE:
+                    flags |= F_CTX
+                    if live and not self._module(epoch, info, m, column):
+                        diags = [*(diags or ()), self._core_error(info, column)]
+                elif kind == scan.RESET:
+                    flags |= F_CTX | F_RESET | (F_RESET_FIRST if m is scanned[0] else 0)
+                    if live:
+                        epoch = self._new_epoch(info, column)
+                elif kind == scan.SYMBOL:
+                    flags |= F_SYMBOL
+                else:
+                    flags |= F_DUMPFILE
+                continue
+            if live:
+                found = epoch.covering(address) >= 0
+            else:
+                here = (info.chunk.start + info.local, m.start() - base)
+                found = epoch.mapping_at(address, here) is not None
+            if not found:
+                field_start, field_end = m.span(scan.ADDRESS_GROUP[kind])
+                diag = Diagnostic(
+                    Severity.ERROR, NO_MMAP, 0, field_start - base, field_end - base, "no-mmap"
+                )
+                diags = [*(diags or ()), diag]
+        info.flags = flags
+        if diags:
+            info.diags = tuple(diags)
+
+    @staticmethod
+    def _module(epoch: Epoch, info: LineInfo, m: scan.Scanned, column: int) -> bool:
+        """Declare a scanned module; False when the core refuses it (a duplicate ID)."""
+        module_id = scan.parse_id(m.group(17))
+        return epoch.declare(module_id, m.group(18), scan.build_id(m.group(19)), (info, column))
+
+    @staticmethod
+    def _mmap(epoch: Epoch, info: LineInfo, m: scan.Scanned, column: int) -> bool:
+        """Map a scanned segment; False when the core refuses it (unknown module, overlap)."""
+        return epoch.map(
+            int(m.group(11), 16),
+            scan.parse_id(m.group(12)),
+            scan.parse_id(m.group(13)),
+            m.group(14).lower(),
+            int(m.group(15), 16),
+            (info, column),
+        )
+
+    def _core_error(self, info: LineInfo, column: int) -> Diagnostic:
+        """Replay the contextual element at `column` with the core to get its error."""
+        text = self.document.chunk_lines(info.chunk)[info.local]
+        for element in self.parser.parse(text, 0).elements:
+            if element.start == column:
+                typed = decode(element)
+                context = self._live.context
+                if isinstance(typed, ModuleElement):
+                    result: object = context.declare_module(typed)
+                else:
+                    assert isinstance(typed, MmapElement)
+                    result = context.map_segment(typed)
+                assert isinstance(result, Diagnostic), "the scanner and the core disagree"
+                return result
+        raise AssertionError(f"no element at column {column}")
+
+    def _read_parsed(
+        self, info: LineInfo, text: str, pending: Pending | None, live: bool
+    ) -> None:
+        rel = pending.line + len(pending.pieces) if pending is not None else 0
+        parsed = self.parser.parse(text, rel, pending)
+        info.rel = rel
+        info.pending = parsed.pending
+        flags = F_SLOW | (F_CONT if pending is not None else 0)
+        diags: list[Diagnostic] = []
+        epoch = self._live if live else self.epoch_at(info.chunk.start + info.local, 0)
+        first = True
+        for element in parsed.elements:
+            typed = decode(element)
+            diags.extend(typed.diagnostics)
+            if not typed.ok:
+                flags |= F_BAD
+                first = False
+                continue
+            if isinstance(typed, ResetElement):
+                flags |= F_CTX | F_RESET | (F_RESET_FIRST if first else 0)
+                if live:
+                    epoch = self._new_epoch(info, element.start)
+            elif isinstance(typed, ModuleElement):
+                flags |= F_CTX
+                where = (info, element.start)
+                if live and not epoch.declare(typed.module_id, typed.name, typed.build_id, where):
+                    refused = epoch.context.declare_module(typed)
+                    assert isinstance(refused, Diagnostic), "the index and the core disagree"
+                    diags.append(refused)
+            elif isinstance(typed, MmapElement):
+                flags |= F_CTX
+                if live and (
+                    typed.module_relative_error is not None
+                    or not epoch.map(
+                        typed.start,
+                        typed.size,
+                        typed.module_id,
+                        typed.mode,
+                        typed.module_relative,
+                        (info, element.start),
+                    )
+                ):
+                    refused = epoch.context.map_segment(typed)
+                    assert isinstance(refused, Diagnostic), "the index and the core disagree"
+                    diags.append(refused)
+            elif isinstance(typed, PcElement | BtElement | DataElement):
+                if isinstance(typed, BtElement):
+                    flags |= F_BT
+                    if info.frame < 0:
+                        info.frame = typed.frame
+                    field = element.fields[1]
+                else:
+                    flags |= F_PC if isinstance(typed, PcElement) else F_DATA
+                    field = element.fields[0]
+                address = lookup_address(typed)
+                here = None if live else (info.chunk.start + info.local, element.start)
+                if epoch.mapping_at(address, here) is None:
+                    diags.append(no_mmap(field))
+            elif isinstance(typed, SymbolElement):
+                flags |= F_SYMBOL
+            elif isinstance(typed, HexdictElement):
+                flags |= F_HEXDICT
+            elif isinstance(typed, DumpfileElement):
+                flags |= F_DUMPFILE
+            else:
+                flags |= F_OTHER
+            first = False
+        info.flags = flags
+        if diags:
+            info.diags = tuple(diags)
+
+    # -- questions ------------------------------------------------------------------
+
+    def entry(self, line: int) -> Entry | None:
+        """What is known about document line `line` (None: a plain line)."""
+        if line < 0 or line >= len(self.document):
+            return None
+        chunk, local = self.document.locate(line)
+        return chunk.infos.get(local)
+
+    def flags(self, line: int) -> int:
+        entry = self.entry(line)
+        return flags_of(entry) if entry is not None else 0
+
+    def epoch_at(self, line: int, column: int) -> Epoch:
+        """The epoch in force at (line, column): the last reset at or before it."""
+        doc = self.document
+        index = doc.chunk_index(line)
+        chunk = doc.chunks[index]
+        local = line - chunk.start
+        for epoch in reversed(chunk.epochs):
+            start = epoch.start
+            if start is not None and (start.local, epoch.column) <= (local, column):
+                return epoch
+        while index > 0 and chunk.entry is None:  # only before the first pass reached it
+            index -= 1
+            chunk = doc.chunks[index]
+        return chunk.entry if chunk.entry is not None else Epoch(None, 0)
+
+    def epochs(self) -> Iterator[Epoch]:
+        """Every epoch in document order (the top one first)."""
+        first = self.document.chunks[0].entry
+        if first is not None:
+            yield first
+        for chunk in self.document.chunks:
+            yield from chunk.epochs
+
+    def entries(self, first: int = 0, stop: int | None = None) -> Iterator[tuple[int, Entry]]:
+        """(document line, entry) for the lines with markup among first..stop-1, in order."""
+        doc = self.document
+        stop = len(doc) if stop is None else min(stop, len(doc))
+        if first >= stop:
+            return
+        index = doc.chunk_index(first)
+        while index < len(doc.chunks):
+            chunk = doc.chunks[index]
+            if chunk.start >= stop:
+                return
+            low, high = first - chunk.start, stop - chunk.start
+            base = chunk.start
+            infos = chunk.infos
+            for local in sorted(infos):
+                if low <= local < high:
+                    yield base + local, infos[local]
+            index += 1
+
+    def diagnostics(self) -> Iterator[tuple[int, Diagnostic]]:
+        """(document line, diagnostic) for every problem the markup itself has."""
+        for chunk in self.document.chunks:
+            for entry in chunk.infos.values():
+                if type(entry) is not int and entry.diags:  # type: ignore[union-attr]
+                    info: LineInfo = entry  # type: ignore[assignment]
+                    base = chunk.start + info.local - info.rel
+                    for diag in info.diags:
+                        yield base + diag.line, diag
+
+    def elements(self, line: int) -> LineElements:
+        """The elements of a line, re-read by the core with document line numbers.
+
+        A multi-line element is listed on the line where it closes, as the
+        parser reports it; its fields carry their own lines.
+        """
+        found = self._reread.get(line)
+        if found is not None:
+            self._reread.move_to_end(line)
+            return found
+        doc = self.document
+        first = line
+        while first > 0 and self.flags(first) & F_CONT:
+            first -= 1
+        pending: Pending | None = None
+        parsed: ParsedLine | None = None
+        for number, text in doc.lines(first, line + 1):
+            parsed = self.parser.parse(text, number, pending)
+            pending = parsed.pending
+        pairs = tuple((e, decode(e)) for e in parsed.elements) if parsed is not None else ()
+        found = LineElements(line, doc.line(line), pairs)
+        self._reread[line] = found
+        if len(self._reread) > 512:
+            self._reread.popitem(last=False)
+        return found
+
+    def element_at(self, line: int, column: int) -> tuple[Element, TypedElement] | None:
+        """The element under (line, column), including a multi-line one that covers it."""
+        candidates: list[int] = [line]
+        if pending_of(self.entry(line)) is not None:
+            # inside an open multi-line element: it is reported where it closes
+            probe = line + 1
+            while probe < len(self.document):
+                candidates.append(probe)
+                if pending_of(self.entry(probe)) is None:
+                    break
+                probe += 1
+        for number in candidates:
+            for element, typed in self.elements(number).elements:
+                if _covers(element, line, column):
+                    return element, typed
+        return None
+
+
+def _covers(element: Element, line: int, column: int) -> bool:
+    start = (element.line, element.start)
+    end = (element.end_line, element.end)
+    return start <= (line, column) < end

@@ -1,0 +1,94 @@
+"""A fast recognizer for the common, well-formed shapes of markup elements.
+
+Opening a million-line log must not take a core parse (tens of objects
+per line) of every element line. Most elements in real logs are well
+formed and spelled the plain way (`{{{bt:3:0x7f12a4b011a5:ra}}}`), so
+this module matches each `{{{` of a line against one strict regular
+expression and returns plain tuples. Whenever anything is unusual (an
+unknown or bad tag, a field the core would reject or warn about, a
+number spelled in octal, an element left open for the next line), it
+returns None and the caller uses the core parser
+(`stackmark.markup.parser`) and decoder (`stackmark.markup.elements`)
+for that line, so diagnostics always come from the core.
+
+What `scan_line` accepts, it accepts exactly as the core does (same
+elements, same values, no diagnostics); tests/lsp/test_scan.py checks
+that against the core on generated lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Element kinds: the number of the regex group that matched (see _ELEMENT).
+BT, PC, DATA, MMAP, MODULE, RESET, SYMBOL, DUMPFILE = 1, 5, 8, 10, 16, 20, 21, 23
+OTHER = 24  # (ANY_OPENING only) a `{{{` the fast shapes do not cover
+
+_ADDR = r"(0x[0-9a-fA-F]{1,16})"  # `%p` spelled the plain way (the core also takes others)
+_ID = r"(0|[1-9][0-9]{0,18}|0[xX][0-9a-fA-F]{1,16})"  # `%i` in decimal or hex
+_TYPE = r"(?::(ra|pc))?"
+
+# One alternative per tag; each is a group whose number is the kind above.
+_SHAPES = (
+    r"(?:"
+    r"(bt:([0-9]{1,19}):" + _ADDR + _TYPE + r")"  # 1: frame 2, address 3, type 4
+    r"|(pc:" + _ADDR + _TYPE + r")"  # 5: address 6, type 7
+    r"|(data:" + _ADDR + r")"  # 8: address 9
+    r"|(mmap:" + _ADDR + ":" + _ID + r":load:" + _ID  # 10: start 11, size 12, module 13
+    + r":((?=[rwxRWX])[rR]?[wW]?[xX]?):" + _ADDR + r")"  # mode 14, relative 15
+    r"|(module:" + _ID + r":([^:{}]*):elf:([0-9a-fA-F]+))"  # 16: id 17, name 18, build ID 19
+    r"|(reset)"  # 20
+    r"|(symbol:([^:{}]*))"  # 21: name 22
+    r"|(dumpfile(?::[^{}]*)?)"  # 23
+    r")\}\}\}"
+)
+_ELEMENT = re.compile(r"\{\{\{" + _SHAPES)
+# Every `{{{` of a text: a fast shape, or OTHER (then the line needs the core).
+ANY_OPENING = re.compile(r"\{\{\{(?:" + _SHAPES + "|())")
+
+Scanned = re.Match[str]  # an element matched by _ELEMENT; `lastindex` is its kind
+
+
+def scan_line(text: str) -> list[re.Match[str]] | None:
+    """The elements of `text` (one line), or None when the core parser must read it.
+
+    Each element is the regex match; its `lastindex` is its kind (BT, PC, ...)
+    and `group(n)` its fields, numbered as in _ELEMENT. Use the helpers below
+    to read them.
+    """
+    out: list[re.Match[str]] = []
+    match = _ELEMENT.match
+    find = text.find
+    pos = find("{{{")
+    while pos >= 0:
+        m = match(text, pos)
+        if m is None:
+            return None
+        out.append(m)
+        pos = find("{{{", m.end())
+    return out
+
+
+def parse_id(text: str) -> int:
+    """A module ID or size as scanned (decimal or 0x hex)."""
+    return int(text, 16) if text[:2] in ("0x", "0X") else int(text)
+
+
+def build_id(text: str) -> str:
+    """A build ID as the core normalises it: lower case, whole bytes."""
+    text = text.lower()
+    return "0" + text if len(text) % 2 else text
+
+
+# Where each kind keeps its address field (group number), for diagnostics.
+ADDRESS_GROUP = {BT: 3, PC: 6, DATA: 9}
+
+
+def lookup_address(kind: int, address: int, pc_type: str | None) -> int:
+    """The address to look up, by llvm's -1 table (as `stackmark.markup.context.lookup_address`):
+    a `pc` is precise unless `:ra`, a `bt` is a return address unless `:pc`."""
+    if kind == PC:
+        return (address - 1) & 0xFFFFFFFFFFFFFFFF if pc_type == "ra" else address
+    if kind == BT:
+        return (address - 1) & 0xFFFFFFFFFFFFFFFF if pc_type != "pc" else address
+    return address
