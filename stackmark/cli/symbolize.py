@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from stackmark.cli import scale_args
+from stackmark.errors import StackmarkError
 from stackmark.markup.filter import StackmarkFilter
 from stackmark.markup.llvm19 import Llvm19Filter
 from stackmark.markup.naming import NameOptions, Naming
@@ -31,6 +32,7 @@ from stackmark.markup.records import Record
 from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
 from stackmark.markup.resolve import Resolver
 from stackmark.symbols.api import SymbolizerAPI
+from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 
 if TYPE_CHECKING:
     from stackmark.symbols.debuginfod import DebuginfodClient
@@ -87,6 +89,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="DIR",
         help="a directory of ELF files, matched by build ID (repeatable)",
+    )
+    where.add_argument(
+        "--gsym-cache",
+        choices=["use", "build", "off"],
+        default="use",
+        help="GSYM cache of symbols per build ID: use entries already built (default), "
+        "also build missing ones on first use (about a minute per 30 MB of DWARF), or not",
+    )
+    where.add_argument(
+        "--gsym-cache-dir",
+        metavar="DIR",
+        help="where the GSYM cache lives (default $XDG_CACHE_HOME/stackmark)",
     )
     out = parser.add_argument_group("output")
     out.add_argument(
@@ -159,6 +173,7 @@ def _make_symbolizer(
     args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
 ) -> SymbolizerAPI:
     """The real symbolizer, looking where the options say (llvm 19 ignores --obj)."""
+    from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 
@@ -169,7 +184,37 @@ def _make_symbolizer(
         symbol_paths=list(args.symbol_path),
         debuginfod=debuginfod or scale_args.make_client(args),
     )
+    if args.gsym_cache != "off":
+        options.source_factories = [
+            _gsym_factory(args.gsym_cache_dir, build=args.gsym_cache == "build"),
+            elf_source_factory,
+        ]
     return Symbolizer(options)
+
+
+def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
+    """Answers from the GSYM cache: entries already built, or (`build`) built on first use.
+
+    Imports the GSYM code only when a module is looked up."""
+
+    def factory(files: ModuleFiles) -> SymbolSource | None:
+        from stackmark.symbols.cache import GsymCache
+        from stackmark.symbols.gsym_source import GsymSource, gsym_source_factory
+
+        cache = GsymCache(cache_dir)
+        if build:
+            return gsym_source_factory(cache)(files)
+        if not files.build_id:
+            return None
+        try:
+            entry = cache.validate(files.build_id)
+            if entry is None:
+                return None
+            return GsymSource(str(entry.gsym), str(entry.extras), files)
+        except (StackmarkError, OSError):
+            return None
+
+    return factory
 
 
 def _make_naming(args: argparse.Namespace) -> Naming:

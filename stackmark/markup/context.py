@@ -53,7 +53,7 @@ class Mapping:
         return (address - self.segment.start + self.segment.module_relative) & U64_MASK
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placement:
     """Where a runtime address lies: its mapping and module-relative address."""
 

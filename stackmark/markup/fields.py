@@ -16,24 +16,26 @@ caller then reports `expected <what>; found '<field>'`). The rules, from
 
 from __future__ import annotations
 
+import re
+
 U64_MASK = (1 << 64) - 1
 
 
-def _digit_value(c: str) -> int:
-    if "0" <= c <= "9":
-        return ord(c) - 48
-    if "a" <= c <= "z":
-        return ord(c) - 87
-    if "A" <= c <= "Z":
-        return ord(c) - 55
-    return 99
+_DIGITS = {
+    2: re.compile("[01]+"),
+    8: re.compile("[0-7]+"),
+    10: re.compile("[0-9]+"),
+    16: re.compile("[0-9a-fA-F]+"),
+}
 
 
 def parse_unsigned(text: str, radix: int) -> int | None:
     """The whole of `text` as an unsigned 64-bit integer in `radix` (0: C-style prefix).
 
     Mirrors the rules of LLVM's StringRef::getAsInteger: no sign, no
-    surrounding space, no digit outside the radix, no overflow.
+    surrounding space, no digit outside the radix, no overflow. (Python's
+    int() alone would also take signs, blanks, underscores and non-ASCII
+    digits, hence the pattern check first.)
     """
     if radix == 0:
         radix = 10
@@ -46,17 +48,13 @@ def parse_unsigned(text: str, radix: int) -> int | None:
             radix, text = 8, text[2:]
         elif len(text) > 1 and text[0] == "0" and "0" <= text[1] <= "9":
             radix, text = 8, text[1:]
-    if not text:
+    if not _DIGITS[radix].fullmatch(text):
         return None
-    value = 0
-    for c in text:
-        digit = _digit_value(c)
-        if digit >= radix:
-            return None
-        value = value * radix + digit
-        if value > U64_MASK:
-            return None
-    return value
+    significant = text.lstrip("0") or "0"
+    if len(significant) > 64:  # more than 64 bits in any radix
+        return None
+    value = int(significant, radix)
+    return value if value <= U64_MASK else None
 
 
 def parse_address(text: str) -> int | None:

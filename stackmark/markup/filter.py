@@ -388,13 +388,14 @@ class StackmarkFilter:
             self._record(typed, [])
             return
         result, extra = self._code(typed)
-        self._record(
-            typed,
-            extra,
-            address=records.hex_(typed.address),
-            type=typed.pc_type,
-            **records.code(result, self.naming),
-        )
+        if self.records is not None:
+            self._record(
+                typed,
+                extra,
+                address=records.hex_(typed.address),
+                type=typed.pc_type,
+                **records.code(result, self.naming),
+            )
         placement = result.placement
         if placement is None:
             layout.raw_element(self.out, typed.element)
@@ -422,14 +423,15 @@ class StackmarkFilter:
             self._record(typed, [])
             return
         result, extra = self._code(typed)
-        self._record(
-            typed,
-            extra,
-            frame=typed.frame,
-            address=records.hex_(typed.address),
-            type=typed.pc_type,
-            **records.code(result, self.naming),
-        )
+        if self.records is not None:
+            self._record(
+                typed,
+                extra,
+                frame=typed.frame,
+                address=records.hex_(typed.address),
+                type=typed.pc_type,
+                **records.code(result, self.naming),
+            )
         placement = result.placement
         if placement is None:
             layout.raw_element(self.out, typed.element)
@@ -462,9 +464,13 @@ class StackmarkFilter:
         elif result.error is not None:
             searched = result.resolution.searched if result.resolution else []
             extra.append(self._lookup_warning(placement.module, result.error, searched))
-        self._record(
-            typed, extra, address=records.hex_(typed.address), **records.data(result, self.naming)
-        )
+        if self.records is not None:
+            self._record(
+                typed,
+                extra,
+                address=records.hex_(typed.address),
+                **records.data(result, self.naming),
+            )
         if placement is None:
             layout.raw_element(self.out, typed.element)
         elif result.symbol is None:
@@ -510,7 +516,8 @@ class StackmarkFilter:
         module = placement.module
         if "x" in placement.segment.mode:
             result = self.resolver.code(self.context, value)
-            entry.update(records.code(result, self.naming))
+            if self.records is not None:
+                entry.update(records.code(result, self.naming))
             if result.error is not None:
                 searched = result.resolution.searched if result.resolution else []
                 self._lookup_warning(module, result.error, searched)
@@ -526,7 +533,8 @@ class StackmarkFilter:
                     w.write(" ")
         else:
             data = self.resolver.data(self.context, value)
-            entry.update(records.data(data, self.naming))
+            if self.records is not None:
+                entry.update(records.data(data, self.naming))
             if data.error is not None:
                 searched = data.resolution.searched if data.resolution else []
                 self._lookup_warning(module, data.error, searched)

@@ -19,7 +19,7 @@ from stackmark.markup.syntax import Element
 from stackmark.model import Module
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FrameText:
     """One frame as printed: function, file, line, column (None when unknown)."""
 
@@ -105,6 +105,13 @@ def bt_frames(
     `show_invalid=False` leaves out ` <invalid>:0:0` for frames known only
     by name (stackmark's default; llvm prints it).
     """
+    if not w.enabled:
+        w.write(
+            _plain_bt_frames(
+                number, address, frames, module_name, module_relative, eol, show_invalid
+            )
+        )
+        return
     w.highlight()
     header = f"#{number}".rjust(6)
     hash_at = header.index("#") + 1
@@ -136,6 +143,32 @@ def bt_frames(
         if index != count - 1:
             w.write(eol)
     w.restore()
+
+
+def _plain_bt_frames(
+    number: int,
+    address: int,
+    frames: Sequence[FrameText],
+    module_name: str,
+    module_relative: int,
+    eol: str,
+    show_invalid: bool,
+) -> str:
+    """`bt_frames` without colour, in one string (the common, fast case)."""
+    header = f"#{number}".rjust(6)
+    middle = f" 0x{address:016x} "
+    tail = f"({module_name}+0x{module_relative:x})"
+    last = len(frames) - 1
+    lines = []
+    for index, frame in enumerate(frames):
+        inline = "   " if index == last else f".{index + 1:<2}"
+        where = ""
+        if frame.known:
+            where = (frame.function or "<invalid>") + " "
+            if show_invalid or frame.file is not None:
+                where += f"{frame.file or '<invalid>'}:{frame.line}:{frame.column} "
+        lines.append(f"{header}{inline}{middle}{where}{tail}")
+    return eol.join(lines)
 
 
 def plain_name(w: StyledWriter, name: str) -> None:

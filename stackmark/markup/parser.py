@@ -43,7 +43,7 @@ _SGR = re.compile("\x1b\\[([01]|3[0-7])m")
 MAX_MULTILINE_LINES = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pending:
     """A multi-line element opened on an earlier line and not closed yet."""
 
@@ -53,7 +53,7 @@ class Pending:
     pieces: tuple[str, ...]  # its text so far, one entry per line
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ParsedLine:
     """The spans of one line.
 

@@ -7,6 +7,10 @@ server) works on these spans. Every span knows where it came from: a
 decoded line (the filter converts to byte offsets where llvm reports bytes;
 the language server converts to UTF-16 units).
 
+Spans are plain (not frozen) dataclasses because a log has millions of
+them and frozen ones cost three times as much to build; treat them as
+immutable all the same.
+
 A multi-line element (`hexdict`) is reported once, on the line where it
 closes; `line`/`start` then point at its `{{{` on an earlier line.
 """
@@ -24,7 +28,7 @@ KNOWN_TAGS = CONTEXTUAL_TAGS | PRESENTATION_TAGS | TRIGGER_TAGS
 MULTILINE_TAGS = frozenset({"hexdict"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Field:
     """One `:`-separated field of an element, with its position."""
 
@@ -37,7 +41,7 @@ class Field:
         return self.start + len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Text:
     """Plain log text (outside any element), never interpreted."""
 
@@ -50,7 +54,7 @@ class Text:
         return self.start + len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sgr:
     """One of the SGR colour codes the spec allows: ESC[0m, ESC[1m, ESC[30m..ESC[37m."""
 
@@ -64,7 +68,7 @@ class Sgr:
         return self.start + len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Continuation:
     """Part of a multi-line element that has not closed yet on this line.
 
@@ -81,7 +85,7 @@ class Continuation:
         return self.start + len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Element:
     """`{{{tag:field:...}}}`: everything from `{{{` to the first `}}}` after it.
 
