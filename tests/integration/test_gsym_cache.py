@@ -1,0 +1,172 @@
+"""The GSYM cache and the source that answers from it.
+
+- Answers equal llvm-symbolizer-19's (function, file, line, column of every
+  inline frame) on every code address of compiled C and C++ programs.
+- Entries land under $XDG_CACHE_HOME/stackmark/gsym-v1, hold llvm's bytes,
+  are rebuilt when damaged, and two processes building one entry at once
+  both get a sound entry.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stackmark.elf import SHF_EXECINSTR, ElfFile
+from stackmark.formats.gsym import GsymReader
+from stackmark.symbols.cache import GsymCache, default_cache_dir
+from stackmark.symbols.gsym_source import GsymSource, gsym_source_factory
+from stackmark.symbols.source import ModuleFiles
+from tests.conftest import require_tool
+from tests.support.build import build_id_of, compile_program
+
+PROGRAMS = {
+    "c-O0": ("gcc", ["gsym_inline.c", "gsym_inline_b.c"], ("-g", "-O0")),
+    "c-O2": ("gcc", ["gsym_inline.c", "gsym_inline_b.c"], ("-g", "-O2")),
+    "cpp-O0": ("g++", ["gsym_cpp.cpp"], ("-g", "-O0")),
+    "cpp-O2": ("g++", ["gsym_cpp.cpp"], ("-g", "-O2")),
+}
+
+
+def program(name: str) -> Path:
+    compiler, sources, flags = PROGRAMS[name]
+    return compile_program(f"gsym-cache-{name}", sources, compiler=compiler, flags=flags)
+
+
+def symbolizer_frames(binary: Path, addresses: list[int]) -> list[list[tuple]]:
+    """llvm-symbolizer-19's inline frames (raw names, files, lines, columns) per address."""
+    proc = subprocess.run(
+        [
+            require_tool("llvm-symbolizer-19"),
+            "--obj",
+            str(binary),
+            "--output-style=JSON",
+            "--no-demangle",
+            "--functions=linkage",
+            "--inlines",
+        ],
+        input="".join(f"0x{a:x}\n" for a in addresses),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = []
+    for line in proc.stdout.splitlines():
+        frames = []
+        for f in json.loads(line)["Symbol"]:
+            if f["FunctionName"] in ("", "??") and not f["FileName"]:
+                continue
+            frames.append((f["FunctionName"], f["FileName"] or None, f["Line"], f["Column"]))
+        out.append(frames)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_answers_equal_llvm_symbolizer(name: str, tmp_path: Path) -> None:
+    binary = program(name)
+    files = ModuleFiles(build_id_of(binary), str(binary))
+    source = gsym_source_factory(GsymCache(tmp_path))(files)
+    assert isinstance(source, GsymSource)
+    with ElfFile.open(binary) as elf:
+        text = [
+            (s.addr, s.addr + s.size)
+            for s in elf.sections
+            if s.flags & SHF_EXECINSTR and s.name == ".text"
+        ]
+    addresses = [a for low, high in text for a in range(low, high)]
+    expected = symbolizer_frames(binary, addresses)
+    mismatches = []
+    for addr, want in zip(addresses, expected, strict=True):
+        got = [(f.function or "", f.file, f.line, f.column) for f in source.frames_at(addr)]
+        if got != want:
+            mismatches.append((hex(addr), got, want))
+    assert not mismatches, mismatches[:5]
+
+
+def test_layout_and_default_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "stackmark"
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    entry = GsymCache().get_or_build(build_id, str(binary))
+    assert entry.gsym == tmp_path / "xdg/stackmark/gsym-v1" / build_id[:2] / f"{build_id[2:]}.gsym"
+    llvm = tmp_path / "llvm.gsym"
+    subprocess.run(
+        [
+            require_tool("llvm-gsymutil-19"),
+            "--convert",
+            str(binary),
+            "--num-threads=1",
+            "-o",
+            str(llvm),
+        ],
+        capture_output=True,
+        check=True,
+    )
+    assert entry.gsym.read_bytes() == llvm.read_bytes()
+    assert not [p for p in entry.gsym.parent.iterdir() if p.name.startswith(".gsym-")]
+
+
+@pytest.mark.parametrize("damage", ["truncate-gsym", "flip-gsym", "truncate-extras", "swap"])
+def test_damaged_entries_are_rebuilt(damage: str, tmp_path: Path) -> None:
+    binary, other = program("c-O2"), program("cpp-O2")
+    build_id = build_id_of(binary)
+    cache = GsymCache(tmp_path)
+    entry = cache.get_or_build(build_id, str(binary))
+    good_gsym, good_extras = entry.gsym.read_bytes(), entry.extras.read_bytes()
+    if damage == "truncate-gsym":
+        entry.gsym.write_bytes(good_gsym[:100])
+    elif damage == "flip-gsym":
+        data = bytearray(good_gsym)
+        data[len(data) // 2] ^= 0xFF
+        entry.gsym.write_bytes(bytes(data))
+    elif damage == "truncate-extras":
+        entry.extras.write_bytes(good_extras[:-3])
+    else:  # another module's extras next to this GSYM
+        other_entry = cache.get_or_build(build_id_of(other), str(other))
+        entry.extras.write_bytes(other_entry.extras.read_bytes())
+    assert cache.validate(build_id) is None
+    again = cache.get_or_build(build_id, str(binary))
+    assert again.gsym.read_bytes() == good_gsym
+    assert again.extras.read_bytes() == good_extras
+
+
+def _build_in_process(root: str, build_id: str, binary: str, queue: multiprocessing.Queue) -> None:
+    entry = GsymCache(root).get_or_build(build_id, binary)
+    queue.put(entry.gsym.read_bytes())
+
+
+def test_two_processes_build_one_entry(tmp_path: Path) -> None:
+    binary = program("cpp-O2")
+    build_id = build_id_of(binary)
+    ctx = multiprocessing.get_context("spawn")
+    queue: multiprocessing.Queue = ctx.Queue()
+    workers = [
+        ctx.Process(target=_build_in_process, args=(str(tmp_path), build_id, str(binary), queue))
+        for _ in range(2)
+    ]
+    for w in workers:
+        w.start()
+    results = [queue.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert results[0] == results[1]
+    with GsymReader.open(GsymCache(tmp_path).entry_paths(build_id)[0]) as reader:
+        assert reader.uuid.hex() == build_id[:40]
+
+
+def test_modules_without_dwarf_fall_through(tmp_path: Path) -> None:
+    stripped = compile_program(
+        "gsym-cache-stripped",
+        ["gsym_inline.c", "gsym_inline_b.c"],
+        flags=("-O2",),
+        post=[["strip", "--strip-debug", "{out}"]],
+    )
+    files = ModuleFiles(build_id_of(stripped), str(stripped))
+    assert gsym_source_factory(GsymCache(tmp_path))(files) is None
+    assert gsym_source_factory(GsymCache(tmp_path))(ModuleFiles("", str(stripped))) is None
