@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 \
-                elfutils debuginfod
+                elfutils debuginfod \
+                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 

@@ -38,6 +38,7 @@ from stackmark.elf import (
     NT_AUXV,
     NT_FILE,
     NT_PRSTATUS,
+    PT_DYNAMIC,
     PT_LOAD,
     PT_NOTE,
     ElfFile,
@@ -49,7 +50,10 @@ from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState, UnreadableMemory
 
 NT_ARM_PAC_MASK = 0x406
-AT_PAGESZ, AT_ENTRY, AT_SYSINFO_EHDR = 6, 9, 33
+AT_PHDR, AT_PAGESZ, AT_ENTRY, AT_EXECFN, AT_SYSINFO_EHDR = 3, 6, 9, 31, 33
+DT_NULL, DT_DEBUG = 0, 21
+PT_PHDR = 6
+MAX_LINK_MAP = 4096
 NT_GNU_BUILD_ID = 3
 
 PRSTATUS_SIGNAL = 12  # pr_cursig (short)
@@ -121,9 +125,11 @@ class CoreFile:
         loads = sorted((s for s in self.elf.segments if s.type == PT_LOAD), key=lambda s: s.vaddr)
         self._loads = loads
         self._load_starts = [s.vaddr for s in loads]
-        self._mapping_starts = [m.start for m in self.mappings]
         self._files: dict[str, _MappedFile | None] = {}
         self.warnings: list[str] = []
+        self._set_mappings(self.mappings)
+        if not self.mappings:
+            self._map_from_dynamic_linker()
         self.modules: list[Module] = self._find_modules()
         self._check_files()
 
@@ -250,10 +256,120 @@ class CoreFile:
         return bytes(mapped.data[where : where + count])
 
     def local_path(self, path: str) -> str:
-        """Where a path named in the core is found on this machine."""
-        if self.sysroot:
-            return os.path.join(self.sysroot, path.lstrip("/"))
-        return path
+        """Where a path named in the core is found on this machine: under the
+        sysroot when it is there (as QEMU's -L looks), else the path itself,
+        and a relative path (QEMU cores name what the command line said) also
+        beside the core."""
+        candidates = [os.path.join(self.sysroot, path.lstrip("/"))] if self.sysroot else []
+        candidates.append(path)
+        if not os.path.isabs(path):
+            candidates.append(os.path.join(os.path.dirname(os.path.abspath(self.path)), path))
+        return next((c for c in candidates if os.path.exists(c)), candidates[0])
+
+    def _set_mappings(self, mappings: list[FileMapping]) -> None:
+        self.mappings = sorted(mappings, key=lambda m: m.start)
+        self._mapping_starts = [m.start for m in self.mappings]
+
+    # -- cores without NT_FILE (QEMU's): the dynamic linker's list ------------------
+
+    def _map_from_dynamic_linker(self) -> None:
+        """Find the loaded files as GDB does when a core has no NT_FILE: the
+        executable from AT_EXECFN/AT_PHDR, the libraries from the dynamic
+        linker's `r_debug.r_map` list (found through DT_DEBUG), each file's
+        PT_LOADs giving the file-backed ranges."""
+        execfn, phdr = self.auxv.get(AT_EXECFN), self.auxv.get(AT_PHDR)
+        if not execfn or not phdr:
+            self.warnings.append("no NT_FILE note and no AT_EXECFN/AT_PHDR: modules unknown")
+            return
+        try:
+            executable = self._c_string(execfn)
+        except StackmarkError as exc:
+            self.warnings.append(f"no NT_FILE note, and the executable's name is unreadable: {exc}")
+            return
+        found: list[FileMapping] = []
+        exe_elf = self._open_elf(executable)
+        if exe_elf is None:
+            self.warnings.append(f"{self.local_path(executable)}: not found; modules unknown")
+            return
+        with exe_elf:
+            segments = exe_elf.segments
+            loads = [seg for seg in segments if seg.type == PT_LOAD]
+            phdr_seg = next((seg for seg in segments if seg.type == PT_PHDR), None)
+            if not loads or phdr_seg is None:
+                self.warnings.append(f"{executable}: no PT_PHDR to place it by; modules unknown")
+                return
+            bias = phdr - phdr_seg.vaddr
+            found += self._file_mappings(executable, loads, bias)
+            dynamic = next((seg for seg in segments if seg.type == PT_DYNAMIC), None)
+        self._set_mappings(found)  # so the reads below can use the executable's file
+        if dynamic is not None:
+            for path, lib_bias in self._link_map(dynamic.vaddr + bias, dynamic.memsz):
+                lib = self._open_elf(path)
+                if lib is None:
+                    self.warnings.append(f"{self.local_path(path)}: not found")
+                    continue
+                with lib:
+                    found += self._file_mappings(
+                        path, [g for g in lib.segments if g.type == PT_LOAD], lib_bias
+                    )
+        self._set_mappings(found)
+
+    def _open_elf(self, path: str) -> ElfFile | None:
+        try:
+            return ElfFile.open(self.local_path(path))
+        except StackmarkError:
+            return None
+
+    def _file_mappings(
+        self, path: str, loads: Sequence[ProgramHeader], bias: int
+    ) -> list[FileMapping]:
+        page = self.auxv.get(AT_PAGESZ) or 4096
+        mappings = []
+        for seg in loads:
+            start = (bias + seg.vaddr) & ~(page - 1)
+            end = (bias + seg.vaddr + seg.filesz + page - 1) & ~(page - 1)
+            offset = seg.offset & ~(page - 1)
+            if end > start:
+                mappings.append(FileMapping(start, end, offset, path))
+        return mappings
+
+    def _link_map(self, dynamic: int, size: int) -> list[tuple[str, int]]:
+        """(path, load bias) of each library on the dynamic linker's list."""
+        try:
+            r_debug = 0
+            for i in range(0, size - 15, 16):
+                tag, value = struct.unpack("<qQ", self.read_memory(dynamic + i, 16))
+                if tag == DT_NULL:
+                    break
+                if tag == DT_DEBUG:
+                    r_debug = value
+            if not r_debug:
+                return []
+            entry = struct.unpack("<Q", self.read_memory(r_debug + 8, 8))[0]  # r_map
+            libraries = []
+            seen: set[int] = set()
+            while entry and entry not in seen and len(seen) < MAX_LINK_MAP:
+                seen.add(entry)
+                l_addr, l_name, _l_ld, l_next = struct.unpack("<QQQQ", self.read_memory(entry, 32))
+                name = self._c_string(l_name) if l_name else ""
+                if "/" in name:  # not the executable (""), not the vDSO ("linux-vdso.so.1")
+                    libraries.append((name, l_addr))
+                entry = l_next
+            return libraries
+        except StackmarkError as exc:
+            self.warnings.append(f"the dynamic linker's list of libraries is unreadable: {exc}")
+            return []
+
+    def _c_string(self, address: int, limit: int = 4096) -> str:
+        out = bytearray()
+        while len(out) < limit:
+            chunk = self._read_some(address + len(out), 64)
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                out += chunk[:nul]
+                return out.decode("utf-8", "surrogateescape")
+            out += chunk
+        raise UnreadableMemory(address, limit, "string without an end")
 
     def _file(self, path: str) -> _MappedFile | None:
         if path in self._files:
@@ -418,3 +534,7 @@ class CoreTarget:
 
     def code_address_mask(self) -> int | None:
         return self.core.pac_mask
+
+    def local_path(self, path: str) -> str:
+        """Where a file the core names is on this machine (see `CoreFile.local_path`)."""
+        return self.core.local_path(path)

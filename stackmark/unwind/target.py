@@ -6,6 +6,9 @@ implement it over a live process; `stackmark.unwind.core` implements it
 over an ELF core file; tests implement it over recorded snapshots.
 Registers are keyed by DWARF register number (`Arch.sp`, `Arch.fp`,
 `Arch.ra`), the pc separately (AArch64 has no DWARF number for it).
+A target may also offer `local_path(path) -> str`, where a file it names
+is found on this machine (a core file's sysroot); the unwinder then reads
+unwind tables from there.
 """
 
 from __future__ import annotations

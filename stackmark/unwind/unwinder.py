@@ -134,7 +134,9 @@ class Unwinder:
         self.target = target
         self.arch = target.arch
         if tables is None:
-            tables = SFrameTables(read_memory=target.read_memory)
+            # A target may say where its files are here (a core's sysroot).
+            path_map = getattr(target, "local_path", None)
+            tables = SFrameTables(read_memory=target.read_memory, path_map=path_map)
         self.tables = tables if isinstance(tables, TableCache) else TableCache(tables)
         self.max_frames = max_frames
         self.modules = ModuleIndex(target.modules())

@@ -20,9 +20,9 @@ from tests.support.unwind_cores import (
     GdbCapture,
     build_chain_and_library,
     capture_with_gdb,
+    debug_directory,
+    symbolize,
 )
-
-FUNCTION = re.compile(r"^\s+#(\d+)\s+0x[0-9a-f]+ (\S+)", re.MULTILINE)
 
 
 def stackmark(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -33,29 +33,6 @@ def stackmark(*args: str, stdin: str | None = None) -> subprocess.CompletedProce
         text=True,
         check=False,
     )
-
-
-def debug_directory(root: Path, binaries: list[Path]) -> Path:
-    """A .build-id tree, so that llvm-symbolizer finds files by build ID."""
-    for binary in binaries:
-        build_id = build_id_of(binary)
-        link = root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(binary)
-    return root
-
-
-def symbolize(markup: str, debug_dir: Path) -> list[tuple[int, str]]:
-    tool = require_tool("llvm-symbolizer-19")
-    out = subprocess.run(
-        [tool, "--filter-markup", f"--debug-file-directory={debug_dir}"],
-        input=markup,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [(int(n), name) for n, name in FUNCTION.findall(out)]
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.build import compile_program
+from tests.support.build import build_id_of, compile_program
 
 GDB_FRAME_SCRIPT = """\
 import gdb, json
@@ -146,3 +148,31 @@ def build_chain_and_library(
         post=post,
     )
     return program, lib
+
+
+FUNCTION = re.compile(r"^\s+#(\d+)\s+0x[0-9a-f]+ (\S+)", re.MULTILINE)
+
+
+def debug_directory(root: Path, binaries: list[Path]) -> Path:
+    """A .build-id tree, so that llvm-symbolizer finds files by build ID."""
+    for binary in binaries:
+        build_id = build_id_of(binary)
+        link = root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(binary)
+    return root
+
+
+def symbolize(markup: str, debug_dir: Path) -> list[tuple[int, str]]:
+    tool = shutil.which("llvm-symbolizer-19")
+    if tool is None:
+        raise RuntimeError("llvm-symbolizer-19 is not installed; `make test` installs it")
+    out = subprocess.run(
+        [tool, "--filter-markup", f"--debug-file-directory={debug_dir}"],
+        input=markup,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [(int(n), name) for n, name in FUNCTION.findall(out)]
