@@ -13,6 +13,8 @@ print:
     {unnamed type#1} / #2                 'unnamed' / 'unnamed0'
     f(int)::{default arg#1}::...          f(int)::...
     {parm#1} / {parm#2}                   fp / fp0
+    D<T>::Base(...)  (inheriting ctor)    D<T>::D(...)
+    f<int>(int)::x   (local name)         void f<int>(int)::x
     decltype (x)                          decltype(x)
     decltype(nullptr)                     std::nullptr_t
     TLS init function for x               thread-local initialization routine for x
@@ -22,13 +24,14 @@ print:
 Clone suffixes are handled before libstdc++ sees the name: LLVM prints
 everything from the first '.' after the encoding verbatim in parentheses.
 Names LLVM does not demangle are left alone: transaction-safe clones
-(`_ZGTt`), and anything libstdc++ rejects.
+(`_ZGTt`), unresolved `std::` names in expressions (`srSt`), and
+anything libstdc++ rejects.
 
 Known differences that remain (rare; see tests/unit/test_demangle_itanium.py):
-a function template named inside a local name (`_ZZ...E`) loses its
-return type, C++20 template parameter declarations (`Tn`) and newer
-builtin types are not understood by libstdc++ 12, and expressions inside
-decltype are parenthesized GNU's way.
+local names nested inside template arguments keep libstdc++'s form, C++20
+template parameter declarations (`Tn`) and newer builtin types are not
+understood by libstdc++ 12, and expressions inside decltype are
+parenthesized GNU's way.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ _CLOSURE = re.compile(r"\{(lambda|unnamed type)")
 _DEFAULT_ARG = re.compile(r"::\{default arg#\d+\}")
 _PARM = re.compile(r"\{parm#(\d+)\}")
 _BLOCK_TAIL = re.compile(r"_block_invoke(?:_\d+|\d*)$")
+# An unresolved name under `std::` in an expression: LLVM's parser rejects the name.
+_LLVM_REJECTS = re.compile(r"(?:X|cl|nt|aa|oo|eq|ne|lt|gt|le|ge)srSt\d")
+_INHERITING_CTOR = re.compile(r"CI[12345](?:St|N|S|\d)")
 
 
 def _load_backend() -> _Demangler:
@@ -108,17 +114,104 @@ def is_itanium(name: str) -> bool:
 def demangle_itanium(name: str) -> str | None:
     """`name` demangled as LLVM prints it, or None when LLVM would not demangle it."""
     if name.startswith("_Z"):
-        encoding, dot, suffix = name.partition(".")
-        if encoding.startswith("_ZGTt"):
+        if name.startswith("_ZGTt"):
             return None
-        text = _gnu(encoding)
-        if text is None:
+        # LLVM prints everything after the encoding, from its '.', in parentheses. An
+        # identifier may itself hold dots, so the encoding ends at the first dot after
+        # which libstdc++ accepts what precedes it.
+        if _LLVM_REJECTS.search(name):
             return None
-        text = _llvm_style(text)
-        return f"{text} (.{suffix})" if dot else text
+        cut = name.find(".")
+        while cut >= 0:
+            text = _encoding(name[:cut])
+            if text is not None:
+                return f"{text} ({name[cut:]})"
+            cut = name.find(".", cut + 1)
+        return _encoding(name)
     if name.startswith(("___Z", "____Z")):
         return _block_invocation(name)
     return None
+
+
+def _encoding(name: str) -> str | None:
+    """One `_Z` encoding (no clone suffix) in LLVM's style, or None."""
+    text = _gnu(name)
+    if text is None:
+        return None
+    if name.startswith("_ZZ"):
+        text = _with_local_return_type(name, text)
+    if _INHERITING_CTOR.search(name):
+        text = _inheriting_constructor(text)
+    return _llvm_style(text)
+
+
+def _with_local_return_type(name: str, text: str) -> str:
+    """`_ZZ<encoding>E<entity>`: LLVM prints the encoding's return type (a function
+    template has one) before the local name; libstdc++ does not. The encoding is found
+    as the prefix whose own demangling, less a return type, starts `text`."""
+    pos = name.find("E", 3)
+    while pos >= 0:
+        enclosing = _gnu("_Z" + name[3:pos])
+        if enclosing is not None:
+            if text.startswith(enclosing + "::"):
+                return text
+            space = enclosing.find(" ")
+            while space >= 0:
+                if text.startswith(enclosing[space + 1 :] + "::"):
+                    return enclosing[: space + 1] + text
+                space = enclosing.find(" ", space + 1)
+        pos = name.find("E", pos + 1)
+    return text
+
+
+def _inheriting_constructor(text: str) -> str:
+    """libstdc++ names an inheriting constructor after the base class; LLVM after the
+    class it is declared in: `D<T>::Base(int)` -> `D<T>::D(int)`."""
+    params = _top_level_call(text)
+    if params < 0:
+        return text
+    parts = _split_scopes(text[:params])
+    if len(parts) < 2:
+        return text
+    owner = parts[-2].split("<", 1)[0]
+    ctor = parts[-1]
+    args = ctor[ctor.find("<") :] if "<" in ctor else ""
+    return "::".join([*parts[:-1], owner + args]) + text[params:]
+
+
+def _top_level_call(text: str) -> int:
+    """Index of the '(' opening the last top-level parameter list, or -1."""
+    depth = 0
+    last = -1
+    for i, ch in enumerate(text):
+        if ch in "<(":
+            if ch == "(" and depth == 0:
+                last = i
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+    return last
+
+
+def _split_scopes(name: str) -> list[str]:
+    """A qualified name split at its top-level '::'."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == ":" and depth == 0 and name.startswith("::", i):
+            parts.append(name[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(name[start:])
+    return parts
 
 
 def _block_invocation(name: str) -> str | None:

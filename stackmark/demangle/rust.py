@@ -49,31 +49,33 @@ _U64 = (1 << 64) - 1
 
 def demangle_rust_legacy(name: str) -> str | None:
     """`_ZN` <length><identifier>... `E` ending in a `h<16 hex digits>` hash, joined with
-    `::`; None for anything else (the Itanium demangler handles other `_ZN` names)."""
-    base, dot, suffix = name.partition(".")
-    if not base.startswith("_ZN") or not base.endswith("E"):
+    `::`, any `.suffix` after the `E` kept in parentheses; None for anything else (the
+    Itanium demangler handles other `_ZN` names). Identifiers may contain dots."""
+    if not name.startswith("_ZN"):
         return None
     parts: list[str] = []
     pos = 3
-    end = len(base) - 1
-    while pos < end:
+    while pos < len(name) and name[pos] != "E":
         digits = pos
-        while pos < end and base[pos].isdigit():
+        while pos < len(name) and name[pos].isdigit():
             pos += 1
-        if digits == pos or base[digits] == "0":
+        if digits == pos or name[digits] == "0":
             return None
-        length = int(base[digits:pos])
-        if pos + length > end:
+        length = int(name[digits:pos])
+        if pos + length > len(name):
             return None
-        parts.append(base[pos : pos + length])
+        parts.append(name[pos : pos + length])
         pos += length
-    if len(parts) < 2 or not re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+    if pos >= len(name) or len(parts) < 2 or not re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+        return None
+    suffix = name[pos + 1 :]
+    if suffix and not suffix.startswith("."):
         return None
     shown = [
         "(anonymous namespace)" if re.match(r"_GLOBAL_[._$]N", part) else part for part in parts
     ]
     text = "::".join(shown)
-    return f"{text} (.{suffix})" if dot else text
+    return f"{text} ({suffix})" if suffix else text
 
 
 def demangle_rust_v0(name: str) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from stackmark.demangle import demangle_symbol
 from stackmark.model import Module
 from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 from tests.conftest import require_tool
@@ -110,3 +111,22 @@ def test_split_dwarf_without_its_dwo_falls_back_to_line_tables_like_llvm(tmp_pat
     for dwo in tmp_path.glob("*.dwo"):
         dwo.unlink()
     assert check(binary, binary) == 0
+
+
+def test_demangled_names_match_llvm() -> None:
+    binary = sym_builds.cpp_program()
+    addresses = addresses_for(binary, binary)
+    expected = llvm_frames(binary, addresses, demangle=True)
+    symbolizer = Symbolizer(SymbolizerOptions(debug_file_directories=[], objects=[str(binary)]))
+    module = Module(0, binary.name, build_id_of(binary))
+    actual = {
+        a: [
+            as_llvm_frame(f, demangle_symbol(f.function) if f.function else "")
+            for f in symbolizer.code(module, a).frames
+        ]
+        for a in addresses
+    }
+    diffs = mismatches(expected, actual)
+    assert not diffs, describe(diffs)
+    names = {frame[0] for frames in expected.values() for frame in frames}
+    assert any("'lambda" in n for n in names) and any(">>" in n for n in names)
