@@ -27,9 +27,14 @@ def _field(text: str) -> str:
 
 
 def context_lines(modules: Iterable[Module], *, reset: bool = True) -> list[str]:
-    """`{{{reset}}}` (optional), then each module and its segments in address order."""
+    """`{{{reset}}}` (optional), then each module and its segments in address order.
+
+    Modules without a build ID are left out: a `module` element must carry
+    one (llvm-symbolizer rejects the element, and every `mmap` after it)."""
     lines = ["{{{reset}}}"] if reset else []
     for module in modules:
+        if not module.build_id:
+            continue  # markup requires one; symbolizers find files by it
         lines.append(f"{{{{{{module:{module.id}:{_field(module.name)}:elf:{module.build_id}}}}}}}")
         for seg in sorted(module.segments, key=lambda s: s.start):
             if seg.size <= 0 or not seg.mode:
