@@ -339,3 +339,17 @@ def test_tables_are_loaded_once_per_module() -> None:
     result = Unwinder(target, load).unwind()
     assert len(result.frames) == 31
     assert calls == ["app"]
+
+
+def test_a_repeated_frame_is_a_loop() -> None:
+    """A signal context that leads back to the handler's own frame (damaged
+    stack): the CFA check does not apply across a signal frame, the loop check does."""
+    uc = 0x7008
+    words = {0x7000: 0x5200, uc + 160: 0x7000, uc + 168: 0x1150}
+    for offset in range(40, 40 + 8 * 17, 8):
+        words.setdefault(uc + offset, 0)
+    target = FakeTarget(Arch.AMD64, 0x1150, {RSP: 0x7000}, words, [APP, LIB],
+                        code={0x5200: SIGRETURN})  # fmt: skip
+    result = Unwinder(target, loader({"app": [F0]})).unwind()
+    assert addresses(result) == [0x1150, 0x5200, 0x1150]
+    assert result.stop_reason == "loop: frame at pc 0x1150 CFA 0x7008 repeats"
