@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackmark.errors import FormatError, StackmarkError
-from stackmark.formats.gsym.convert import convert_elf, write_atomically
+from stackmark.formats.gsym.convert import ProgressSink, convert_elf, write_atomically
 from stackmark.formats.gsym.extras import Extras, ExtrasBuilder
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.reader import GsymReader
@@ -86,8 +86,11 @@ class GsymCache:
             return None
         return CacheEntry(gsym_path, extras_path)
 
-    def get_or_build(self, build_id: str, dwarf_file: str) -> CacheEntry:
-        """The sound entry for `build_id`, made from `dwarf_file` when missing."""
+    def get_or_build(
+        self, build_id: str, dwarf_file: str, progress: ProgressSink | None = None
+    ) -> CacheEntry:
+        """The sound entry for `build_id`, made from `dwarf_file` when missing
+        (`progress`, if given, hears how the conversion goes)."""
         entry = self.validate(build_id)
         if entry is not None:
             return entry
@@ -99,7 +102,7 @@ class GsymCache:
                 entry = self.validate(build_id)
                 if entry is not None:
                     return entry
-                self._build(dwarf_file, gsym_path, extras_path)
+                self._build(dwarf_file, gsym_path, extras_path, progress)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         entry = self.validate(build_id)
@@ -107,9 +110,15 @@ class GsymCache:
             raise StackmarkError(f"the GSYM cache entry for {build_id} failed to validate")
         return entry
 
-    def _build(self, dwarf_file: str, gsym_path: Path, extras_path: Path) -> None:
+    def _build(
+        self,
+        dwarf_file: str,
+        gsym_path: Path,
+        extras_path: Path,
+        progress: ProgressSink | None = None,
+    ) -> None:
         collector = ExtrasCollector()
-        result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector)
+        result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
         builder = ExtrasBuilder()
         for info in result.functions:
             builder.add_function(collector.function_nodes(info))
