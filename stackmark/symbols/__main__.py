@@ -13,7 +13,6 @@ library with llvm-symbolizer in the same mode; the user-facing command is
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable
 
@@ -21,32 +20,60 @@ from stackmark.errors import StackmarkError
 from stackmark.model import Module, SourceFrame
 from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 
+USAGE = """usage: python -m stackmark.symbols (--obj=FILE | --build-id=HEX)
+                                 [--debug-file-directory=DIR]... [--symbol-path=DIR]...
+                                 [--json] [--no-demangle] [--data] [ADDRESS...]
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m stackmark.symbols", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--obj", help="the binary the addresses belong to")
-    parser.add_argument("--build-id", help="look the module up by build ID instead")
-    parser.add_argument(
-        "--debug-file-directory",
-        action="append",
-        default=None,
-        metavar="DIR",
-        help="a .build-id tree (repeatable; default /usr/lib/debug)",
-    )
-    parser.add_argument(
-        "--symbol-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory searched for ELF files by build ID (repeatable)",
-    )
-    parser.add_argument("--json", action="store_true", help="llvm-symbolizer's JSON layout")
-    parser.add_argument("--no-demangle", action="store_true", help="print raw names")
-    parser.add_argument("--data", action="store_true", help="addresses are data addresses")
-    parser.add_argument("addresses", nargs="*", help="addresses (stdin when none are given)")
-    return parser
+Addresses are read from stdin when none are given."""
+
+_FLAGS = ("--json", "--no-demangle", "--data")
+_VALUED = ("--obj", "--build-id", "--debug-file-directory", "--symbol-path")
+
+
+class _Args:
+    """The parsed command line (argparse is not used: it costs more than a lookup)."""
+
+    def __init__(self) -> None:
+        self.obj: str | None = None
+        self.build_id: str | None = None
+        self.debug_file_directory: list[str] | None = None
+        self.symbol_path: list[str] = []
+        self.json = False
+        self.no_demangle = False
+        self.data = False
+        self.addresses: list[str] = []
+
+
+def _parse(argv: list[str]) -> _Args:
+    args = _Args()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in ("-h", "--help"):
+            print(USAGE)
+            raise SystemExit(0)
+        if arg in _FLAGS:
+            setattr(args, arg[2:].replace("-", "_"), True)
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            if not eq:
+                if i >= len(argv):
+                    raise SystemExit(f"error: {name} needs a value\n{USAGE}")
+                value = argv[i]
+                i += 1
+            key = name[2:].replace("-", "_")
+            if key in ("debug_file_directory", "symbol_path"):
+                current = getattr(args, key) or []
+                setattr(args, key, [*current, value])
+            else:
+                setattr(args, key, value)
+            continue
+        if arg.startswith("-") and not arg[1:2].isdigit():
+            raise SystemExit(f"error: unknown option {arg}\n{USAGE}")
+        args.addresses.append(arg)
+    return args
 
 
 def _frame_name(frame: SourceFrame, demangle: bool) -> str:
@@ -60,7 +87,7 @@ def _frame_name(frame: SourceFrame, demangle: bool) -> str:
     return name
 
 
-def _addresses(args: argparse.Namespace) -> Iterable[str]:
+def _addresses(args: _Args) -> Iterable[str]:
     if args.addresses:
         yield from args.addresses
     else:
@@ -70,7 +97,7 @@ def _addresses(args: argparse.Namespace) -> Iterable[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(sys.argv[1:] if argv is None else argv)
     if not args.obj and not args.build_id:
         print("error: give --obj or --build-id", file=sys.stderr)
         return 2

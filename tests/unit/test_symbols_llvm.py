@@ -7,6 +7,8 @@ chain (function, file, line, column of each frame) must equal llvm's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,30 @@ def test_demangled_names_match_llvm() -> None:
     assert not diffs, describe(diffs)
     names = {frame[0] for frames in expected.values() for frame in frames}
     assert any("'lambda" in n for n in names) and any(">>" in n for n in names)
+
+
+@pytest.mark.parametrize("variant", ["c-O2-pie", "cpp-O2", "nodebug", "lib-user"])
+def test_address_mode_output_is_llvm_symbolizers(variant: str) -> None:
+    """`python -m stackmark.symbols` prints exactly what llvm-symbolizer-19 prints."""
+    if variant == "nodebug":
+        binary = sym_builds.c_program("-O2", name="sym_inline_nodebug")
+        addresses = addresses_for(binary, None)
+    else:
+        binary = VARIANTS[variant]()
+        addresses = addresses_for(binary, binary)[:600]
+    text = "".join(f"0x{a:x}\n" for a in addresses)
+    llvm = subprocess.run(
+        [require_tool("llvm-symbolizer-19"), f"--obj={binary}"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ours = subprocess.run(
+        [sys.executable, "-m", "stackmark.symbols", f"--obj={binary}"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ours.splitlines() == llvm.splitlines()
