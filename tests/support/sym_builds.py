@@ -27,6 +27,19 @@ def cpp_program(*flags: str, name: str = "sym_templates") -> Path:
     return compile_program(name, [CPP_SOURCE], compiler="g++", flags=flags or ("-g", "-O2"))
 
 
+def aarch64_program() -> Path:
+    """sym_inline.c cross-compiled for AArch64 (-g -O2): another machine, with mapping
+    symbols ($x, $d) in its symbol table."""
+    from tests.conftest import require_tool
+
+    return compile_program(
+        "sym_inline_a64",
+        [C_SOURCE],
+        compiler=require_tool("aarch64-linux-gnu-gcc"),
+        flags=("-g", "-O2"),
+    )
+
+
 def shared_library() -> Path:
     """libsymlib.so from sym_lib.c (-g -O2)."""
     return compile_program("libsymlib.so", ["sym_lib.c"], flags=("-g", "-O2"), shared=True)

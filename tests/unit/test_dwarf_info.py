@@ -202,6 +202,9 @@ BUILDS = {
         "-g", "-O2", "-gdwarf64", name="sym_inline_dwarf64"
     ),
     "c-O2-gz": lambda: sym_builds.c_program("-g", "-O2", "-gz", name="sym_inline_gz"),
+    "c-O2-dwarf2": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-2", name="sym_inline_d2"),
+    "c-O2-dwarf3": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-3", name="sym_inline_d3"),
+    "c-O2-aarch64": sym_builds.aarch64_program,
     "c-O2-types": lambda: sym_builds.c_program(
         "-g", "-O2", "-fdebug-types-section", name="sym_inline_types"
     ),

@@ -65,6 +65,9 @@ VARIANTS = {
     "c-O2-nopie": lambda: sym_builds.c_program("-g", "-O2", "-no-pie", name="sym_inline_nopie"),
     "c-O2-dwarf4": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-4", name="sym_inline_d4"),
     "c-O2-gz": lambda: sym_builds.c_program("-g", "-O2", "-gz", name="sym_inline_gz"),
+    "c-O2-dwarf2": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-2", name="sym_inline_d2"),
+    "c-O2-dwarf3": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-3", name="sym_inline_d3"),
+    "c-O2-aarch64": sym_builds.aarch64_program,
     "c-O2-dwarf64": lambda: sym_builds.c_program(
         "-g", "-O2", "-gdwarf64", name="sym_inline_dwarf64"
     ),
