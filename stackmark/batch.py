@@ -20,6 +20,7 @@ symbolizer with its open files is shared by all the files a worker gets.
 from __future__ import annotations
 
 import contextlib
+import glob
 import multiprocessing
 import os
 import re
@@ -288,8 +289,19 @@ def _run_pool(
     """
     suspects = _run_round(items, factory, jobs, temp_dir, finished)
     for item in suspects:
+        _discard_partial_output(item)
         if _run_round([item], factory, 1, temp_dir, finished):
+            _discard_partial_output(item)
             finished(ItemResult(item, 2, failure="the worker process died on this file"))
+
+
+def _discard_partial_output(item: BatchItem) -> None:
+    """Remove what a worker killed mid-file left of the item's output (its .part file)."""
+    if item.output is None:
+        return  # a temporary output: goes with the batch's temporary directory
+    with contextlib.suppress(OSError):
+        for part in item.output.parent.glob(f".{glob.escape(item.output.name[:100])}.*.part"):
+            part.unlink()
 
 
 def _run_round(

@@ -153,6 +153,8 @@ def make_client(
         progress=line.download,
         report=lambda message: line.print(f"stackmark: {message}"),
         report_failures=report_failures,
+        # llvm-symbolizer asks servers for debuginfo only; its compatibility mode too.
+        executables=getattr(args, "compat", None) is None,
     )
     seed: Any = getattr(args, SEED_ATTRIBUTE, None)
     if seed:

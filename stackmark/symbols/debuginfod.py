@@ -320,6 +320,8 @@ class DebuginfodClient:
     ends that show each failed lookup's `searched` list themselves (the
     markup filter does) set `report_failures=False`: `report` then only
     hears of servers that sent a wrong file when another had the right one.
+    `executables=False` makes `find_module_file` ask for debuginfo only, as
+    llvm-symbolizer does (its compatibility mode needs that).
     """
 
     def __init__(
@@ -329,11 +331,13 @@ class DebuginfodClient:
         progress: ProgressCallback | None = None,
         report: ReportCallback | None = None,
         report_failures: bool = True,
+        executables: bool = True,
     ):
         self.settings = settings if settings is not None else DebuginfodSettings.from_environment()
         self.progress = progress
         self.report = report
         self.report_failures = report_failures
+        self.executables = executables
         self.cache = DownloadCache(self.settings.cache_path)
         self._misses = NegativeCache(self.settings.urls, self.settings.negative_ttl)
         self._lock = threading.Lock()
@@ -367,7 +371,7 @@ class DebuginfodClient:
         if remembered is not None and self._still_good(*remembered):
             return remembered[0]
         debuginfo = self._find_elf(build_id, DEBUGINFO)
-        if debuginfo.found:
+        if debuginfo.found or not self.executables:
             result = debuginfo
         else:
             executable = self._find_elf(build_id, EXECUTABLE)

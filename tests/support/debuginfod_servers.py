@@ -145,6 +145,16 @@ class ElfutilsServer:
             time.sleep(0.05)
         return False
 
+    def requests(self, kind: str) -> int:
+        """How many `kind` ("debuginfo", "executable", "source") requests it has had."""
+        with _direct.open(f"{self.url}/metrics", timeout=5) as response:
+            text = response.read().decode("utf-8", "replace")
+        prefix = f'http_requests_total{{type="{kind}"}} '
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return int(float(line[len(prefix) :]))
+        return 0
+
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s)."""
         process, self.process = self.process, None
