@@ -54,6 +54,7 @@ AT_PHDR, AT_PAGESZ, AT_ENTRY, AT_EXECFN, AT_SYSINFO_EHDR = 3, 6, 9, 31, 33
 DT_NULL, DT_DEBUG = 0, 21
 PT_PHDR = 6
 MAX_LINK_MAP = 4096
+MAX_HEADERS = 1 << 16  # ELF header + program headers of a module, at most
 NT_GNU_BUILD_ID = 3
 
 PRSTATUS_SIGNAL = 12  # pr_cursig (short)
@@ -103,6 +104,14 @@ class CoreFile:
         self.path = os.fspath(path)
         self.sysroot = sysroot
         self.elf = ElfFile.open(self.path)
+        self._files: dict[str, _MappedFile | None] = {}
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self) -> None:
         if self.elf.e_type != ET_CORE:
             raise FormatError(f"not a core file (ELF type {self.elf.e_type})", source=self.path)
         arch = _ARCH_BY_MACHINE.get(self.elf.machine)
@@ -125,7 +134,6 @@ class CoreFile:
         loads = sorted((s for s in self.elf.segments if s.type == PT_LOAD), key=lambda s: s.vaddr)
         self._loads = loads
         self._load_starts = [s.vaddr for s in loads]
-        self._files: dict[str, _MappedFile | None] = {}
         self.warnings: list[str] = []
         self._set_mappings(self.mappings)
         if not self.mappings:
@@ -428,6 +436,9 @@ class CoreFile:
             struct.unpack_from("<Q", ident, 32)[0],
             *struct.unpack_from("<HH", ident, 54),
         )
+        if phentsize < 56 or phoff + phentsize * phnum > MAX_HEADERS:
+            self.warnings.append(f"{path or name}: implausible program headers in memory")
+            return None
         try:
             header = self.read_memory(address, phoff + phentsize * phnum)
             elf = ElfFile.from_bytes(header, name=f"{path or name} (in memory)")
