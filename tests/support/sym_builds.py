@@ -2,16 +2,17 @@
 
 Each returns the path of the program; variants differ in optimization,
 PIE, DWARF version, compression, stripping and split debug information.
-Split-DWARF builds are made in a caller-given directory, because the
-`.dwo` path is recorded at compile time and build.py moves its outputs.
+Split-DWARF builds are compiled in place (the `.dwo` path is recorded at
+compile time, and build.py moves its outputs).
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
-from tests.support.build import SOURCES, compile_program, run
+from tests.support.build import CACHE, SOURCES, compile_program, run
 
 C_SOURCE = "sym_inline.c"
 CPP_SOURCE = "sym_templates.cpp"
@@ -71,23 +72,29 @@ def stripped_with_debuglink(*flags: str) -> tuple[Path, Path]:
     return binary, binary.with_name(binary.name + ".debug")
 
 
-def split_dwarf(directory: Path, source: str, *flags: str) -> Path:
-    """`source` compiled with -gsplit-dwarf inside `directory` (so the .dwo is found)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    src = directory / source
-    shutil.copyfile(SOURCES / source, src)
+def split_dwarf(source: str, *flags: str, directory: Path | None = None) -> Path:
+    """`source` compiled with -gsplit-dwarf, cached under build/test-fixtures (or built
+    afresh in `directory`, for tests that change the files).
+
+    Compiled in its final directory (build.py renames its outputs, which would
+    leave the .dwo path recorded in the skeleton pointing nowhere); a marker
+    file says the build finished."""
+    flags = flags or ("-g", "-O2")
     compiler = "g++" if source.endswith(".cpp") else "gcc"
+    key = hashlib.sha256(
+        "\0".join([source, compiler, *flags]).encode() + (SOURCES / source).read_bytes()
+    ).hexdigest()[:16]
+    directory = directory or CACHE / f"split-{Path(source).stem}-{key}"
     out = directory / (Path(source).stem + "-split")
+    done = directory / ".complete"
+    if done.exists():
+        return out
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SOURCES / source, directory / source)
     run(
-        [
-            compiler,
-            "-gsplit-dwarf",
-            *(flags or ("-g", "-O2")),
-            src.name,
-            "-o",
-            out.name,
-            "-Wl,--build-id=sha1",
-        ],
+        [compiler, "-gsplit-dwarf", *flags, source, "-o", out.name, "-Wl,--build-id=sha1"],
         cwd=directory,
     )
+    done.write_text("")
     return out

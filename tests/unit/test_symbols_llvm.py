@@ -106,13 +106,13 @@ def test_debug_file_alone_matches_llvm() -> None:
 
 @pytest.mark.parametrize("source", [sym_builds.C_SOURCE, sym_builds.CPP_SOURCE])
 @pytest.mark.parametrize("version", ["-gdwarf-5", "-gdwarf-4"])
-def test_split_dwarf_matches_llvm(tmp_path: Path, source: str, version: str) -> None:
-    binary = sym_builds.split_dwarf(tmp_path, source, "-g", "-O2", version)
+def test_split_dwarf_matches_llvm(source: str, version: str) -> None:
+    binary = sym_builds.split_dwarf(source, "-g", "-O2", version)
     assert check(binary, binary) > 5
 
 
 def test_split_dwarf_without_its_dwo_falls_back_to_line_tables_like_llvm(tmp_path: Path) -> None:
-    binary = sym_builds.split_dwarf(tmp_path, sym_builds.C_SOURCE, "-g", "-O2")
+    binary = sym_builds.split_dwarf(sym_builds.C_SOURCE, "-g", "-O2", directory=tmp_path)
     for dwo in tmp_path.glob("*.dwo"):
         dwo.unlink()
     assert check(binary, binary) == 0
