@@ -30,14 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "where the caches are:\n"
         "  downloads: --debuginfod-cache, else DEBUGINFOD_CACHE_PATH,\n"
         "             else $XDG_CACHE_HOME/stackmark/debuginfod (~/.cache/...)\n"
-        "  GSYM:      --cache-dir/gsym-v1, else $XDG_CACHE_HOME/stackmark/gsym-v1\n\n"
+        "  GSYM:      --gsym-cache-dir/gsym-v1, else $XDG_CACHE_HOME/stackmark/gsym-v1\n\n"
         "sizes: K, M, G, T are powers of 1000; Ki, Mi, Gi, Ti powers of 1024."
     )
     parser.add_argument(
         "--debuginfod-cache", metavar="DIR", help="the download cache to look after"
     )
     parser.add_argument(
-        "--cache-dir", metavar="DIR", help="stackmark's cache directory (holds gsym-v1)"
+        "--gsym-cache-dir",
+        metavar="DIR",
+        help="the GSYM cache, as given to `stackmark symbolize` (holds gsym-v1)",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     info = actions.add_parser("info", help="where the caches are and how much they hold")
@@ -71,7 +73,7 @@ def _caches(args: argparse.Namespace) -> Caches:
         downloads = Path(os.environ["DEBUGINFOD_CACHE_PATH"])
     else:
         downloads = default_cache_root()
-    gsym_root = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    gsym_root = Path(args.gsym_cache_dir) if args.gsym_cache_dir else default_cache_dir()
     return Caches(downloads, gsym_root)
 
 

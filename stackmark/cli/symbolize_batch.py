@@ -5,7 +5,9 @@
 
 Steps: plan the inputs; find each build ID the logs name once, for the
 whole batch, in this process (local places, then debuginfod, downloads in
-parallel); start the workers, each with a symbolizer whose debuginfod
+parallel), and with `--gsym-cache build` make the missing GSYM entries
+here too, with every core, rather than in one worker while the other
+waits for it; start the workers, each with a symbolizer whose debuginfod
 client is seeded with those answers (so no worker asks a server again, or
 reports a failure again); print each file's diagnostics (and output, when
 there is no `-o`) in input order; list the files that failed at the end.
@@ -28,6 +30,7 @@ from stackmark import batch
 from stackmark.cli import scale_args
 from stackmark.cli.progress import StatusLine
 from stackmark.model import Module
+from stackmark.symbols.api import ModuleResolution
 
 PREFETCH_THREADS = 4
 """Build IDs resolved at once before the batch: downloads overlap, local lookups are quick."""
@@ -47,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir) if args.output_dir is not None else None
     items, unusable = batch.plan(args.files, output_dir)
     worker_args = copy.copy(args)
-    setattr(worker_args, scale_args.SEED_ATTRIBUTE, _resolve_once(items, args, status))
-    factory = functools.partial(_make_processor, worker_args)
     jobs = args.jobs or os.cpu_count() or 1
+    seed = _resolve_once(items, args, status, jobs)
+    setattr(worker_args, scale_args.SEED_ATTRIBUTE, seed)
+    factory = functools.partial(_make_processor, worker_args)
 
     def deliver(result: batch.ItemResult) -> None:
         if result.diagnostics:
@@ -73,29 +77,58 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _resolve_once(
-    items: list[batch.BatchItem], args: argparse.Namespace, status: StatusLine
+    items: list[batch.BatchItem], args: argparse.Namespace, status: StatusLine, jobs: int
 ) -> object:
-    """Find the files of every build ID the logs name, once, in this process.
+    """Find the files of every build ID the logs name, once, in this process
+    (and build their GSYM entries when asked to).
 
     Returns the debuginfod client's answers for the workers (None when no
     server or download cache is in use: local lookups are cheap enough to
     repeat in each worker).
     """
     client = scale_args.make_client(args, status=status, report_failures=True)
-    if client is None:
+    build_gsym = getattr(args, "gsym_cache", "off") == "build"
+    if client is None and not build_gsym:
         return None
     from stackmark.cli.symbolize import _make_symbolizer
 
     build_ids: set[str] = set()
     for item in items:
         build_ids |= batch.scan_build_ids(item.source)
-    if not build_ids:
-        return client.snapshot()
-    status.show(f"looking up {len(build_ids)} build IDs", force=True)
-    symbolizer = _make_symbolizer(args, client)
-    with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
-        list(pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids)))
-    return client.snapshot()
+    if build_ids:
+        status.show(f"looking up {len(build_ids)} build IDs", force=True)
+        symbolizer = _make_symbolizer(args, client)
+        with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+            resolutions = list(
+                pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids))
+            )
+        if build_gsym:
+            _build_gsym_entries(resolutions, args.gsym_cache_dir, jobs, status)
+    return client.snapshot() if client is not None else None
+
+
+def _build_gsym_entries(
+    resolutions: list[ModuleResolution], cache_dir: str | None, jobs: int, status: StatusLine
+) -> None:
+    """Make the GSYM cache entries the workers will read (one conversion per build ID)."""
+    from stackmark.errors import StackmarkError
+    from stackmark.symbols.cache import GsymCache
+
+    cache = GsymCache(cache_dir, jobs=jobs)
+    wanted = [r for r in resolutions if r.binary is not None and r.has_debug_info]
+    for number, resolution in enumerate(wanted, 1):
+        assert resolution.binary is not None
+        if cache.validate(resolution.build_id) is not None:
+            continue
+        status.show(
+            f"building GSYM {number} of {len(wanted)}: {os.path.basename(resolution.binary)}",
+            force=True,
+        )
+        try:
+            cache.get_or_build(resolution.build_id, resolution.binary)
+        except (StackmarkError, OSError) as exc:
+            # The workers read DWARF for this module instead.
+            status.print(f"stackmark: cannot build GSYM for {resolution.build_id}: {exc}")
 
 
 def _make_processor(args: argparse.Namespace) -> batch.FileProcessor:

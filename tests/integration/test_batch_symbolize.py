@@ -281,3 +281,25 @@ def test_two_batches_fill_one_cache(
     # (the missing module's 404 was asked by at most both).
     assert server.requests("debuginfo") - before <= 3 + 2
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith((".part", ".tmp"))]
+
+
+def test_batch_builds_gsym_entries_once_before_the_workers(
+    server: ElfutilsServer, builds: dict[str, Build], tmp_path: Path
+) -> None:
+    logs = tmp_path / "logs"
+    write_logs(logs, builds)
+    env = cli_environment(tmp_path / "cache", server.url)
+    nodebug = ("--debug-file-directory", tmp_path)
+    gsym = ("--gsym-cache", "build", "--gsym-cache-dir", tmp_path / "gsym")
+    out = stackmark_cli("symbolize", *nodebug, *gsym, logs, "-o", tmp_path / "out", env=env)
+    assert out.returncode == 0, out.stderr
+    entries = sorted(p.name for p in (tmp_path / "gsym").rglob("*.gsym"))
+    assert entries == sorted(f"{builds[n].build_id[2:]}.gsym" for n in ("alpha", "split", "odd"))
+    reference = stackmark_cli(
+        "symbolize", *nodebug, "--gsym-cache", "off", logs, "-o", tmp_path / "dwarf", env=env
+    )
+    assert reference.returncode == 0, reference.stderr
+    for path in (tmp_path / "dwarf").rglob("*.log"):
+        assert (
+            tmp_path / "out" / path.relative_to(tmp_path / "dwarf")
+        ).read_text() == path.read_text()

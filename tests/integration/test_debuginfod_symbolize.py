@@ -269,3 +269,30 @@ def test_server_dying_while_a_module_is_fetched(builds: dict[str, Build], tmp_pa
     assert 'could not find build ID for ELF module #0x1 "split"' in out.stderr
     dead = ("closed the connection", "connection reset", "connection refused")
     assert any(reason in out.stderr for reason in dead), out.stderr
+
+
+def test_gsym_entries_from_downloaded_files(
+    server: ElfutilsServer, builds: dict[str, Build], log: str, tmp_path: Path
+) -> None:
+    """`--gsym-cache build` makes GSYM entries from downloads as from local files."""
+    env = cli_environment(tmp_path / "cache", server.url)
+    nodebug = ("--debug-file-directory", tmp_path)
+    gsym_dir = tmp_path / "gsym"
+    built = stackmark_cli(
+        "symbolize",
+        *nodebug,
+        "--gsym-cache",
+        "build",
+        "--gsym-cache-dir",
+        gsym_dir,
+        stdin=log,
+        env=env,
+    )
+    dwarf = stackmark_cli("symbolize", *nodebug, "--gsym-cache", "off", stdin=log, env=env)
+    assert built.returncode == 0, built.stderr
+    assert built.stdout == dwarf.stdout
+    for name in ("alpha", "split", "odd"):
+        build_id = builds[name].build_id
+        assert (gsym_dir / "gsym-v1" / build_id[:2] / f"{build_id[2:]}.gsym").is_file()
+    stripped = builds["beta_stripped"].build_id  # no DWARF anywhere: no entry
+    assert not (gsym_dir / "gsym-v1" / stripped[:2] / f"{stripped[2:]}.gsym").exists()
