@@ -29,7 +29,7 @@ from pathlib import Path
 
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.convert import ProgressSink, convert_elf, write_atomically
-from stackmark.formats.gsym.extras import Extras, ExtrasBuilder
+from stackmark.formats.gsym.extras import ExtrasBuilder, check_extras_header
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.reader import GsymReader
 
@@ -81,7 +81,7 @@ class GsymCache:
                 if uuid and not build_id.startswith(uuid):
                     return None
                 with open(extras_path, "rb") as f:
-                    Extras(f.read(), reader.data, str(extras_path))
+                    check_extras_header(f.read(), reader.data, str(extras_path))
         except (FormatError, OSError):
             return None
         return CacheEntry(gsym_path, extras_path)
@@ -119,9 +119,9 @@ class GsymCache:
     ) -> None:
         collector = ExtrasCollector()
         result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
-        builder = ExtrasBuilder()
-        for info in result.functions:
-            builder.add_function(collector.function_nodes(info))
-        builder.set_columns(collector.column_points())
+        builder = ExtrasBuilder(collector.column_points())
+        builder.add_functions(
+            result.functions, [collector.function_nodes(info) for info in result.functions]
+        )
         write_atomically(str(extras_path), builder.encode(result.data))
         write_atomically(str(gsym_path), result.data)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stackmark.errors import StackmarkError
-from stackmark.formats.gsym.extras import Extras
-from stackmark.formats.gsym.lookup import GsymLookupError, join_path
+from stackmark.errors import FormatError, StackmarkError
+from stackmark.formats.gsym.extras import NO_STATE, Extras
+from stackmark.formats.gsym.lookup import join_path
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.cache import GsymCache
@@ -47,6 +47,8 @@ class GsymSource:
         self._elf: ElfSymbolSource = ElfSymbolSource(files)
         self._paths: dict[int, str | None] = {}
         self._answers: dict[int, list[SourceFrame]] = {}
+        self._states: dict[int, list[SourceFrame]] = {}
+        self.extras_damaged = False
 
     @property
     def description(self) -> str:
@@ -65,47 +67,64 @@ class GsymSource:
         return path
 
     def gsym_frames(self, address: int) -> list[SourceFrame] | None:
-        """What the DWARF answers at `address`, innermost first; None when no
-        function from DWARF holds it in the GSYM."""
-        reader, extras = self.reader, self.extras
         try:
-            index = reader.find_index(address)
-        except GsymLookupError:
+            return self._gsym_frames(address)
+        except (FormatError, IndexError):
+            # A damaged entry: answer from DWARF from now on (the next run
+            # rebuilds it, as validation fails or the index points nowhere).
+            self.extras_damaged = True
             return None
-        first, end = extras.nodes(index)
-        if first == end:
+
+    def _gsym_frames(self, address: int) -> list[SourceFrame] | None:
+        """What the DWARF answers at `address`, innermost first; None when no
+        function from DWARF holds it in the GSYM (one binary search in the
+        extras' address index; answers are shared per index state)."""
+        if self.extras_damaged:
             return None
-        row, path = reader.locate(index, address)
-        column = extras.column_at(address)
-        if row is None or row.file == 0 or column is None:
+        extras = self.extras
+        state = extras.state_at(address)
+        if state == NO_STATE:
+            return None
+        cached = self._states.get(state)
+        if cached is not None:
+            return cached
+        first = extras.first_node[extras.state_function[state]]
+        file_index = extras.state_file[state]
+        if file_index == 0:
             file: str | None = None
-            line = column_value = 0
+            line = column = 0
         else:
-            file, line, column_value = self._path(row.file), row.line, column
+            file = self._path(file_index)
+            line, column = extras.state_line[state], extras.state_column[state]
+        path = extras.path(state)
         frames: list[SourceFrame] = []
-        nodes = path if path else []
-        if not nodes:
+        if not path:
             root = extras.node(first)
-            return [SourceFrame(root.linkage_name, root.name, file, line, column_value)]
-        for node in reversed(nodes):
-            extra = extras.node(first + node.index)
-            frames.append(SourceFrame(extra.linkage_name, extra.name, file, line, column_value))
-            file = self._path(node.call_file)
-            line, column_value = node.call_line, extra.call_column
+            frames.append(SourceFrame(root.linkage_name, root.name, file, line, column))
+        for index in reversed(path):
+            node = first + index
+            extra = extras.node(node)
+            frames.append(SourceFrame(extra.linkage_name, extra.name, file, line, column))
+            file = self._path(extras.call_file[node])
+            line, column = extras.call_line[node], extra.call_column
+        if len(self._states) > 65536:
+            self._states.clear()
+        self._states[state] = frames
         return frames
 
     def frames_at(self, address: int) -> list[SourceFrame]:
         cached = self._answers.get(address)
         if cached is not None:
             return list(cached)
-        frames = self.gsym_frames(address)
-        if frames is None:
+        found = self.gsym_frames(address)
+        if found is None:
             # No DWARF function here in the GSYM: padding, assembler, symbols
             # alone. Rare, and the DWARF source answers these cheaply (one
             # unit's line table at most).
             frames = self._elf.frames_at(address)
             self._remember(address, frames)
             return list(frames)
+        frames = list(found)
         symbol = self._elf.symtab.at(address)
         if symbol is not None:
             if not frames:

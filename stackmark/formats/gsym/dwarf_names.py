@@ -137,6 +137,9 @@ class NameBuilder:
 
     def __init__(self, known_parents: dict[int, int] | None = None) -> None:
         self.parents = DieParents(known_parents)
+        # (GSYM name, linkage name, short name) by abstract-origin offset, for
+        # inlined calls that have no names of their own (see from_dwarf).
+        self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
         self._context_cache: dict[int, Die | None] = {}
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:

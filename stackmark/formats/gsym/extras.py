@@ -1,11 +1,14 @@
-"""GSYM extras (`.gsymx`): what the cache needs beside a GSYM file that GSYM cannot hold.
+"""GSYM extras (`.gsymx`): what the cache keeps beside a GSYM file.
 
 A GSYM keeps one name per function or inlined call and no columns, while
-`stackmark symbolize` prints what llvm-symbolizer prints from DWARF: both
-the linkage and the short name, columns, call-site columns. The extras file
-carries exactly that, keyed to the GSYM it was made with:
+`stackmark symbolize` prints what llvm-symbolizer prints from DWARF: the
+linkage and the short name, columns, call-site columns. And a GSYM lookup
+decodes a function's line table and inline tree from their start, which
+costs hundreds of microseconds in Python on large functions. The extras
+file holds both what is missing and a flat address index, so that a warm
+lookup is one binary search:
 
-    header (48 bytes, little-endian)
+    header (64 bytes, little-endian)
       0  4  magic "SMGX"
       4  2  version (1)
       6  2  zero
@@ -13,23 +16,34 @@ carries exactly that, keyed to the GSYM it was made with:
      16  4  CRC-32 of the paired GSYM file
      20  4  number of functions (= the GSYM's NumAddresses)
      24  4  number of nodes
-     28  4  number of column points
-     32  4  string table size
-     36 12  zero
-    u32 first_node[functions + 1]   nodes of function i: first_node[i]..first_node[i+1]
-    u32 linkage[nodes]               string offset + 1 (0: none)
-    u32 name[nodes]                  string offset + 1 (0: none)
+     28  4  number of address bounds
+     32  4  number of states
+     36  4  number of path entries
+     40  4  number of paths
+     44  4  string table size
+     48 16  zero
+    u32 first_node[functions + 1]  nodes of function i: first_node[i]..first_node[i+1]
+    u32 linkage[nodes]              string offset + 1 (0: none)
+    u32 name[nodes]                 string offset + 1 (0: none)
+    u32 call_file[nodes]            GSYM file index of the call site
+    u32 call_line[nodes]
     u32 call_column[nodes]
-    u64 column_address[points]       ascending
-    u32 column[points]               0xFFFFFFFF: no line row (a gap between sequences)
-    string table                     NUL-terminated UTF-8
+    u64 bound_address[bounds]       ascending
+    u32 bound_state[bounds]         0xFFFFFFFF: no DWARF function from here on
+    u32 state_function[states]      GSYM function index
+    u32 state_file[states]          GSYM file index of the line row (0: none)
+    u32 state_line[states]
+    u32 state_column[states]
+    u32 state_path[states]          index into path_first
+    u32 path_first[paths + 1]       path p: path_node[path_first[p]..path_first[p+1]]
+    u32 path_node[path entries]     node indexes within the function, root first
+    string table                    NUL-terminated UTF-8
 
 A function's nodes are its inline tree in the GSYM's depth-first order, the
 root (the function itself) first; a function from the symbol table alone
-has none. The column at an address is that of the last column point at or
-before it: the points are the DWARF line rows where the column changes
-and the ends of line sequences, so the answer is the column of the row
-llvm's line-table lookup picks.
+has none. The answer at an address is the state of the last bound at or
+before it: which function (as the GSYM lookup chooses it), the line row
+and DWARF column in effect there, and the inline calls holding it.
 """
 
 from __future__ import annotations
@@ -39,14 +53,19 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stackmark.formats.gsym.codec import Buffer, RecordError
+from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.inline_info import InlineInfo
+from stackmark.formats.gsym.ranges import contains_address
 
 MAGIC = b"SMGX"
 VERSION = 1
 NO_COLUMN = 0xFFFFFFFF
-_HEADER = struct.Struct("<4sHHQIIIII12x")
+NO_STATE = 0xFFFFFFFF
+_HEADER = struct.Struct("<4sHHQIIIIIIII16x")
 _LITTLE_HOST = sys.byteorder == "little"
 
 
@@ -59,23 +78,66 @@ class NodeExtra:
     call_column: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class State:
+    """The answer at an address: function, line row (file 0: none), column, inline path."""
+
+    function: int
+    file: int
+    line: int
+    column: int | None
+    path: tuple[int, ...]
+
+
 def gsym_fingerprint(gsym: Buffer) -> tuple[int, int]:
     """(size, CRC-32) that binds an extras file to its GSYM."""
     return len(gsym), zlib.crc32(gsym) & 0xFFFFFFFF
 
 
-class ExtrasBuilder:
-    """Collects per-function nodes and column points; `encode` gives the bytes."""
+def _tree_nodes(root: InlineInfo | None) -> list[tuple[InlineInfo, int]]:
+    """(node, parent index) in depth-first order, the root first (parent -1)."""
+    if root is None:
+        return []
+    out: list[tuple[InlineInfo, int]] = []
+    stack = [(root, -1)]
+    while stack:
+        node, parent = stack.pop()
+        index = len(out)
+        out.append((node, parent))
+        stack.extend((child, index) for child in reversed(node.children))
+    return out
 
-    def __init__(self) -> None:
+
+def _path_at(root: InlineInfo, index_of: dict[int, int], address: int) -> tuple[int, ...]:
+    """Node indexes of the inline calls holding `address`, root first (LLVM's walk)."""
+    path = []
+    node: InlineInfo | None = root
+    while node is not None and contains_address(node.ranges, address):
+        path.append(index_of[id(node)])
+        node = next((c for c in node.children if contains_address(c.ranges, address)), None)
+    return tuple(path)
+
+
+class ExtrasBuilder:
+    """Collects nodes per function, then the address index; `encode` gives the bytes."""
+
+    def __init__(self, columns: Sequence[tuple[int, int]] = ()) -> None:
         self._strings: dict[str, int] = {}
         self._strtab = bytearray()
         self.first_node = array("I", [0])
         self.linkage = array("I")
         self.name = array("I")
+        self.call_file = array("I")
+        self.call_line = array("I")
         self.call_column = array("I")
-        self.column_address = array("Q")
-        self.column = array("I")
+        self.bound_address = array("Q")
+        self.bound_state = array("I")
+        self._states: dict[State, int] = {}
+        self._paths: dict[tuple[int, ...], int] = {(): 0}
+        self.path_first = array("I", [0, 0])
+        self.path_node = array("I")
+        self._column_address = [a for a, _ in columns]
+        self._column_value = [c for _, c in columns]
 
     def _string(self, text: str | None) -> int:
         if text is None:
@@ -87,20 +149,145 @@ class ExtrasBuilder:
             self._strings[text] = offset
         return offset + 1
 
-    def add_function(self, nodes: list[NodeExtra]) -> None:
-        for node in nodes:
-            self.linkage.append(self._string(node.linkage_name))
-            self.name.append(self._string(node.name))
-            self.call_column.append(node.call_column & 0xFFFFFFFF)
+    def _column_at(self, address: int) -> int | None:
+        i = bisect_right(self._column_address, address) - 1
+        if i < 0:
+            return None
+        value = self._column_value[i]
+        return None if value == NO_COLUMN else value
+
+    def _state(self, state: State) -> int:
+        found = self._states.get(state)
+        if found is None:
+            found = self._states[state] = len(self._states)
+            if state.path not in self._paths:
+                self._paths[state.path] = len(self._paths)
+                self.path_node.extend(state.path)
+                self.path_first.append(len(self.path_node))
+        return found
+
+    def _bound(self, address: int, state: int) -> None:
+        if self.bound_address and self.bound_address[-1] == address:
+            self.bound_state[-1] = state
+            if len(self.bound_state) > 1 and self.bound_state[-2] == state:
+                self.bound_address.pop()
+                self.bound_state.pop()
+        elif not self.bound_state or self.bound_state[-1] != state:
+            self.bound_address.append(address)
+            self.bound_state.append(state)
+
+    def add_functions(
+        self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]
+    ) -> None:
+        """All functions, in GSYM order, with their extras nodes ([] for symbol-only ones)."""
+        starts = [f.start for f in functions]
+        n = len(functions)
+        i = 0
+        while i < n:
+            j = i
+            while j < n and starts[j] == starts[i]:
+                j += 1
+            region_end = starts[j] if j < n else None
+            self._add_group(functions, nodes, i, j, region_end)
+            i = j
+
+    def _add_group(
+        self,
+        functions: Sequence[FunctionInfo],
+        nodes: Sequence[list[NodeExtra]],
+        first: int,
+        end: int,
+        region_end: int | None,
+    ) -> None:
+        """Entries first..end-1 share a start; LLVM answers with the first that is
+        size 0 or holds the address, up to the next start."""
+        for k in range(first, end):
+            info = functions[k]
+            self._add_nodes(info, nodes[k])
+        start = functions[first].start
+        cursor = start
+        for k in range(first, end):
+            info = functions[k]
+            stop = region_end if info.size == 0 else start + info.size
+            if region_end is not None and stop is not None:
+                stop = min(stop, region_end)
+            if stop is not None and stop <= cursor:
+                continue
+            if nodes[k]:
+                self._index_function(k, info, cursor, stop)
+            else:
+                self._bound(cursor, NO_STATE)
+            if stop is None:
+                return
+            cursor = stop
+        self._bound(cursor, NO_STATE)
+
+    def _add_nodes(self, info: FunctionInfo, extras: list[NodeExtra]) -> None:
+        if extras:
+            tree = _tree_nodes(info.inline)
+            for index, extra in enumerate(extras):
+                self.linkage.append(self._string(extra.linkage_name))
+                self.name.append(self._string(extra.name))
+                self.call_column.append(extra.call_column & 0xFFFFFFFF)
+                node = tree[index][0] if index < len(tree) else None
+                self.call_file.append(node.call_file if node is not None and index else 0)
+                self.call_line.append(node.call_line if node is not None and index else 0)
         self.first_node.append(len(self.linkage))
 
-    def set_columns(self, points: list[tuple[int, int]]) -> None:
-        """Column points (address, column or NO_COLUMN), sorted by address."""
-        self.column_address = array("Q", (a for a, _ in points))
-        self.column = array("I", (c for _, c in points))
+    def _index_function(self, k: int, info: FunctionInfo, low: int, high: int | None) -> None:
+        end = max(info.start + info.size, low + 1) if high is None else high
+        rows = info.line_table or []
+        tree = _tree_nodes(info.inline)
+        index_of = {id(node): i for i, (node, _) in enumerate(tree)}
+        inline_bounds: set[int] = set()
+        for node, _ in tree:
+            for a, b in node.ranges:
+                inline_bounds.add(a)
+                inline_bounds.add(b)
+        c0 = bisect_right(self._column_address, low)
+        c1 = bisect_right(self._column_address, end - 1) if end > low else c0
+        points = {low}
+        points.update(r.addr for r in rows if low < r.addr < end)
+        points.update(a for a in inline_bounds if low < a < end)
+        points.update(self._column_address[c0:c1])
+        row_i = -1
+        path: tuple[int, ...] = (0,) if tree else ()
+        recompute_path = True
+        for address in sorted(p for p in points if low <= p < end):
+            while row_i + 1 < len(rows) and rows[row_i + 1].addr <= address:
+                row_i += 1
+            if recompute_path or address in inline_bounds:
+                path = _path_at(tree[0][0], index_of, address) if tree else ()
+                recompute_path = False
+            row = rows[row_i] if row_i >= 0 else None
+            column = self._column_at(address)
+            if row is None or row.file == 0 or column is None:
+                state = State(k, 0, 0, None, path)
+            else:
+                state = State(k, row.file, row.line, column, path)
+            self._bound(address, self._state(state))
 
     def encode(self, gsym: Buffer) -> bytes:
         size, crc = gsym_fingerprint(gsym)
+        states = list(self._states)
+        columns = array("I", (NO_COLUMN if s.column is None else s.column for s in states))
+        tables = [
+            self.first_node,
+            self.linkage,
+            self.name,
+            self.call_file,
+            self.call_line,
+            self.call_column,
+            self.bound_address,
+            self.bound_state,
+            array("I", (s.function for s in states)),
+            array("I", (s.file for s in states)),
+            array("I", (s.line & 0xFFFFFFFF for s in states)),
+            columns,
+            array("I", (self._paths[s.path] for s in states)),
+            self.path_first,
+            self.path_node,
+        ]
         parts = [
             _HEADER.pack(
                 MAGIC,
@@ -110,24 +297,50 @@ class ExtrasBuilder:
                 crc,
                 len(self.first_node) - 1,
                 len(self.linkage),
-                len(self.column_address),
+                len(self.bound_address),
+                len(states),
+                len(self.path_node),
+                len(self.path_first) - 1,
                 len(self._strtab),
             )
         ]
-        for table in (
-            self.first_node,
-            self.linkage,
-            self.name,
-            self.call_column,
-            self.column_address,
-            self.column,
-        ):
+        for table in tables:
             copy = array(table.typecode, table)
             if not _LITTLE_HOST:
                 copy.byteswap()
             parts.append(copy.tobytes())
         parts.append(bytes(self._strtab))
         return b"".join(parts)
+
+
+def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") -> None:
+    """Check magic, version, size and pairing with `gsym` without loading the tables."""
+    if len(data) < _HEADER.size:
+        raise RecordError("extras file is shorter than its header", offset=0, source=source)
+    fields = _HEADER.unpack_from(data, 0)
+    magic, version, _, size, crc, nfuncs, nnodes, nbounds, nstates, nentries, npaths = fields[:11]
+    strsize = fields[11]
+    if magic != MAGIC:
+        raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
+    if version != VERSION:
+        raise RecordError(f"unsupported extras version {version}", offset=4, source=source)
+    if (size, crc) != gsym_fingerprint(gsym):
+        raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
+    need = (
+        4 * (nfuncs + 1)
+        + 20 * nnodes
+        + 12 * nbounds
+        + 20 * nstates
+        + 4 * (npaths + 1)
+        + 4 * nentries
+        + strsize
+    )
+    if _HEADER.size + need != len(data):
+        raise RecordError(
+            f"extras file has {len(data)} bytes, its header implies {_HEADER.size + need}",
+            offset=_HEADER.size,
+            source=source,
+        )
 
 
 class Extras:
@@ -137,9 +350,20 @@ class Extras:
         self.source = source
         if len(data) < _HEADER.size:
             raise RecordError("extras file is shorter than its header", offset=0, source=source)
-        magic, version, _, size, crc, nfuncs, nnodes, npoints, strsize = _HEADER.unpack_from(
-            data, 0
-        )
+        (
+            magic,
+            version,
+            _,
+            size,
+            crc,
+            nfuncs,
+            nnodes,
+            nbounds,
+            nstates,
+            npath_nodes,
+            npaths,
+            strsize,
+        ) = _HEADER.unpack_from(data, 0)
         if magic != MAGIC:
             raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
         if version != VERSION:
@@ -147,7 +371,15 @@ class Extras:
         if (size, crc) != gsym_fingerprint(gsym):
             raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
         pos = _HEADER.size
-        need = 4 * (nfuncs + 1) + 12 * nnodes + 12 * npoints + strsize
+        need = (
+            4 * (nfuncs + 1)
+            + 20 * nnodes
+            + 12 * nbounds
+            + 20 * nstates
+            + 4 * (npaths + 1)
+            + 4 * npath_nodes
+            + strsize
+        )
         if pos + need != len(data):
             raise RecordError(
                 f"extras file has {len(data)} bytes, its header implies {pos + need}",
@@ -168,19 +400,35 @@ class Extras:
         self.first_node = take("I", nfuncs + 1)
         self.linkage = take("I", nnodes)
         self.name = take("I", nnodes)
+        self.call_file = take("I", nnodes)
+        self.call_line = take("I", nnodes)
         self.call_column = take("I", nnodes)
-        self.column_address = take("Q", npoints)
-        self.column = take("I", npoints)
+        self.bound_address = take("Q", nbounds)
+        self.bound_state = take("I", nbounds)
+        self.state_function = take("I", nstates)
+        self.state_file = take("I", nstates)
+        self.state_line = take("I", nstates)
+        self.state_column = take("I", nstates)
+        self.state_path = take("I", nstates)
+        self.path_first = take("I", npaths + 1)
+        self.path_node = take("I", npath_nodes)
         self._strtab = bytes(data[pos : pos + strsize])
         self._strings: dict[int, str | None] = {0: None}
-        if (
-            self.first_node[0] != 0
-            or self.first_node[nfuncs] != nnodes
-            or any(self.first_node[i] > self.first_node[i + 1] for i in range(nfuncs))
-        ):
-            raise RecordError(
-                "extras node table is not ascending", offset=_HEADER.size, source=source
-            )
+        self._nodes: dict[int, NodeExtra] = {}
+        self._check(nfuncs, nnodes, nstates, npaths, npath_nodes)
+
+    def _check(self, nfuncs: int, nnodes: int, nstates: int, npaths: int, nentries: int) -> None:
+        """Cheap structural checks at open; indexes are checked again where used."""
+        if self.first_node[0] != 0 or self.first_node[nfuncs] != nnodes:
+            raise self.corrupt("node table does not cover its nodes")
+        if self.path_first[0] != 0 or self.path_first[npaths] != nentries:
+            raise self.corrupt("path table does not cover its entries")
+        self.num_states = nstates
+        self.num_paths = npaths
+        self.num_nodes = nnodes
+
+    def corrupt(self, what: str) -> RecordError:
+        return RecordError(f"extras {what}", offset=_HEADER.size, source=self.source)
 
     def string(self, ref: int) -> str | None:
         found = self._strings.get(ref, "")
@@ -201,16 +449,33 @@ class Extras:
         return self.first_node[function], self.first_node[function + 1]
 
     def node(self, index: int) -> NodeExtra:
-        return NodeExtra(
-            self.string(self.linkage[index]),
-            self.string(self.name[index]),
-            self.call_column[index],
-        )
+        found = self._nodes.get(index)
+        if found is None:
+            found = self._nodes[index] = NodeExtra(
+                self.string(self.linkage[index]),
+                self.string(self.name[index]),
+                self.call_column[index],
+            )
+        return found
 
-    def column_at(self, address: int) -> int | None:
-        """The DWARF column at `address` (None: no line row covers it)."""
-        i = bisect_right(self.column_address, address) - 1
-        if i < 0:
-            return None
-        value = self.column[i]
-        return None if value == NO_COLUMN else value
+    def state_at(self, address: int) -> int:
+        """The state index at `address`, or NO_STATE."""
+        i = bisect_right(self.bound_address, address) - 1
+        state = NO_STATE if i < 0 else self.bound_state[i]
+        if state != NO_STATE and (
+            state >= self.num_states or self.state_function[state] >= self.num_functions
+        ):
+            raise self.corrupt(f"bound {i} names a state that does not exist")
+        return state
+
+    def path(self, state: int) -> array[int]:
+        """Node indexes (within the state's function) of the inline path, root first."""
+        p = self.state_path[state]
+        if p >= self.num_paths:
+            raise self.corrupt(f"state {state} names a path that does not exist")
+        nodes = self.path_node[self.path_first[p] : self.path_first[p + 1]]
+        function = self.state_function[state]
+        width = self.first_node[function + 1] - self.first_node[function]
+        if (nodes and max(nodes) >= width) or (not nodes and width == 0):
+            raise self.corrupt(f"state {state} names nodes outside its function")
+        return nodes

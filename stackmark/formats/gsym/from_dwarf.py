@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from stackmark.dwarf import constants as C
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
@@ -141,13 +142,35 @@ class UnitConverter:
 
     # -- names and files ---------------------------------------------------------
 
+    def names_of(self, function: DieFunction) -> tuple[str | None, str | None, str | None]:
+        """(GSYM name, linkage name, short name) of a subprogram or inlined call.
+
+        An inlined call without names of its own is named by its abstract
+        origin alone, so those answers are shared (most calls are such).
+        """
+        key = None
+        values = function.values
+        if (
+            function.is_inlined
+            and C.DW_AT_abstract_origin in values
+            and C.DW_AT_name not in values
+            and C.DW_AT_linkage_name not in values
+            and C.DW_AT_MIPS_linkage_name not in values
+        ):
+            key = function.unit.ref_attr(function.abbrev, values, C.DW_AT_abstract_origin)
+            if key is not None:
+                cached = self.names.origin_names.get(key)
+                if cached is not None:
+                    return cached
+        linkage, short = function.linkage_name, function.name
+        text = self.names.name((function.unit, function.offset), self.language, linkage, short)
+        result = (text, linkage, short)
+        if key is not None:
+            self.names.origin_names[key] = result
+        return result
+
     def name_of(self, function: DieFunction) -> int | None:
-        text = self.names.name(
-            (function.unit, function.offset),
-            self.language,
-            function.linkage_name,
-            function.name,
-        )
+        text = self.names_of(function)[0]
         return None if text is None else self.sink.insert_string(text)
 
     def file_index(self, dwarf_index: int) -> int | None:
@@ -284,7 +307,8 @@ class UnitConverter:
                 self.report.warn("Function DIE has uncontained address range")
         if not ranges:
             return
-        name = self.name_of(call)
+        text, linkage, short = self.names_of(call)
+        name = None if text is None else self.sink.insert_string(text)
         call_file = self.file_index(self._call_file(call))
         if call_file is None:
             self.report.warn("Inlined function die has invlaid file index in DW_AT_call_file")
@@ -293,7 +317,7 @@ class UnitConverter:
             0 if name is None else name, ranges, call_file, call.call_line & 0xFFFFFFFF
         )
         if self.extras is not None:
-            self.extras.nodes[id(node)] = NodeExtra(call.linkage_name, call.name, call.call_column)
+            self.extras.nodes[id(node)] = NodeExtra(linkage, short, call.call_column)
         for child in call.children:
             self._inline(child, node, all_ranges)
         parent.children.append(node)

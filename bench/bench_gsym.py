@@ -1,0 +1,176 @@
+"""GSYM: conversion and lookups on the large generated binary, against llvm's tools.
+
+    python bench/bench_gsym.py            (part of `make bench`)
+
+Needs bench/work/big/big-O2 (built by ../shared/tools/build_big.sh when
+missing). Measured in the same run, on the same machine:
+
+1. conversion: `llvm-gsymutil-19 --convert` (one thread, and its default
+   threads) against `stackmark gsym convert` (and the cache build, which
+   adds the extras file): time, file size, identical bytes;
+2. 10,000 random code addresses (../shared/tools/gen_addrs.py, seed 42):
+   - stackmark from the warm GSYM cache (a fresh process: start-up,
+     imports, lookups, printing one line per frame);
+   - `llvm-symbolizer-19` on the DWARF;
+   - `llvm-gsymutil-19 --addresses-from-stdin` on the GSYM;
+   - `stackmark gsym lookup --addresses-from-stdin` (plain GSYM decoding,
+     no extras index) for reference.
+
+Prints Markdown; the figures in docs/benchmarks.md come from it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from measure import measure, table  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "tools"
+WORK = HERE / "work"
+BIG = WORK / "big" / "big-O2"
+PY = sys.executable
+
+
+def child() -> int:
+    """Symbolize addresses from stdin through the GSYM cache (run as a fresh process)."""
+    from stackmark.elf import ElfFile
+    from stackmark.symbols.cache import GsymCache
+    from stackmark.symbols.gsym_source import GsymSource
+    from stackmark.symbols.source import ModuleFiles
+
+    cache_dir, binary = sys.argv[2], sys.argv[3]
+    with ElfFile.open(binary) as elf:
+        build_id = elf.build_id or ""
+    entry = GsymCache(cache_dir).validate(build_id)
+    if entry is None:
+        print("cache entry missing", file=sys.stderr)
+        return 1
+    source = GsymSource(str(entry.gsym), str(entry.extras), ModuleFiles(build_id, binary))
+    out = []
+    for line in sys.stdin:
+        addr = int(line, 16)
+        for f in source.frames_at(addr):
+            out.append(f"{f.function} {f.file}:{f.line}:{f.column}\n")
+        out.append("\n")
+    sys.stdout.write("".join(out))
+    return 0
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    if not BIG.exists():
+        subprocess.run(["bash", str(SHARED / "build_big.sh"), str(WORK)], check=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gsym-"))
+    addrs = tmp / "addrs.txt"
+    subprocess.run(
+        [
+            PY,
+            str(SHARED / "gen_addrs.py"),
+            str(BIG),
+            "--count",
+            "10000",
+            "--seed",
+            "42",
+            "--out",
+            str(addrs),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    print(
+        f"Binary: {BIG.relative_to(REPO)} ({BIG.stat().st_size / 1e6:.0f} MB), "
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n"
+    )
+
+    # 1. conversion
+    llvm1 = tmp / "llvm-1.gsym"
+    llvm_n = tmp / "llvm-n.gsym"
+    ours = tmp / "ours.gsym"
+    t_llvm1 = timed(
+        ["llvm-gsymutil-19", "--convert", str(BIG), "--num-threads=1", "-o", str(llvm1)]
+    )
+    t_llvm_n = timed(["llvm-gsymutil-19", "--convert", str(BIG), "-o", str(llvm_n)])
+    t_ours = timed([PY, "-m", "stackmark", "gsym", "convert", str(BIG), "-o", str(ours), "--quiet"])
+    cache_dir = tmp / "cache"
+    t_cache = timed(
+        [
+            PY,
+            "-c",
+            "import sys; from stackmark.symbols.cache import GsymCache; "
+            "from stackmark.elf import ElfFile; b=sys.argv[1]; "
+            "GsymCache(sys.argv[2]).get_or_build(ElfFile.open(b).build_id, b)",
+            str(BIG),
+            str(cache_dir),
+        ]
+    )
+    same = ours.read_bytes() == llvm1.read_bytes()
+    extras = next(cache_dir.rglob("*.gsymx"))
+    print("### Conversion\n")
+    print("| converter | wall | output |")
+    print("| --- | ---: | ---: |")
+    print(
+        f"| llvm-gsymutil-19 --convert --num-threads=1 | {t_llvm1:.2f} s | "
+        f"{llvm1.stat().st_size / 1e6:.2f} MB |"
+    )
+    print(
+        f"| llvm-gsymutil-19 --convert (default threads) | {t_llvm_n:.2f} s | "
+        f"{llvm_n.stat().st_size / 1e6:.2f} MB |"
+    )
+    print(
+        f"| stackmark gsym convert (pure Python) | {t_ours:.2f} s | "
+        f"{ours.stat().st_size / 1e6:.2f} MB ({'identical bytes' if same else 'DIFFERENT'}) |"
+    )
+    print(
+        f"| stackmark cache build (GSYM + extras) | {t_cache:.2f} s | "
+        f"+ {extras.stat().st_size / 1e6:.2f} MB extras |"
+    )
+    print(f"\nratio pure Python / llvm one thread: {t_ours / t_llvm1:.1f}x\n")
+
+    # 2. lookups
+    gsym_lines = tmp / "gsym-lines.txt"
+    gsym_lines.write_text("".join(f"{a.strip()} {llvm1}\n" for a in addrs.read_text().split()))
+    rows = [
+        measure(
+            "stackmark, warm GSYM cache",
+            [PY, __file__, "--child", str(cache_dir), str(BIG)],
+            addrs,
+            5,
+        ),
+        measure("llvm-symbolizer-19 (DWARF)", ["llvm-symbolizer-19", "--obj", str(BIG)], addrs, 3),
+        measure(
+            "llvm-gsymutil-19 --addresses-from-stdin",
+            ["llvm-gsymutil-19", "--addresses-from-stdin"],
+            gsym_lines,
+            5,
+        ),
+        measure(
+            "stackmark gsym lookup --addresses-from-stdin (no index)",
+            [PY, "-m", "stackmark", "gsym", "lookup", "--addresses-from-stdin"],
+            gsym_lines,
+            1,
+        ),
+    ]
+    print("### 10,000 random code addresses\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        sys.exit(child())
+    sys.exit(main())
