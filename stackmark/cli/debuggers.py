@@ -1,4 +1,4 @@
-"""`stackmark gdb-init [--install]` and the `stackmark-gdb` launcher.
+"""`stackmark gdb-init|lldb-init [--install]` and the `stackmark-gdb`/`stackmark-lldb` launchers.
 
 A debugger loads stackmark through a loader file shipped in its plugin
 package (`stackmark_gdb/loader.py`). `gdb-init` prints the init-file line
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class DebuggerInit:
     load_command: str  # the debugger command that loads a file, "{loader}" filled in
     python_load: str  # the same from the debugger's Python, for the $STACKMARK_VENV form
     launch_option: str  # the option that runs a command before anything else
+    alternatives: tuple[str, ...] = ()  # programs the launcher tries when `executable` is missing
 
 
 DEBUGGERS: dict[str, DebuggerInit] = {
@@ -54,6 +56,20 @@ DEBUGGERS: dict[str, DebuggerInit] = {
         python_load="python import os; os.environ.setdefault({venv_var!r}, {venv!r}); "
         "gdb.execute({command!r})",
         launch_option="-iex",
+    ),
+    # LLDB imports the package directory (`loader` is its __init__.py): the module
+    # LLDB imports is then named stackmark_lldb, which no other plugin's loader is.
+    "lldb-init": DebuggerInit(
+        debugger="LLDB",
+        executable="lldb",
+        plugin_package="stackmark_lldb",
+        loader="__init__.py",
+        init_file="~/.lldbinit",
+        load_command="command script import {loader_dir}",
+        python_load="script import os; os.environ.setdefault({venv_var!r}, {venv!r}); "
+        "lldb.debugger.HandleCommand({command!r})",
+        launch_option="-O",
+        alternatives=("lldb-19", "lldb-20", "lldb-21", "lldb-18"),
     ),
 }
 
@@ -84,7 +100,7 @@ def current_environment() -> Path:
 def init_line(spec: DebuggerInit) -> str:
     """The init-file line that loads stackmark into the debugger."""
     loader = loader_path(spec)
-    command = spec.load_command.format(loader=loader)
+    command = spec.load_command.format(loader=loader, loader_dir=loader.parent)
     venv = current_environment()
     environ = {k: v for k, v in os.environ.items() if k != bootstrap.ENV_VAR}
     try:
@@ -163,8 +179,8 @@ def launch(command: str, argv: Sequence[str] | None = None) -> int:
         return 1
     environ = dict(os.environ)
     environ[bootstrap.ENV_VAR] = str(venv)
-    program = environ.get(f"STACKMARK_{spec.executable.upper()}", spec.executable)
-    load = spec.load_command.format(loader=loader)
+    program = environ.get(f"STACKMARK_{spec.executable.upper()}") or _program(spec)
+    load = spec.load_command.format(loader=loader, loader_dir=loader.parent)
     try:
         os.execvpe(program, [program, spec.launch_option, load, *args], environ)
     except OSError as exc:
@@ -173,6 +189,19 @@ def launch(command: str, argv: Sequence[str] | None = None) -> int:
     return 0  # not reached: execvpe replaces this process
 
 
+def _program(spec: DebuggerInit) -> str:
+    """The debugger to run: `executable` if it is on PATH, else the first alternative that is."""
+    for name in (spec.executable, *spec.alternatives):
+        if shutil.which(name):
+            return name
+    return spec.executable
+
+
 def gdb_main() -> int:
     """Entry point of `stackmark-gdb`."""
     return launch("gdb-init")
+
+
+def lldb_main() -> int:
+    """Entry point of `stackmark-lldb`."""
+    return launch("lldb-init")

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cbf": ("stackmark.cli.cbf", "encode or decode Compact Backtrace Format (Swift) backtraces"),
     "unwind": ("stackmark.cli.unwind", "print the backtrace of a core file as markup, CBF or JSON"),
     "gdb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.gdbinit line for GDB"),
+    "lldb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.lldbinit line for LLDB"),
     "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
 }
 

@@ -1,0 +1,220 @@
+"""`stackmark sframe-bt`: the backtrace as stackmark's SFrame unwinder computes it.
+
+A debugger whose own unwinder cannot be extended (LLDB 19 has no Python
+hook into it) still answers the raw questions: the registers of a
+thread's innermost frame, memory, the loaded images. `BackendTarget`
+makes those a `stackmark.unwind.target.Target`, and the core `Unwinder`
+walks the stack with the modules' SFrame tables (from their files, else
+from target memory), falling back to the frame-pointer chain where no
+table covers a pc, and through signal frames by the kernel's layout.
+
+The frames are shown as `stackmark bt` shows the debugger's own:
+symbolized (the default), as markup (`--markup`, the same lines `stackmark
+bt --markup` prints) or as CBF (`--cbf`). Like `stackmark bt`, the
+frames past the program's `main` are left out unless `--full`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from stackmark.debugger.backend import DebuggerBackend, DebuggerError, ThreadInfo
+from stackmark.debugger.bt import Snapshot, ThreadBacktrace, cbf_lines, thread_title
+from stackmark.debugger.command import Command, CommandParser
+from stackmark.debugger.frames import PhysicalFrame
+from stackmark.debugger.session import Session
+from stackmark.debugger.symbolize import symbolize_lines
+from stackmark.elf import STT_FUNC, ElfFile
+from stackmark.errors import FormatError
+from stackmark.model import BacktraceFrame, Module
+from stackmark.unwind.emit import context_lines, frame_lines
+from stackmark.unwind.rules import Arch
+from stackmark.unwind.tables import SFrameTables, TableCache
+from stackmark.unwind.target import RegisterState
+from stackmark.unwind.unwinder import DEFAULT_MAX_FRAMES, Unwinder, UnwindResult
+
+
+@runtime_checkable
+class KnowsCodeAddressMask(Protocol):
+    """A backend that can say which bits of a code address carry a PAC (AArch64)."""
+
+    def code_address_mask(self) -> int | None: ...
+
+
+class BackendTarget:
+    """The unwinder's `Target` over a debugger backend: one thread of its process."""
+
+    def __init__(
+        self, backend: DebuggerBackend, thread: ThreadInfo | None, modules: Sequence[Module]
+    ):
+        self._backend = backend
+        self._thread = thread
+        self._arch = backend.arch()
+        self._modules = modules
+        self.read_memory = backend.read_memory
+
+    @property
+    def arch(self) -> Arch:
+        return self._arch
+
+    def registers(self) -> RegisterState:
+        return self._backend.registers(self._thread)
+
+    def modules(self) -> Sequence[Module]:
+        return self._modules
+
+    def code_address_mask(self) -> int | None:
+        if isinstance(self._backend, KnowsCodeAddressMask):
+            return self._backend.code_address_mask()
+        return None
+
+
+def main_range(modules: Sequence[Module]) -> tuple[int, int] | None:
+    """Runtime [start, end) of the program's `main`, from its symbol table."""
+    program = modules[0] if modules else None
+    if program is None or not program.path:
+        return None
+    try:
+        with ElfFile.open(program.path) as elf:
+            symbols = elf.symbols()
+    except (FormatError, OSError):
+        return None
+    for symbol in symbols:
+        if symbol.name == "main" and symbol.type == STT_FUNC and symbol.is_defined:
+            start = program.load_bias + symbol.value
+            return start, start + max(symbol.size, 1)
+    return None
+
+
+def up_to_main(frames: list[BacktraceFrame], main: tuple[int, int] | None) -> list[BacktraceFrame]:
+    """The frames up to and including the one in `main` (all of them if none is)."""
+    if main is None:
+        return frames
+    for index, frame in enumerate(frames):
+        if main[0] <= frame.lookup_address < main[1]:
+            return frames[: index + 1]
+    return frames
+
+
+@dataclass(frozen=True)
+class UnwoundThread:
+    thread: ThreadInfo
+    frames: list[BacktraceFrame]
+    stop_reason: str
+
+
+def unwind_threads(
+    session: Session, *, all_threads: bool, full: bool, max_frames: int = DEFAULT_MAX_FRAMES
+) -> tuple[Arch, list[Module], list[UnwoundThread]]:
+    """The modules, and the selected (or every) thread unwound by the SFrame unwinder."""
+    backend = session.backend
+    modules = session.modules()
+    threads = backend.threads()
+    if not all_threads:
+        threads = [t for t in threads if t.selected] or threads[:1]
+    tables = TableCache(SFrameTables(read_memory=backend.read_memory))
+    main = None if full else main_range(modules)
+    unwound = []
+    for thread in threads:
+        target = BackendTarget(backend, thread, modules)
+        result: UnwindResult = Unwinder(target, tables, max_frames=max_frames).unwind()
+        frames = up_to_main(result.backtrace, main)
+        reason = result.stop_reason
+        if len(frames) < len(result.frames):
+            reason = "at main (--full shows the frames past it)"
+        unwound.append(UnwoundThread(thread, frames, reason))
+    return backend.arch(), modules, unwound
+
+
+def markup_lines(
+    modules: list[Module], threads: list[UnwoundThread], *, notes: bool, stop_reason: bool
+) -> Iterator[str]:
+    """Markup as `stackmark bt --markup` writes it; with `notes`, how each frame was
+    found, with `stop_reason` a plain-text line saying why unwinding stopped."""
+    yield from context_lines(modules)
+    for unwound in threads:
+        if len(threads) > 1:
+            yield thread_title(unwound.thread)
+        yield from frame_lines(unwound.frames, notes=notes)
+        if stop_reason:
+            yield f"(unwinding stopped: {unwound.stop_reason})"
+
+
+def _configure(parser: CommandParser) -> None:
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--markup",
+        dest="format",
+        action="store_const",
+        const="markup",
+        help="symbolizer markup, as 'stackmark bt --markup' prints it",
+    )
+    formats.add_argument(
+        "--cbf",
+        dest="format",
+        action="store_const",
+        const="cbf",
+        help="Compact Backtrace Format: 'cbf: BASE64', 'images: BASE64', then the decoded frames",
+    )
+    parser.set_defaults(format="symbolized")
+    parser.add_argument(
+        "-a", "--all-threads", action="store_true", help="every thread, not only the selected one"
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="also the frames past main (the C library's start-up)"
+    )
+    parser.add_argument(
+        "--notes",
+        action="store_true",
+        help="say after each frame how it was found (SFrame, frame pointer, signal frame) "
+        "and why unwinding stopped",
+    )
+    parser.add_argument(
+        "--max-frames",
+        type=int,
+        default=DEFAULT_MAX_FRAMES,
+        metavar="N",
+        help=f"stop after N frames (default {DEFAULT_MAX_FRAMES})",
+    )
+
+
+def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
+    session.require_process()
+    if args.max_frames < 1:
+        raise DebuggerError("--max-frames must be at least 1")
+    arch, modules, threads = unwind_threads(
+        session, all_threads=args.all_threads, full=args.full, max_frames=args.max_frames
+    )
+    if args.format == "cbf":
+        snapshot = Snapshot(
+            arch,
+            modules,
+            [
+                ThreadBacktrace(t.thread, [PhysicalFrame(i, f) for i, f in enumerate(t.frames)])
+                for t in threads
+            ],
+        )
+        return cbf_lines(snapshot, session)
+    if args.format == "markup":
+        return markup_lines(modules, threads, notes=args.notes, stop_reason=args.notes)
+    return symbolize_lines(
+        session, markup_lines(modules, threads, notes=args.notes, stop_reason=True)
+    )
+
+
+SFRAME_BT = Command(
+    words=("sframe-bt",),
+    summary="Print the backtrace as stackmark's SFrame unwinder computes it.",
+    description=(
+        "Unwinds the stack from the innermost frame's registers with the modules' SFrame\n"
+        "tables (.sframe in their files, else PT_GNU_SFRAME in memory), the frame-pointer\n"
+        "chain where no table covers a pc, and the kernel's signal frames: a backtrace\n"
+        "that does not depend on the debugger's unwinder (nor on .eh_frame). Frame 0 and\n"
+        "frames a signal interrupted are ':pc', the others ':ra'."
+    ),
+    configure=_configure,
+    run=_run,
+)
