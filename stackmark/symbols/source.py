@@ -13,13 +13,11 @@ factory first.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from stackmark.model import DataSymbol, SourceFrame
 
 
-@dataclass(frozen=True, slots=True)
 class ModuleFiles:
     """The files found for one build ID.
 
@@ -27,12 +25,31 @@ class ModuleFiles:
     file found under a debug-file directory). `debug` is a separate file
     with the DWARF, when `binary` is stripped and names one through
     `.gnu_debuglink`; None otherwise. `how` says where `binary` was found.
+    (A plain class rather than a dataclass: it is on the start-up path.)
     """
 
-    build_id: str
-    binary: str
-    debug: str | None = None
-    how: str = ""
+    __slots__ = ("binary", "build_id", "debug", "how")
+
+    def __init__(self, build_id: str, binary: str, debug: str | None = None, how: str = ""):
+        self.build_id = build_id
+        self.binary = binary
+        self.debug = debug
+        self.how = how
+
+    def _key(self) -> tuple[str, str, str | None, str]:
+        return (self.build_id, self.binary, self.debug, self.how)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModuleFiles) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"ModuleFiles(build_id={self.build_id!r}, binary={self.binary!r}, "
+            f"debug={self.debug!r}, how={self.how!r})"
+        )
 
     @property
     def dwarf_file(self) -> str:

@@ -27,9 +27,7 @@ reason, so a front end can say why nothing was found.
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
 from stackmark.errors import FormatError
@@ -45,26 +43,51 @@ _MAX_INDEXED_FILES = 20000  # per symbol path: a guard against pointing at "/"
 _SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".build-id"})
 
 
-@dataclass(slots=True)
 class _Candidate:
     """What is known about one file: its build ID and what it carries."""
 
-    path: str
-    build_id: str | None
-    has_dwarf: bool
-    has_symbols: bool
-    debuglink: tuple[str, int] | None
+    __slots__ = ("build_id", "debuglink", "has_dwarf", "has_symbols", "path")
+
+    def __init__(
+        self,
+        path: str,
+        build_id: str | None,
+        has_dwarf: bool,
+        has_symbols: bool,
+        debuglink: tuple[str, int] | None,
+    ):
+        self.path = path
+        self.build_id = build_id
+        self.has_dwarf = has_dwarf
+        self.has_symbols = has_symbols
+        self.debuglink = debuglink
 
 
-@dataclass(slots=True)
 class Lookup:
-    """The outcome of a store lookup: the files found, or why there are none."""
+    """The outcome of a store lookup: the files found, or why there are none.
+    (Plain classes here: dataclass creation costs start-up time.)"""
 
-    build_id: str
-    files: ModuleFiles | None
-    has_debug_info: bool = False
-    searched: list[str] = field(default_factory=list)
-    error: str | None = None
+    __slots__ = ("build_id", "error", "files", "has_debug_info", "searched")
+
+    def __init__(
+        self,
+        build_id: str,
+        files: ModuleFiles | None,
+        has_debug_info: bool = False,
+        searched: list[str] | None = None,
+        error: str | None = None,
+    ):
+        self.build_id = build_id
+        self.files = files
+        self.has_debug_info = has_debug_info
+        self.searched: list[str] = searched if searched is not None else []
+        self.error = error
+
+    def __repr__(self) -> str:
+        return (
+            f"Lookup(build_id={self.build_id!r}, files={self.files!r}, "
+            f"has_debug_info={self.has_debug_info}, error={self.error!r})"
+        )
 
 
 class SymbolStore:
@@ -280,6 +303,8 @@ class SymbolStore:
 
 
 def _crc32_of(path: str) -> int | None:
+    import zlib
+
     crc = 0
     try:
         with open(path, "rb") as f:
