@@ -17,7 +17,6 @@ With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -25,17 +24,15 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from stackmark.cli import scale_args
 from stackmark.errors import StackmarkError
-from stackmark.markup.filter import StackmarkFilter
-from stackmark.markup.llvm19 import Llvm19Filter
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark.markup.records import Record
 from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
 from stackmark.markup.resolve import Resolver
 from stackmark.symbols.api import SymbolizerAPI
-from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 
 if TYPE_CHECKING:
+    from stackmark.markup.records import Record
     from stackmark.symbols.debuginfod import DebuginfodClient
+    from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 
 EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -207,10 +204,17 @@ def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
         if not files.build_id:
             return None
         try:
-            entry = cache.validate(files.build_id)
-            if entry is None:
+            gsym_path, extras_path, _lock = cache.entry_paths(files.build_id)
+            if not (gsym_path.is_file() and extras_path.is_file()):
                 return None
-            return GsymSource(str(entry.gsym), str(entry.extras), files)
+            # Opening the entry checks it (the extras must belong to the GSYM);
+            # the GSYM's UUID, when it has one, must be the build ID.
+            source = GsymSource(str(gsym_path), str(extras_path), files)
+            uuid = source.reader.uuid.hex()
+            if uuid and not files.build_id.startswith(uuid):
+                source.close()
+                return None
+            return source
         except (StackmarkError, OSError):
             return None
 
@@ -247,8 +251,12 @@ def run_streams(
         records: list[Record] | None = [] if args.output_style == "json" else None
         line_filter: LineFilter
         if compat:
+            from stackmark.markup.llvm19 import Llvm19Filter
+
             line_filter = Llvm19Filter(resolver, naming, printer, colour=colour)
         else:
+            from stackmark.markup.filter import StackmarkFilter
+
             line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
         try:
             for text, eol in _lines(stream):
@@ -274,6 +282,8 @@ def run_streams(
 
 
 def _write_records(out: BinaryIO, records: list[Record]) -> None:
+    import json
+
     for record in records:
         line = json.dumps(record, ensure_ascii=False) + "\n"
         out.write(line.encode("utf-8", "surrogateescape"))
