@@ -20,6 +20,7 @@ client counts in UTF-16 units unless it negotiated otherwise
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stackmark_lsp.index import Epoch, LineInfo
+    from stackmark_lsp.epochs import Epoch
+    from stackmark_lsp.index import LineInfo
 
 CHUNK_TARGET = 32 * 1024  # characters per chunk when cutting a text
 CHUNK_LIMIT = 4 * CHUNK_TARGET  # an edited chunk larger than this is cut again
@@ -267,9 +269,9 @@ class Document:
         first = self.chunk_index(sl)
         last = self.chunk_index(el)
         # A lone '\r' ending the previous chunk may join a '\n' inserted here.
-        if first > 0 and sl == self.chunks[first].start and sc == 0:
-            if self.chunks[first - 1].text.endswith("\r"):
-                first -= 1
+        starts_chunk = sl == self.chunks[first].start and sc == 0
+        if first > 0 and starts_chunk and self.chunks[first - 1].text.endswith("\r"):
+            first -= 1
         if last > first:
             self._merge(first, last)
         chunk = self.chunks[first]
@@ -352,7 +354,7 @@ class Document:
             epoch.start.chunk.epochs.append(epoch)
         chunk.epochs = []
         news[0].entry = chunk.entry
-        for before, after in zip(news, news[1:], strict=False):
+        for before, after in itertools.pairwise(news):
             after.entry = before.epochs[-1] if before.epochs else before.entry
         self._forget(chunk)
         self.chunks[index : index + 1] = news

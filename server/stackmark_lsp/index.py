@@ -138,6 +138,7 @@ class Index:
         self.parser = MarkupParser(MULTILINE_TAGS)
         self._live: Epoch = Epoch(None, 0)
         self._reread: OrderedDict[int, LineElements] = OrderedDict()
+        self.generation = 0  # bumped whenever epochs are replayed (caches of them expire)
         self.rebuild()
 
     # -- building -------------------------------------------------------------------
@@ -242,6 +243,7 @@ class Index:
         `stop_after`, stop at the first line that starts cleanly with a reset (None: read on
         to the end)."""
         doc = self.document
+        self.generation += 1
         self._live = epoch
         index = doc.chunk_index(start_line)
         local = start_line - doc.chunks[index].start
@@ -336,7 +338,7 @@ class Index:
         pos = 0 if local == 0 else self._offset(chunk, local)
         line = local  # the line that starts at `pos`
         rfind, count, find = text.rfind, text.count, text.find
-        bt, pc, data, other = scan.BT, scan.PC, scan.DATA, scan.OTHER
+        bt, pc, data = scan.BT, scan.PC, scan.DATA
         live = self._live
         low = high = 0  # bounds of the mapping that covered the last address in `live`
         while line < chunk.count:
@@ -363,7 +365,9 @@ class Index:
                         matches.append(m)
                         continue
                     # `current` is complete: read it.
-                    pending = self._read_matches(chunk, current, text, begin, finish, matches, infos)
+                    pending = self._read_matches(
+                        chunk, current, text, begin, finish, matches, infos
+                    )
                     if pending is not None:
                         break
                 begin = rfind("\n", pos, at) + 1 or pos
@@ -375,41 +379,42 @@ class Index:
                 if finish < 0:
                     finish = size
                 kind = m.lastindex
-                if kind == other or kind == bt or kind == pc or kind == data:
-                    # Most lines: a single frame. Read it right here when the next `{{{`
-                    # is on a later line and an mmap covers the address.
-                    if kind != other and find("{{{", m.end(), finish) < 0:
-                        if kind == bt:
-                            address = int(m.group(3), 16)
-                            if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
-                                address = (address - 1) & MASK64
-                            flags = F_BT | (int(m.group(2)) + 1) << 16
-                        elif kind == pc:
-                            address = int(m.group(6), 16)
-                            if m.group(7) == "ra":
-                                address = (address - 1) & MASK64
-                            flags = F_PC
-                        else:
-                            address = int(m.group(9), 16)
-                            flags = F_DATA
-                        if self._live is not live:
-                            live, low, high = self._live, 0, 0
-                        if low <= address < high:
-                            infos[line] = flags
-                            current = -1
-                            continue
-                        hit = live.covering(address)
-                        if hit >= 0:
-                            span = live.spans[hit]
-                            low, high = span[0], (span[0] + span[1]) & MASK64
-                            infos[line] = flags
-                            current = -1
-                            continue
+                # Most lines: a single frame. Read it right here when the next `{{{`
+                # is on a later line and an mmap covers the address.
+                if kind in (bt, pc, data) and find("{{{", m.end(), finish) < 0:
+                    if kind == bt:
+                        address = int(m.group(3), 16)
+                        if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
+                            address = (address - 1) & MASK64
+                        flags = F_BT | (int(m.group(2)) + 1) << 16
+                    elif kind == pc:
+                        address = int(m.group(6), 16)
+                        if m.group(7) == "ra":
+                            address = (address - 1) & MASK64
+                        flags = F_PC
+                    else:
+                        address = int(m.group(9), 16)
+                        flags = F_DATA
+                    if self._live is not live:
+                        live, low, high = self._live, 0, 0
+                    if low <= address < high:
+                        infos[line] = flags
+                        current = -1
+                        continue
+                    hit = live.covering(address)
+                    if hit >= 0:
+                        span = live.spans[hit]
+                        low, high = span[0], (span[0] + span[1]) & MASK64
+                        infos[line] = flags
+                        current = -1
+                        continue
                 current = line
                 matches = [m]
             else:
                 if current >= 0:
-                    pending = self._read_matches(chunk, current, text, begin, finish, matches, infos)
+                    pending = self._read_matches(
+                        chunk, current, text, begin, finish, matches, infos
+                    )
                     pos, line = finish + 1, current + 1
                     if pending is not None:
                         continue
@@ -563,9 +568,7 @@ class Index:
                 return result
         raise AssertionError(f"no element at column {column}")
 
-    def _read_parsed(
-        self, info: LineInfo, text: str, pending: Pending | None, live: bool
-    ) -> None:
+    def _read_parsed(self, info: LineInfo, text: str, pending: Pending | None, live: bool) -> None:
         rel = pending.line + len(pending.pieces) if pending is not None else 0
         parsed = self.parser.parse(text, rel, pending)
         info.rel = rel
@@ -605,9 +608,9 @@ class Index:
                         (info, element.start),
                     )
                 ):
-                    refused = epoch.context.map_segment(typed)
-                    assert isinstance(refused, Diagnostic), "the index and the core disagree"
-                    diags.append(refused)
+                    unmapped = epoch.context.map_segment(typed)
+                    assert isinstance(unmapped, Diagnostic), "the index and the core disagree"
+                    diags.append(unmapped)
             elif isinstance(typed, PcElement | BtElement | DataElement):
                 if isinstance(typed, BtElement):
                     flags |= F_BT

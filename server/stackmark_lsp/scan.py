@@ -34,8 +34,15 @@ _SHAPES = (
     r"(bt:([0-9]{1,19}):" + _ADDR + _TYPE + r")"  # 1: frame 2, address 3, type 4
     r"|(pc:" + _ADDR + _TYPE + r")"  # 5: address 6, type 7
     r"|(data:" + _ADDR + r")"  # 8: address 9
-    r"|(mmap:" + _ADDR + ":" + _ID + r":load:" + _ID  # 10: start 11, size 12, module 13
-    + r":((?=[rwxRWX])[rR]?[wW]?[xX]?):" + _ADDR + r")"  # mode 14, relative 15
+    r"|(mmap:"
+    + _ADDR
+    + ":"
+    + _ID
+    + r":load:"
+    + _ID  # 10: start 11, size 12, module 13
+    + r":((?=[rwxRWX])[rR]?[wW]?[xX]?):"
+    + _ADDR
+    + r")"  # mode 14, relative 15
     r"|(module:" + _ID + r":([^:{}]*):elf:([0-9a-fA-F]+))"  # 16: id 17, name 18, build ID 19
     r"|(reset)"  # 20
     r"|(symbol:([^:{}]*))"  # 21: name 22

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gdb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.gdbinit line for GDB"),
     "lldb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.lldbinit line for LLDB"),
     "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
+    "lsp": ("stackmark.cli.lsp", "run the language server for logs with markup (editors start it)"),
 }
 
 

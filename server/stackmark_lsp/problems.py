@@ -1,0 +1,115 @@
+"""Diagnostics for a log: what the markup gets wrong, and modules without symbols.
+
+Markup problems come from the index (the core's checks, on the offending
+field). A module whose build ID no configured place has a binary for gets
+a warning on its build ID; modules are looked for in the background, and
+the diagnostics are published again when the answers arrive.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from stackmark.markup.diagnostics import Diagnostic, Severity
+from stackmark.markup.elements import ModuleElement
+from stackmark.model import Module
+from stackmark_lsp.epochs import Position
+from stackmark_lsp.logs import OpenLog
+from stackmark_lsp.messages import Messages
+from stackmark_lsp.symbolization import SymbolService
+
+MAX_DIAGNOSTICS = 5000  # per document: beyond this an editor gains nothing but lag
+SOURCE = "stackmark"
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.NOTE: types.DiagnosticSeverity.Information,
+}
+
+
+class ModuleRecords:
+    """The module elements of a log by build ID (recomputed when its epochs change)."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._by_build_id: dict[str, list[tuple[Module, Position]]] = {}
+
+    def by_build_id(self, log: OpenLog) -> dict[str, list[tuple[Module, Position]]]:
+        if self._generation != log.index.generation:
+            found: dict[str, list[tuple[Module, Position]]] = {}
+            for epoch in log.index.epochs():
+                for module_id, (where, name, build_id) in epoch.modules.items():
+                    module = Module(module_id, name, build_id)
+                    found.setdefault(build_id, []).append((module, where))
+            self._by_build_id = found
+            self._generation = log.index.generation
+        return self._by_build_id
+
+
+def markup_diagnostics(log: OpenLog, t: Messages) -> list[types.Diagnostic]:
+    found: list[types.Diagnostic] = []
+    for line, diag in log.index.diagnostics():
+        found.append(_convert(log, line, diag, t))
+        if len(found) >= MAX_DIAGNOSTICS:
+            break
+    return found
+
+
+def _convert(log: OpenLog, line: int, diag: Diagnostic, t: Messages) -> types.Diagnostic:
+    if diag.column is None:
+        span = log.line_range(line)
+    else:
+        end = diag.end_column if diag.end_column is not None else diag.column
+        span = log.range(line, diag.column, line, end)
+    return types.Diagnostic(
+        range=span,
+        message=t.diagnostic(diag),
+        severity=_SEVERITY[diag.severity],
+        code=diag.code,
+        source=SOURCE,
+    )
+
+
+def module_diagnostics(
+    log: OpenLog, records: ModuleRecords, service: SymbolService, t: Messages
+) -> tuple[list[types.Diagnostic], list[Module]]:
+    """(warnings for modules known to have no binary, modules not looked for yet)."""
+    found: list[types.Diagnostic] = []
+    unknown: list[Module] = []
+    for build_id, declared in records.by_build_id(log).items():
+        if not build_id:
+            continue
+        resolution = service.resolved(declared[0][0])
+        if resolution is None:
+            unknown.append(declared[0][0])
+            continue
+        if resolution.binary is not None:
+            continue
+        for module, (info, column) in declared:
+            line = info.chunk.start + info.local
+            span = _build_id_range(log, line, column)
+            message = t("diag.no_binary", build_id=build_id, id=module.id, name=module.name)
+            if resolution.searched:
+                places = ", ".join(resolution.searched[:3])
+                message += "\n" + t("diag.no_binary.searched", places=places)
+            found.append(
+                types.Diagnostic(
+                    range=span,
+                    message=message,
+                    severity=types.DiagnosticSeverity.Warning,
+                    code="no-symbols",
+                    source=SOURCE,
+                )
+            )
+            if len(found) >= MAX_DIAGNOSTICS:
+                return found, unknown
+    return found, unknown
+
+
+def _build_id_range(log: OpenLog, line: int, column: int) -> types.Range:
+    for element, typed in log.index.elements(line).elements:
+        if element.start == column and isinstance(typed, ModuleElement):
+            field = element.fields[3]
+            return log.range(field.line, field.start, field.line, field.end)
+    return log.line_range(line)

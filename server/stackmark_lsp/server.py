@@ -1,0 +1,581 @@
+"""`stackmark lsp`: the language server for logs that carry symbolizer markup.
+
+Handlers are thin: each finds the open log, asks the module that knows
+(hover.py, navigation.py, hints.py, tokens.py, outline.py, problems.py,
+view.py) and converts the answer for LSP. The log's text and index live
+in `OpenLog` (logs.py); symbolization runs in worker threads
+(symbolization.py), so requests keep being answered while a binary is
+indexed or a view is rendered.
+
+pygls keeps its own copy of every open document and rebuilds its whole
+text on each edit; `StackmarkProtocol` routes the document notifications
+to the server's chunked model instead, so a million-line log costs one
+copy and an edit costs a chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from stackmark.demangle import demangle, demangle_symbol
+from stackmark.markup.naming import NameOptions, Naming
+from stackmark_lsp import __version__, navigation, outline, problems, tokens, view
+from stackmark_lsp.document import PositionCodec
+from stackmark_lsp.hints import inlay_hints
+from stackmark_lsp.hover import HoverBuilder
+from stackmark_lsp.logs import OpenLog, uri_to_path
+from stackmark_lsp.messages import Messages
+from stackmark_lsp.progress import ClientProgress
+from stackmark_lsp.settings import Problem, Settings, parse
+from stackmark_lsp.symbolization import SymbolService
+
+logger = logging.getLogger("stackmark_lsp")
+
+SYMBOLIZE_COMMAND = "stackmark.symbolize"
+SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
+_Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
+
+
+class StackmarkProtocol(LanguageServerProtocol):
+    """pygls' protocol with document sync handled by the server alone (see module doc)."""
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: types.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: types.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class StackmarkServer(LanguageServer):
+    """The server's state: open logs, settings, the symbolizer, the views."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "stackmark",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=StackmarkProtocol,
+        )
+        self.logs: dict[str, OpenLog] = {}
+        self.messages = Messages()
+        self.initialization_options: object = None
+        self.configuration: object = None
+        self.root: str | None = None
+        self.settings = Settings()
+        self.codec = PositionCodec()
+        self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
+        self.service: SymbolService | None = None
+        self.reporter: ClientProgress | None = None
+        self.records: dict[str, problems.ModuleRecords] = {}
+        self.views: dict[str, view.View] = {}
+        self.rendering: dict[str, asyncio.Future[view.View]] = {}
+        self.render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-view")
+        self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
+        self.resolving: set[str] = set()
+        self.content_registered = False
+        self.sources: navigation.SourceFinder | None = None
+        self.symbol_tables = navigation.SymbolTables()
+        self.variables = navigation.Variables()
+        self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
+        self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
+
+    # -- capabilities ------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities:
+        return self.client_capabilities
+
+    def supports_markdown(self) -> bool:
+        hover = self.capabilities.text_document and self.capabilities.text_document.hover
+        formats = hover.content_format if hover else None
+        return not formats or types.MarkupKind.Markdown in formats
+
+    def supports_links(self) -> bool:
+        definition = self.capabilities.text_document and self.capabilities.text_document.definition
+        return bool(definition and definition.link_support)
+
+    def supports_show_document(self) -> bool:
+        window = self.capabilities.window
+        return bool(window and window.show_document and window.show_document.support)
+
+    def workspace_flag(self, name: str) -> bool:
+        """Whether the client can be asked to refresh `name` (inlay hints, code lenses...)."""
+        workspace = self.capabilities.workspace
+        part = getattr(workspace, name, None) if workspace else None
+        return bool(part and getattr(part, "refresh_support", False))
+
+    # -- settings and the symbolizer --------------------------------------------------
+
+    def apply_settings(self) -> list[Problem]:
+        """(Re)build the symbolizer when the settings changed; the problems found."""
+        settings, found = parse([self.initialization_options, self.configuration], self.root)
+        if self.service is not None and settings == self.settings:
+            return found
+        self.settings = settings
+        old = self.service
+        assert self.reporter is not None
+        self.service = SymbolService(
+            settings, self.reporter, self.messages, report=self.show_warning
+        )
+        self.sources = navigation.SourceFinder(settings, self.service)
+        self.views.clear()
+        self.resolving.clear()
+        if old is not None:
+            old.close()
+        return found
+
+    def show_warning(self, message: str) -> None:
+        """A message for the user, from any thread."""
+        text = self.messages("settings.debuginfod", reason=message)
+        self.loop_call(
+            self.window_show_message,
+            types.ShowMessageParams(type=types.MessageType.Warning, message=text),
+        )
+
+    def loop_call(self, function: Callable[..., object], *args: object) -> None:
+        try:
+            asyncio.get_running_loop()
+            function(*args)
+        except RuntimeError:
+            self._loop.call_soon_threadsafe(function, *args)
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        assert self.reporter is not None
+        return self.reporter.loop
+
+    def report_problems(self, found: list[Problem]) -> None:
+        for problem in found:
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=self.messages(f"settings.{problem.reason}", key=problem.key),
+                )
+            )
+
+    async def pull_configuration(self) -> None:
+        """Ask the client for the `stackmark` section (clients that cannot answer are fine)."""
+        try:
+            answer = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="stackmark")])
+                ),
+                timeout=10,
+            )
+        except Exception:  # no configuration support, or an error: keep what we have
+            logger.debug("workspace/configuration failed", exc_info=True)
+            return
+        if answer:
+            self.configuration = answer[0]
+
+    # -- diagnostics -------------------------------------------------------------------
+
+    def publish(self, log: OpenLog) -> None:
+        assert self.service is not None
+        found = problems.markup_diagnostics(log, self.messages)
+        records = self.records.setdefault(log.uri, problems.ModuleRecords())
+        missing, unknown = problems.module_diagnostics(log, records, self.service, self.messages)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=log.uri, diagnostics=found + missing, version=log.version
+            )
+        )
+        pending = [m for m in unknown if m.build_id not in self.resolving]
+        if pending:
+            self.resolving.update(m.build_id for m in pending)
+            task = asyncio.ensure_future(self._resolve_then_publish(pending, self.service))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _resolve_then_publish(self, modules: list[Any], service: SymbolService) -> None:
+        await asyncio.gather(*(service.run(service.resolve, m) for m in modules))
+        if service is not self.service:
+            return  # the settings changed meanwhile; the new service starts over
+        for log in list(self.logs.values()):
+            self.publish(log)
+
+    def republish_all(self) -> None:
+        for log in self.logs.values():
+            self.publish(log)
+        for name in ("inlay_hint", "code_lens", "semantic_tokens"):
+            if self.workspace_flag(name):
+                request = getattr(self, f"workspace_{name}_refresh")
+                request(None)
+
+    # -- the symbolized view ---------------------------------------------------------
+
+    async def view_of(self, log: OpenLog) -> view.View:
+        known = self.views.get(log.uri)
+        if known is not None and known.version == log.version:
+            return known
+        running = self.rendering.get(log.uri)
+        if running is None or running.done():
+            running = asyncio.ensure_future(self._render(log))
+            self.rendering[log.uri] = running
+        return await asyncio.shield(running)
+
+    async def _render(self, log: OpenLog) -> view.View:
+        assert self.service is not None and self.reporter is not None
+        service, progress = self.service, self.reporter
+        text, version = log.document.text, log.version
+        handle = progress.begin(self.messages("progress.symbolize", name=log.name))
+
+        def report(done: int, total: int) -> None:
+            message = self.messages("progress.lines", done=done, total=total)
+            progress.report(handle, message, int(100 * done / max(total, 1)))
+
+        try:
+            loop = asyncio.get_running_loop()
+            rendered = await loop.run_in_executor(
+                self.render_pool,
+                functools.partial(view.render, text, version, service, self.naming, report),
+            )
+        finally:
+            progress.end(handle)
+        if log.version == version and self.logs.get(log.uri) is log:
+            self.views[log.uri] = rendered
+        return rendered
+
+    def view_changed(self, log: OpenLog) -> None:
+        """After an edit: the view is stale; tell a client showing it, once things settle."""
+        self.views.pop(log.uri, None)
+        uri = view.view_uri(log.uri)
+        if uri not in self.view_uris or not self.content_registered:
+            return
+        handle = self._refresh_handles.pop(log.uri, None)
+        if handle is not None:
+            handle.cancel()
+        self._refresh_handles[log.uri] = asyncio.get_running_loop().call_later(
+            0.5,
+            self.workspace_text_document_content_refresh,
+            types.TextDocumentContentRefreshParams(uri=uri),
+        )
+
+    def log_for_view(self, uri: str) -> OpenLog | None:
+        original = self.view_uris.get(uri) or view.log_uri(uri)
+        if original is None:
+            return None
+        found = self.logs.get(original)
+        if found is not None:
+            return found
+        wanted = uri_to_path(original)
+        for log in self.logs.values():  # the same file, spelled differently
+            if wanted is not None and log.path == wanted:
+                return log
+        return None
+
+    async def symbolize(self, uri: str, line: int, *, with_text: bool) -> dict[str, Any]:
+        log = self.logs.get(uri)
+        if log is None:
+            raise ValueError(f"{uri} is not open")
+        shown = await self.view_of(log)
+        target = view.view_uri(uri)
+        self.view_uris[target] = uri
+        target_line = shown.line_for(line)
+        result: dict[str, Any] = {"uri": target, "line": target_line}
+        if with_text or not self.content_registered:
+            result["text"] = shown.text
+        return result
+
+
+server = StackmarkServer()
+
+
+def guarded(default: Callable[[], object]) -> Callable[[_Handler], _Handler]:
+    """Answer `default()` instead of failing when a handler meets something unexpected
+    (the traceback goes to the log): one odd log must not take the server down."""
+
+    def wrap(handler: _Handler) -> _Handler:
+        @functools.wraps(handler)
+        async def run(ls: StackmarkServer, params: Any) -> object:
+            try:
+                return await handler(ls, params)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("%s failed", handler.__name__)
+                return default()
+
+        return cast(_Handler, run)
+
+    return wrap
+
+
+def _log(ls: StackmarkServer, uri: str) -> OpenLog | None:
+    return ls.logs.get(uri)
+
+
+# -- lifecycle -----------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
+    ls.messages = Messages(params.locale)
+    ls.initialization_options = params.initialization_options
+    ls.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
+    window = params.capabilities.window
+    ls.reporter = ClientProgress(
+        ls,
+        asyncio.get_event_loop(),
+        bool(window and window.work_done_progress),
+        ls.messages("progress.done"),
+    )
+    ls.report_problems(ls.apply_settings())
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> None:
+    encoding = ls.workspace.position_encoding
+    ls.codec.encoding = str(getattr(encoding, "value", encoding) or "utf-16")
+    workspace = ls.capabilities.workspace
+    content = workspace.text_document_content if workspace else None
+    if content is not None and content.dynamic_registration:
+        try:
+            await ls.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="stackmark-symbolized-view",
+                            method=types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
+                            register_options=types.TextDocumentContentRegistrationOptions(
+                                schemes=[view.SCHEME]
+                            ),
+                        )
+                    ]
+                )
+            )
+            ls.content_registered = True
+        except Exception:
+            logger.warning("the client refused the symbolized view's scheme", exc_info=True)
+    await ls.pull_configuration()
+    found = ls.apply_settings()
+    ls.report_problems(found)
+    ls.republish_all()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def configuration_changed(
+    ls: StackmarkServer, params: types.DidChangeConfigurationParams
+) -> None:
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get("stackmark"), dict):
+        ls.configuration = settings["stackmark"]  # pushed along (older clients)
+    await ls.pull_configuration()
+    before = ls.service
+    ls.report_problems(ls.apply_settings())
+    if ls.service is not before:
+        ls.republish_all()
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: StackmarkServer, params: None) -> None:
+    if ls.service is not None:
+        ls.service.close()
+    ls.render_pool.shutdown(wait=False, cancel_futures=True)
+
+
+# -- documents -------------------------------------------------------------------------
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> None:
+    document = params.text_document
+    log = OpenLog(document.uri, document.text, document.version, ls.codec)
+    ls.logs[document.uri] = log
+    ls.publish(log)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -> None:
+    log = ls.logs.get(params.text_document.uri)
+    if log is None:
+        return
+    for change in params.content_changes:
+        log.change(change, params.text_document.version)
+    ls.view_changed(log)
+    ls.publish(log)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.logs.pop(uri, None)
+    ls.views.pop(uri, None)
+    ls.records.pop(uri, None)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+# -- features ------------------------------------------------------------------------------
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+@guarded(lambda: None)
+async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover | None:
+    log = _log(ls, params.text_document.uri)
+    if log is None or ls.service is None:
+        return None
+    target = log.target(params.position)
+    if target is None:
+        return None
+    built = await HoverBuilder(log, ls.service, ls.naming, ls.messages, ls.settings).build(target)
+    if ls.supports_markdown():
+        contents = types.MarkupContent(kind=types.MarkupKind.Markdown, value=built.markdown())
+    else:
+        contents = types.MarkupContent(kind=types.MarkupKind.PlainText, value=built.plaintext())
+    return types.Hover(contents=contents, range=log.element_range(target.element))
+
+
+@server.feature(types.TEXT_DOCUMENT_DEFINITION)
+@guarded(lambda: None)
+async def definition(
+    ls: StackmarkServer, params: types.DefinitionParams
+) -> list[types.LocationLink] | list[types.Location] | None:
+    log = _log(ls, params.text_document.uri)
+    if log is None or ls.service is None or ls.sources is None:
+        return None
+    target = log.target(params.position)
+    if target is None:
+        return None
+    line, column = log.to_index(params.position)
+    navigator = navigation.Navigator(log, ls.service, ls.sources, ls.symbol_tables, ls.variables)
+    found = await navigator.definition(target, line, column)
+    if ls.supports_links():
+        return found
+    return [
+        types.Location(uri=link.target_uri, range=link.target_selection_range) for link in found
+    ]
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+@guarded(lambda: [])
+async def inlay_hint(ls: StackmarkServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    log = _log(ls, params.text_document.uri)
+    if log is None or ls.service is None:
+        return []
+    first, stop = params.range.start.line, params.range.end.line + 1
+    return await inlay_hints(log, ls.service, ls.naming, first, stop)
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, tokens.LEGEND)
+@guarded(lambda: types.SemanticTokens(data=[]))
+async def semantic_tokens_full(
+    ls: StackmarkServer, params: types.SemanticTokensParams
+) -> types.SemanticTokens:
+    log = _log(ls, params.text_document.uri)
+    if log is None:
+        return types.SemanticTokens(data=[])
+    return types.SemanticTokens(data=tokens.encode(log, 0, len(log.document)))
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, tokens.LEGEND)
+@guarded(lambda: types.SemanticTokens(data=[]))
+async def semantic_tokens_range(
+    ls: StackmarkServer, params: types.SemanticTokensRangeParams
+) -> types.SemanticTokens:
+    log = _log(ls, params.text_document.uri)
+    if log is None:
+        return types.SemanticTokens(data=[])
+    first, stop = params.range.start.line, params.range.end.line + 1
+    return types.SemanticTokens(data=tokens.encode(log, first, stop))
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@guarded(lambda: [])
+async def document_symbol(
+    ls: StackmarkServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol]:
+    log = _log(ls, params.text_document.uri)
+    return outline.document_symbols(log, ls.messages) if log is not None else []
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
+@guarded(lambda: [])
+async def document_link(
+    ls: StackmarkServer, params: types.DocumentLinkParams
+) -> list[types.DocumentLink]:
+    log = _log(ls, params.text_document.uri)
+    if log is None or ls.sources is None:
+        return []
+    return navigation.links(log, ls.sources, ls.messages)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+@guarded(lambda: [])
+async def code_lens(ls: StackmarkServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    log = _log(ls, params.text_document.uri)
+    if log is None:
+        return []
+    return outline.code_lenses(log, ls.messages, SYMBOLIZE_COMMAND)
+
+
+@server.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
+async def text_document_content(
+    ls: StackmarkServer, params: types.TextDocumentContentParams
+) -> types.TextDocumentContentResult:
+    log = ls.log_for_view(params.uri)
+    if log is None:
+        raise ValueError(f"no open log for {params.uri}")
+    ls.view_uris[params.uri] = log.uri
+    shown = await ls.view_of(log)
+    return types.TextDocumentContentResult(text=shown.text)
+
+
+@server.command(SYMBOLIZE_COMMAND)
+async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
+    """Open the symbolized view (at the backtrace of `line`): [uri, line?]."""
+    uri, line = _command_arguments(arguments)
+    result = await ls.symbolize(uri, line, with_text=False)
+    if ls.content_registered and ls.supports_show_document():
+        position = types.Position(line=result["line"], character=0)
+        await ls.window_show_document_async(
+            types.ShowDocumentParams(
+                uri=result["uri"],
+                take_focus=True,
+                selection=types.Range(start=position, end=position),
+            )
+        )
+    return result
+
+
+@server.command(SYMBOLIZED_TEXT_COMMAND)
+async def symbolized_text_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
+    """The symbolized text of a log, for clients without virtual documents: [uri, line?]."""
+    uri, line = _command_arguments(arguments)
+    return await ls.symbolize(uri, line, with_text=True)
+
+
+def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
+    if not arguments or not isinstance(arguments[0], str):
+        raise ValueError("expected the log's URI as the first argument")
+    line = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], int) else 0
+    return arguments[0], line
+
+
+def serve() -> None:
+    """Serve over stdio until the client says exit."""
+    server.start_io()

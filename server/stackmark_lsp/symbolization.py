@@ -1,0 +1,316 @@
+"""Symbolization for the server: the core `Symbolizer`, off the event loop, one answer at a time.
+
+Everything here runs in worker threads; the server awaits it, so a slow
+lookup never stalls other requests. The core `Symbolizer` is not made for
+threads, so each lookup holds `lock` (lookups are short once a module is
+indexed). Finding a module's files (which may download from debuginfod)
+happens outside that lock, once per build ID.
+
+Modules are indexed lazily, on their first lookup: the DWARF source opens
+at once and answers; if the module has DWARF and no GSYM cache entry yet,
+the GSYM entry is built in the background (one at a time, with progress),
+and the module's answers switch to it when it is ready. Entries built
+earlier are used right away.
+
+Settings map onto the core as `stackmark symbolize` maps its options, so
+the symbolized view shows what the command prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from stackmark.errors import StackmarkError
+from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.source import ModuleFiles, SymbolSource
+from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
+from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+from stackmark_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from stackmark.symbols.debuginfod import DebuginfodClient, DownloadProgress
+
+_T = TypeVar("_T")
+
+
+class ProgressSink(Protocol):
+    """Work-done progress towards the client; callable from any thread."""
+
+    def begin(self, title: str) -> object: ...
+
+    def report(self, handle: object, message: str, percentage: int | None = None) -> None: ...
+
+    def end(self, handle: object) -> None: ...
+
+
+class Titles(Protocol):
+    def __call__(self, message_id: str, /, **values: object) -> str: ...
+
+
+class _Upgradable:
+    """A module's source that starts as DWARF and switches to a GSYM entry once built."""
+
+    def __init__(self, first: SymbolSource) -> None:
+        self.current = first
+
+    @property
+    def description(self) -> str:
+        return self.current.description
+
+    @property
+    def has_debug_info(self) -> bool:
+        return self.current.has_debug_info
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        return self.current.frames_at(address)
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        return self.current.data_at(address)
+
+    def close(self) -> None:
+        self.current.close()
+
+
+class _ConversionProgress:
+    """The GSYM converter's progress (label, done, total) as LSP progress."""
+
+    def __init__(self, sink: ProgressSink, handle: object) -> None:
+        self.sink = sink
+        self.handle = handle
+        self._last = -1
+
+    def update(self, label: str, done: int, total: int) -> None:
+        percentage = int(100 * done / total) if total else None
+        if percentage != self._last:
+            self._last = percentage if percentage is not None else -1
+            self.sink.report(self.handle, label, percentage)
+
+    def finish(self) -> None:
+        """Nothing to do: the service ends the progress itself."""
+
+
+class SymbolService:
+    """The server's symbolizer (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        progress: ProgressSink,
+        titles: Titles,
+        report: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.settings = settings
+        self.progress = progress
+        self.titles = titles
+        self.lock = threading.RLock()
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stackmark-symbols")
+        self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-gsym")
+        self._resolving: dict[str, Future[ModuleResolution]] = {}
+        self._resolved: dict[str, ModuleResolution] = {}
+        self._meta = threading.Lock()
+        self._downloads: dict[str, object] = {}
+        self._closed = False
+        self.gsym_root = Path(settings.cache_dir) if settings.cache_dir else None
+        self.debuginfod = self._debuginfod_client(report)
+        options = SymbolizerOptions(
+            debug_file_directories=list(
+                settings.debug_file_directories or DEFAULT_DEBUG_FILE_DIRECTORIES
+            ),
+            objects=list(settings.objects),
+            symbol_paths=list(settings.symbol_paths),
+            source_factories=[self._source],
+            debuginfod=self.debuginfod,
+        )
+        self.symbolizer = Symbolizer(options)
+
+    # -- set-up -----------------------------------------------------------------------
+
+    def _debuginfod_client(self, report: Callable[[str], None]) -> DebuginfodClient | None:
+        """A debuginfod client when servers are configured (settings, else DEBUGINFOD_URLS)."""
+        urls = self.settings.debuginfod_urls
+        if not urls and not os.environ.get("DEBUGINFOD_URLS", "").strip():
+            return None
+        from stackmark.symbols.debuginfod import (
+            DebuginfodClient,
+            DebuginfodConfigError,
+            DebuginfodSettings,
+        )
+
+        cache = Path(self.settings.cache_dir) / "debuginfod" if self.settings.cache_dir else None
+        try:
+            settings = DebuginfodSettings.from_environment(
+                urls=list(urls) or None, cache_path=cache
+            )
+        except DebuginfodConfigError as exc:
+            report(str(exc))
+            return None
+        return DebuginfodClient(settings, progress=self._download_progress, report=report)
+
+    def _download_progress(self, status: DownloadProgress) -> None:
+        key = f"{status.build_id} {status.artifact}"
+        with self._meta:
+            handle = self._downloads.get(key)
+            if handle is None and not status.done:
+                name = status.artifact + " " + status.build_id[:12]
+                handle = self._downloads[key] = self.progress.begin(
+                    self.titles("progress.download", name=name)
+                )
+            elif status.done:
+                self._downloads.pop(key, None)
+        if handle is None:
+            return
+        if status.done:
+            self.progress.end(handle)
+            return
+        percentage = int(100 * status.received / status.total) if status.total else None
+        self.progress.report(handle, f"{status.received // 1024} KiB", percentage)
+
+    # -- sources (the core's extension point) ------------------------------------------
+
+    def _source(self, files: ModuleFiles) -> SymbolSource | None:
+        """The source factory given to the Symbolizer: a GSYM entry if one is built, else
+        DWARF at once and a GSYM entry built in the background."""
+        from stackmark.symbols.cache import GsymCache
+        from stackmark.symbols.elf_source import elf_source_factory
+        from stackmark.symbols.gsym_source import GsymSource
+
+        cache = GsymCache(self.gsym_root)
+        if files.build_id:
+            try:
+                entry = cache.validate(files.build_id)
+                if entry is not None:
+                    return GsymSource(str(entry.gsym), str(entry.extras), files)
+            except (StackmarkError, OSError):
+                pass
+        first = elf_source_factory(files)
+        if not files.build_id or not first.has_debug_info or self._closed:
+            return first
+        source = _Upgradable(first)
+        self._indexer.submit(self._convert, cache, files, source)
+        return source
+
+    def _convert(self, cache: object, files: ModuleFiles, source: _Upgradable) -> None:
+        """Build the module's GSYM entry (background thread), then answer from it."""
+        from stackmark.symbols.cache import GsymCache
+        from stackmark.symbols.gsym_source import GsymSource
+
+        assert isinstance(cache, GsymCache)
+        if self._closed:
+            return
+        name = os.path.basename(files.binary)
+        handle = self.progress.begin(self.titles("progress.convert", name=name))
+        try:
+            entry = cache.get_or_build(
+                files.build_id, files.dwarf_file, _ConversionProgress(self.progress, handle)
+            )
+            gsym = GsymSource(str(entry.gsym), str(entry.extras), files)
+        except (StackmarkError, OSError):
+            return  # the DWARF source keeps answering
+        finally:
+            self.progress.end(handle)
+        with self.lock:
+            old, source.current = source.current, gsym
+        old.close()
+
+    # -- lookups (worker threads) ------------------------------------------------------
+
+    def resolve(self, module: Module) -> ModuleResolution:
+        """Where `module`'s symbols are (finding them once per build ID; thread-safe)."""
+        key = module.build_id.lower() or f"path:{module.path}"
+        with self._meta:
+            known = self._resolved.get(key)
+            if known is not None:
+                return known
+            future = self._resolving.get(key)
+            mine = future is None
+            if future is None:
+                future = self._resolving[key] = Future()
+        if not mine:
+            return future.result()
+        try:
+            resolution = self.symbolizer.resolve(module)
+            if resolution.binary is None and not resolution.error:
+                resolution.error = "could not find build ID"
+        except (StackmarkError, OSError) as exc:
+            resolution = ModuleResolution(module.build_id, None, error=str(exc))
+        with self._meta:
+            self._resolved[key] = resolution
+            self._resolving.pop(key, None)
+        future.set_result(resolution)
+        return resolution
+
+    def resolved(self, module: Module) -> ModuleResolution | None:
+        """The resolution of `module` if it is known already (never blocks)."""
+        key = module.build_id.lower() or f"path:{module.path}"
+        with self._meta:
+            return self._resolved.get(key)
+
+    def code(self, module: Module, address: int) -> CodeLookup:
+        """The inline chain at module-relative `address` (thread-safe)."""
+        resolution = self.resolve(module)
+        if resolution.binary is None:
+            return CodeLookup(resolution, address)
+        with self.lock:
+            try:
+                return self.symbolizer.code(module, address)
+            except (StackmarkError, OSError) as exc:
+                resolution.searched.append(f"0x{address:x}: {exc}")
+                return CodeLookup(resolution, address)
+
+    def data(self, module: Module, address: int) -> DataLookup:
+        """The data symbol covering module-relative `address` (thread-safe)."""
+        resolution = self.resolve(module)
+        if resolution.binary is None:
+            return DataLookup(resolution, address)
+        with self.lock:
+            try:
+                return self.symbolizer.data(module, address)
+            except (StackmarkError, OSError) as exc:
+                resolution.searched.append(f"0x{address:x}: {exc}")
+                return DataLookup(resolution, address)
+
+    def description(self, module: Module) -> str | None:
+        """What answers for `module` (e.g. "DWARF in ..."), once its source is open."""
+        with self.lock:
+            try:
+                source = self.symbolizer.source(module)
+            except (StackmarkError, OSError):
+                return None
+            return source.description if source is not None else None
+
+    # -- from the event loop -----------------------------------------------------------
+
+    async def run(self, function: Callable[..., _T], *args: object) -> _T:
+        """Run a lookup in the worker threads and wait for it without blocking the loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
+
+    def close(self) -> None:
+        self._closed = True
+        self._indexer.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self.lock:
+            self.symbolizer.close()
+
+
+class ThreadSafeSymbolizer:
+    """`SymbolizerAPI` over a `SymbolService`, for core code run in a worker thread
+    (the markup filter that renders the symbolized view)."""
+
+    def __init__(self, service: SymbolService) -> None:
+        self.service = service
+
+    def resolve(self, module: Module) -> ModuleResolution:
+        return self.service.resolve(module)
+
+    def code(self, module: Module, address: int) -> CodeLookup:
+        return self.service.code(module, address)
+
+    def data(self, module: Module, address: int) -> DataLookup:
+        return self.service.data(module, address)

@@ -1,0 +1,104 @@
+"""The symbolized view: the whole log as `stackmark symbolize` prints it.
+
+The view is a virtual document (LSP 3.18 `workspace/textDocumentContent`)
+under the `stackmark-symbolized` scheme. Its URI keeps the log's path, so
+an editor names the tab after the log and highlights it as a log:
+
+    file:///var/log/crash.log  ->  stackmark-symbolized:/var/log/crash.log
+
+(a log that is not a file keeps its whole URI, escaped, in the path).
+
+The text is made by the core's markup filter (`StackmarkFilter`) with the
+defaults of `stackmark symbolize` and the server's symbolizer, in a worker
+thread, from a snapshot of the log; it is kept until the log changes.
+Along with the text comes a line map: where each log line's output starts,
+so that "Symbolize" on a backtrace opens the view at that backtrace.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import quote, unquote, urlparse
+
+from stackmark.markup.filter import StackmarkFilter
+from stackmark.markup.naming import Naming
+from stackmark.markup.report import DiagnosticPrinter
+from stackmark.markup.resolve import Resolver
+from stackmark_lsp.symbolization import SymbolService, ThreadSafeSymbolizer
+
+SCHEME = "stackmark-symbolized"
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def view_uri(uri: str) -> str:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return f"{SCHEME}:{quote(unquote(parsed.path))}"
+    return f"{SCHEME}:/{quote(uri, safe='')}.log"
+
+
+def log_uri(uri: str) -> str | None:
+    """The log a view URI shows (the inverse of `view_uri`), or None."""
+    parsed = urlparse(uri)
+    if parsed.scheme != SCHEME:
+        return None
+    raw = parsed.path
+    if "/" not in raw[1:] and "%3A" in raw.upper() and raw.endswith(".log"):
+        return unquote(raw[1:-4])  # a log that is not a file: its whole URI
+    return "file://" + quote(unquote(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    version: int
+    text: str
+    starts: list[int]  # output line where each log line's output begins
+
+    def line_for(self, log_line: int) -> int:
+        """The view line showing log line `log_line`."""
+        if not self.starts:
+            return 0
+        return self.starts[min(max(log_line, 0), len(self.starts) - 1)]
+
+    def log_line(self, view_line: int) -> int:
+        """The log line a view line comes from."""
+        return max(bisect.bisect_right(self.starts, view_line) - 1, 0)
+
+
+def lines_of(text: str) -> Iterator[tuple[str, str]]:
+    """(line, terminator) for each line of `text`, as `stackmark symbolize` reads them."""
+    pos = 0
+    for match in _BREAK.finditer(text):
+        yield text[pos : match.start()], match.group()
+        pos = match.end()
+    if pos < len(text):
+        yield text[pos:], ""
+
+
+def render(
+    text: str,
+    version: int,
+    service: SymbolService,
+    naming: Naming,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> View:
+    """The symbolized text of a log snapshot (run in a worker thread)."""
+    resolver = Resolver(ThreadSafeSymbolizer(service))
+    printer = DiagnosticPrinter(lambda _message: None, colour=False, llvm_style=False)
+    line_filter = StackmarkFilter(resolver, naming, printer)
+    out: list[str] = []
+    starts: list[int] = []
+    view_line = 0
+    total = text.count("\n") + 1
+    for number, (line, eol) in enumerate(lines_of(text)):
+        starts.append(view_line)
+        produced = line_filter.feed(line, eol)
+        out.append(produced)
+        view_line += produced.count("\n") + produced.count("\r") - produced.count("\r\n")
+        if number % 2000 == 1999:
+            progress(number + 1, total)
+    out.append(line_filter.finish())
+    return View(version, "".join(out), starts)
