@@ -57,7 +57,7 @@ def _valid_build_id(build_id: str) -> bool:
 class GsymCache:
     """Finds, validates and (re)builds cache entries."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, jobs: int = 1):
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, jobs: int = 0):
         self.root = Path(root) if root is not None else default_cache_dir()
         self.jobs = jobs
 

@@ -170,3 +170,12 @@ def test_modules_without_dwarf_fall_through(tmp_path: Path) -> None:
     files = ModuleFiles(build_id_of(stripped), str(stripped))
     assert gsym_source_factory(GsymCache(tmp_path))(files) is None
     assert gsym_source_factory(GsymCache(tmp_path))(ModuleFiles("", str(stripped))) is None
+
+
+def test_entries_do_not_depend_on_the_number_of_processes(tmp_path: Path) -> None:
+    binary = program("c-O2")  # two compile units: one per worker
+    build_id = build_id_of(binary)
+    one = GsymCache(tmp_path / "one", jobs=1).get_or_build(build_id, str(binary))
+    two = GsymCache(tmp_path / "two", jobs=2).get_or_build(build_id, str(binary))
+    assert one.gsym.read_bytes() == two.gsym.read_bytes()
+    assert one.extras.read_bytes() == two.extras.read_bytes()
