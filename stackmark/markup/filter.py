@@ -122,7 +122,17 @@ class StackmarkFilter:
         """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""
         self._line_no += 1
         self._text, self._eol = text, eol
-        self.out.reset_state()
+        out = self.out
+        if (
+            self._pending is None
+            and self._info is None
+            and out.colour is None
+            and not out.bold
+            and "{{{" not in text
+            and "\x1b" not in text
+        ):
+            return text + eol  # plain text, the common case: nothing to do
+        out.reset_state()
         if self._pending is None:
             self._held_lines.clear()
         parsed = self._parser.parse(text, self._line_no, self._pending)

@@ -81,7 +81,16 @@ class Llvm19Filter:
             text, eol = text[:-1], "\r\n"  # llvm appends '\n' to a last line
         self._line_no += 1
         self._text, self._eol = text, ("\r\n" if eol == "\r\n" else "\n")
-        self.out.reset_state()
+        out = self.out
+        if (
+            self._info is None
+            and out.colour is None
+            and not out.bold
+            and "{{{" not in text
+            and "\x1b" not in text
+        ):
+            return text + self._eol  # plain text, the common case: nothing to do
+        out.reset_state()
         parsed = self._parser.parse(text, self._line_no)
         deferred: list[Span] = []
         for span in parsed.spans:
