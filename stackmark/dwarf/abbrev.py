@@ -128,7 +128,7 @@ Step: TypeAlias = tuple[int, "struct.Struct | None", "tuple[int, ...] | int"]
 class Plan:
     """An abbreviation compiled for one encoding (see the module docstring)."""
 
-    __slots__ = ("consts", "fixed_size", "forms", "sibling", "skip", "steps")
+    __slots__ = ("consts", "fixed_size", "forms", "sibling", "single", "skip", "steps")
 
     def __init__(
         self,
@@ -146,6 +146,13 @@ class Plan:
         # (skip plan up to DW_AT_sibling, struct for its value or None for
         # ref_udata, its form), when the abbreviation has a sibling.
         self.sibling = sibling
+        # The common case, decoded with one unpack and no loop: every value
+        # stored is fixed-size (zero-size forms aside) and read by one struct.
+        self.single: tuple[struct.Struct, tuple[int, ...]] | None = None
+        if len(steps) == 1 and steps[0][0] == 0 and steps[0][1] is not None:
+            attrs = steps[0][2]
+            assert isinstance(attrs, tuple)
+            self.single = (steps[0][1], attrs)
 
 
 class Abbrev:
@@ -347,7 +354,14 @@ def decode_attributes(
     buf: Buffer, pos: int, plan: Plan, enc: Encoding
 ) -> tuple[dict[int, object], int]:
     """(attribute -> raw value, next position) for one DIE, following a decode plan."""
-    values: dict[int, object] = dict(plan.consts) if plan.consts else {}
+    single = plan.single
+    if single is not None:
+        run, names = single
+        values: dict[int, object] = dict(zip(names, run.unpack_from(buf, pos), strict=True))
+        if plan.consts:
+            values.update(plan.consts)
+        return values, pos + run.size
+    values = dict(plan.consts) if plan.consts else {}
     for kind, fmt, attrs in plan.steps:
         if kind == 0:
             assert fmt is not None and isinstance(attrs, tuple)

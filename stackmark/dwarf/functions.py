@@ -68,6 +68,8 @@ class Function:
         "_children",
         "_children_pos",
         "_index",
+        "_linkage_name",
+        "_name",
         "_nested",
         "_values",
         "call_column",
@@ -100,6 +102,8 @@ class Function:
         self._children_pos = -1  # buffer position of unparsed children
         self._nested: list[Function] = []
         self._index: _AddressMap | None = None
+        self._name: str | bool | None = False  # False: not resolved yet
+        self._linkage_name: str | bool | None = False
         call_file = values.get(C.DW_AT_call_file)
         self.call_file = call_file if isinstance(call_file, int) else _int(call_file)
         call_line = values.get(C.DW_AT_call_line)
@@ -142,15 +146,21 @@ class Function:
 
     @property
     def name(self) -> str | None:
-        """DW_AT_name, found through abstract origins and specifications."""
-        found = find_recursively(self.unit, self._abbrev, self._values, (C.DW_AT_name,))
-        return found[0].string_attr(found[1], found[2], found[3]) if found else None
+        """DW_AT_name, found through abstract origins and specifications (once)."""
+        if self._name is False:
+            found = find_recursively(self.unit, self._abbrev, self._values, (C.DW_AT_name,))
+            self._name = found[0].string_attr(found[1], found[2], found[3]) if found else None
+        return self._name  # type: ignore[return-value]
 
     @property
     def linkage_name(self) -> str | None:
-        """DW_AT_linkage_name (or DW_AT_MIPS_linkage_name), found the same way."""
-        found = find_recursively(self.unit, self._abbrev, self._values, _LINKAGE_ATTRS)
-        return found[0].string_attr(found[1], found[2], found[3]) if found else None
+        """DW_AT_linkage_name (or DW_AT_MIPS_linkage_name), found the same way (once)."""
+        if self._linkage_name is False:
+            found = find_recursively(self.unit, self._abbrev, self._values, _LINKAGE_ATTRS)
+            self._linkage_name = (
+                found[0].string_attr(found[1], found[2], found[3]) if found else None
+            )
+        return self._linkage_name  # type: ignore[return-value]
 
     @property
     def decl_line(self) -> int:

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from stackmark.dwarf.unit import AddressRange, Unit
 
 _MASK64 = (1 << 64) - 1
+_ADDRESS_STRUCTS = {
+    (endian, size): struct.Struct(endian + code)
+    for endian in "<>"
+    for size, code in ((2, "H"), (4, "I"), (8, "Q"))
+}
 
 
 def read_ranges(unit: Unit, form: int, value: int) -> list[AddressRange]:
@@ -73,7 +78,7 @@ def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
     end = section.end
     pos = section.check(offset, 1, "range list")
     size = unit.header.addr_size
-    address = struct.Struct(unit.enc.endian + {2: "H", 4: "I", 8: "Q"}[size]).unpack_from
+    address = _ADDRESS_STRUCTS[unit.enc.endian, size].unpack_from
     tombstone = (1 << (8 * size)) - 1
     base: int | None = unit.base_address
     result: list[AddressRange] = []
