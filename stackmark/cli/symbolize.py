@@ -115,7 +115,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="print function and data names as they are in the binary",
     )
-    out.add_argument("--demangle", "-C", dest="demangle", action="store_true", default=True)
+    out.add_argument(
+        "--demangle",
+        "-C",
+        dest="demangle",
+        action="store_true",
+        default=True,
+        help="demangle function and data names (the default)",
+    )
     out.add_argument(
         "--functions",
         nargs="?",
