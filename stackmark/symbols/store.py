@@ -12,13 +12,16 @@ Where a build ID is looked for, in this order:
    info: each yields candidate files, checked like all others.
 
 Every candidate's build ID is read and compared (llvm trusts the path;
-a stale file there gives wrong answers silently). Among matching files,
-the first with DWARF wins; else the first with a symbol table. When the
-chosen file is stripped and names a debug file in `.gnu_debuglink`, that
-file is looked for the way GDB and llvm do: next to the binary, in its
-`.debug/` subdirectory, and under each debug-file directory followed by
-the binary's own directory. It must carry the same build ID, or, when it
-has none, the CRC32 the link records.
+a stale file there gives wrong answers silently). The first matching file
+answers when it has DWARF. When it has none but another match does (a
+stripped binary given with --obj, its debug file in a debug-file
+directory), the pair answers as llvm pairs them: symbols from the first,
+DWARF from the other. Failing that, when a matching file names a debug
+file in `.gnu_debuglink`, that file is looked for the way GDB and llvm
+do: next to the binary, in its `.debug/` subdirectory, and under each
+debug-file directory followed by the binary's own directory. It must
+carry the same build ID, or, when it has none, the CRC32 the link
+records. Without any DWARF, the first file with a symbol table answers.
 
 Every rejected or missing candidate is recorded in `searched` with the
 reason, so a front end can say why nothing was found.
@@ -246,11 +249,18 @@ class SymbolStore:
         return found
 
     def _choose(self, matches: list[tuple[_Candidate, str]], lookup: Lookup) -> Lookup:
-        for facts, how in matches:
-            if facts.has_dwarf:
+        first, first_how = matches[0]
+        with_dwarf = next(((f, h) for f, h in matches if f.has_dwarf), None)
+        if with_dwarf is not None:
+            facts, how = with_dwarf
+            if facts is first or not first.has_symbols:
                 lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
-                lookup.has_debug_info = True
-                return lookup
+            else:
+                # The first file found (e.g. the --obj binary) lacks DWARF: like llvm,
+                # take its symbols and the DWARF of the other file with its build ID.
+                lookup.files = ModuleFiles(lookup.build_id, first.path, facts.path, first_how)
+            lookup.has_debug_info = True
+            return lookup
         for facts, how in matches:
             if facts.debuglink is not None:
                 debug = self._follow_debuglink(facts, lookup)

@@ -7,6 +7,7 @@ chain (function, file, line, column of each frame) must equal llvm's.
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from stackmark.demangle import demangle_symbol
+from stackmark.elf import ElfFile
 from stackmark.model import Module
 from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 from tests.conftest import require_tool
@@ -162,3 +164,24 @@ def test_address_mode_output_is_llvm_symbolizers(variant: str) -> None:
         check=True,
     ).stdout
     assert ours.splitlines() == llvm.splitlines()
+
+
+def test_system_libc_with_its_debug_package_matches_llvm() -> None:
+    """glibc from the distribution, its DWARF from libc6-dbg (hand-written assembly,
+    IFUNCs, versioned and aliased symbols): paired the way llvm pairs them."""
+    libc = Path("/lib/x86_64-linux-gnu/libc.so.6")
+    build_id = build_id_of(libc)
+    debug = Path("/usr/lib/debug/.build-id") / build_id[:2] / (build_id[2:] + ".debug")
+    assert debug.exists(), "libc6-dbg should be installed by make test"
+    elf = ElfFile.open(libc)
+    functions = sorted({(s.value, s.size) for s in elf.symbols() if s.type == 2 and s.size})
+    rng = random.Random(11)
+    addresses = sorted({v + rng.randrange(n) for v, n in rng.sample(functions, 600)})
+    expected = llvm_frames(libc, addresses)
+    symbolizer = Symbolizer(SymbolizerOptions(objects=[str(libc)]))
+    module = Module(0, "libc.so.6", build_id)
+    resolution = symbolizer.resolve(module)
+    assert resolution.has_debug_info and resolution.binary == str(debug)
+    diffs = mismatches(expected, ours(symbolizer, module, addresses))
+    assert not diffs, describe(diffs)
+    assert sum(1 for frames in expected.values() if len(frames) > 1) > 20

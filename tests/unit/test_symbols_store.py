@@ -118,7 +118,7 @@ def test_a_debuglink_file_from_another_build_is_rejected(tmp_path: Path) -> None
     assert any("does not match" in line and debug.name in line for line in lookup.searched)
 
 
-def test_prefers_a_file_with_dwarf_over_a_stripped_one(tmp_path: Path) -> None:
+def test_a_stripped_obj_is_paired_with_the_debug_file_of_its_build(tmp_path: Path) -> None:
     binary, debug = sym_builds.stripped_with_debuglink()
     lone = tmp_path / "lone"
     lone.mkdir()
@@ -126,7 +126,13 @@ def test_prefers_a_file_with_dwarf_over_a_stripped_one(tmp_path: Path) -> None:
     placed = debug_tree(tmp_path / "dbg", debug)
     store = SymbolStore([str(tmp_path / "dbg")], objects=[str(lone / binary.name)])
     lookup = store.find(build_id_of(binary))
-    assert lookup.files is not None and lookup.files.binary == str(placed)
+    assert lookup.files is not None  # symbols from the binary, DWARF from the debug file
+    assert lookup.files.binary == str(lone / binary.name)
+    assert lookup.files.debug == str(placed)
+    assert lookup.has_debug_info
+    alone = SymbolStore([str(tmp_path / "dbg")]).find(build_id_of(binary))
+    assert alone.files is not None and alone.files.binary == str(placed)
+    assert alone.files.debug is None
 
 
 def test_unreadable_and_non_elf_candidates_are_reported(tmp_path: Path) -> None:
