@@ -1,28 +1,33 @@
 """The GDB plugin on a 10,000-frame recursion: SFrame unwinding vs GDB's own.
 
-    .venv/bin/python bench/bench_gdb.py [--depth N] [--repeat K]
+    .venv/bin/python bench/bench_gdb.py [--depth N] [--repeat K] [--sessions S]
 
 The program is the test fixture `dbg_main recurse N` (tests/fixtures/src),
 built -g -O2 -fomit-frame-pointer -Wa,--gsframe (SFrame v1) as a PIE with a
 shared library, once with .eh_frame and once with .eh_frame and
 .eh_frame_hdr removed. GDB 13 stops in stop_here() at the bottom of the
-recursion. Every figure is taken inside that GDB after
-`gdb.invalidate_cached_frames()`, so every frame is unwound again (the
-objfiles' tables already read), K times; the minimum is kept, because
-this 2-core machine is shared and other work only ever adds time.
+recursion. The configurations, each its own GDB session:
 
-Session 1, the binary with .eh_frame and stackmark loaded, alternates
-between the unwinders so both see the same machine load:
-- "GDB DWARF": `stackmark unwinder off`, GDB unwinds from .eh_frame;
-- "stackmark SFrame": `stackmark unwinder on --everywhere`, the SFrame
-  unwinder claims every frame of the program.
-Each is measured as a frame walk (`gdb.newest_frame()` then `.older()` to
-the outermost frame, the work every backtrace starts with), as GDB's own
-`bt` (output captured), and as `stackmark bt --markup`.
+- GDB DWARF: the binary with .eh_frame and no plugin: GDB unwinds with its
+  DWARF CFI unwinder (the reference);
+- stackmark SFrame replacing GDB DWARF: the same binary with
+  `stackmark unwinder on --everywhere`: the SFrame unwinder claims every
+  frame of the program although GDB could unwind it;
+- stackmark SFrame (.eh_frame stripped): the plugin's default on the
+  stripped binary, where GDB alone stops after two frames.
 
-Session 2, the stripped binary: the SFrame unwinder is the only way to a
-full backtrace there (GDB alone stops after two frames); its walk and
-`stackmark bt --markup`.
+For scale, GDB without the plugin, and with the plugin loaded on the
+binary with .eh_frame, where the unwinder declines every frame (what
+loading stackmark costs a session that does not need it).
+
+Each figure is taken after `gdb.invalidate_cached_frames()`, so every frame
+is unwound again (tables already read), as a GDB command of its own (GDB
+frees the values a command creates only when the command ends, so a long
+Python loop slows down as it goes): a frame walk (`gdb.newest_frame()` then
+`.older()` to the outermost frame, what every backtrace starts with), GDB's
+`bt` (output captured), and `stackmark bt --markup`. Sessions of the three
+configurations are interleaved and the best time kept: this 2-core machine
+is shared, and other work only ever adds time.
 """
 
 from __future__ import annotations
@@ -38,10 +43,10 @@ sys.path.insert(0, str(REPO))
 
 from tests.gdb.conftest import LOADER, build_program  # noqa: E402
 
-MEASURE = r"""
+DEFINE = r"""
 import gdb, json, time
 
-def walk():
+def _walk():
     count = 0
     frame = gdb.newest_frame()
     while frame is not None:
@@ -49,34 +54,38 @@ def walk():
         frame = frame.older()
     return count
 
-def command(text):
-    return lambda: gdb.execute(text, to_string=True)
+ACTIONS = {
+    "walk": _walk,
+    "bt": lambda: gdb.execute("bt", to_string=True),
+    "markup": lambda: gdb.execute("stackmark bt --markup", to_string=True),
+}
+best = {}
 
-def once(action):
+def measure(name):
     gdb.invalidate_cached_frames()
     start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
+    ACTIONS[name]()
+    seconds = time.perf_counter() - start
+    best[name] = min(best.get(name, seconds), seconds)
 
-frames = walk()
-best = {}
-for _ in range(REPEAT):
-    for setup, label in SETUPS:
-        gdb.execute(setup, to_string=True)
-        for name, action in (("walk", walk), ("bt", command("bt")),
-                             ("markup", command("stackmark bt --markup"))):
-            seconds = once(action)
-            key = label + "/" + name
-            best[key] = min(best.get(key, seconds), seconds)
-print("RESULTS " + json.dumps({"frames": frames, "best": best}))
+def report():
+    print("RESULTS " + json.dumps({"frames": _walk(), "best": best}))
 """
 
 
-def measure(program: Path, depth: int, repeat: int, setups: list[tuple[str, str]]) -> dict:
-    script = MEASURE.replace("REPEAT", str(repeat)).replace("SETUPS", repr(setups))
+def measure(program: Path, depth: int, repeat: int, setup: str) -> dict:
+    """One GDB session: `setup`, then each figure `repeat` times, each measurement a
+    GDB command of its own (GDB frees the values a command made only when it ends)."""
     cmd = ["gdb", "-nx", "-q", "-batch", "-ex", "set pagination off"]
-    cmd += ["-ex", f"source {LOADER}", "-ex", "break stop_here", "-ex", f"run recurse {depth}"]
-    cmd += ["-ex", f"python exec({script!r})", str(program)]
+    if setup:  # no setup: GDB without the plugin
+        cmd += ["-ex", f"source {LOADER}", "-ex", setup]
+    cmd += ["-ex", "break stop_here", "-ex", f"run recurse {depth}"]
+    cmd += ["-ex", f"python exec({DEFINE!r})"]
+    names = ("walk", "bt", "markup") if setup else ("walk", "bt")
+    for _ in range(repeat):
+        for name in names:
+            cmd += ["-ex", f"python measure({name!r})"]
+    cmd += ["-ex", "python report()", str(program)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600).stdout
     for line in out.splitlines():
         if line.startswith("RESULTS "):
@@ -85,42 +94,58 @@ def measure(program: Path, depth: int, repeat: int, setups: list[tuple[str, str]
     raise RuntimeError(f"no results from gdb:\n{out}")
 
 
+def merge(runs: list[dict]) -> dict:
+    """The best (smallest) time of each figure over several GDB sessions."""
+    best: dict[str, float] = {}
+    for found in runs:
+        for key, seconds in found["best"].items():
+            best[key] = min(best.get(key, seconds), seconds)
+    return {"frames": runs[0]["frames"], "best": best}
+
+
+CONFIGURATIONS = [
+    ("GDB DWARF (.eh_frame), no plugin", False, ""),
+    ("GDB DWARF (.eh_frame), stackmark loaded (declines every frame)", False, "echo"),
+    ("stackmark SFrame replacing GDB DWARF (.eh_frame, --everywhere)", False,
+     "stackmark unwinder on --everywhere"),
+    ("stackmark SFrame (.eh_frame stripped)", True, "stackmark unwinder on"),
+]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depth", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3, help="measurements per GDB session")
+    parser.add_argument("--sessions", type=int, default=3, help="GDB sessions per configuration")
     args = parser.parse_args()
-    with_cfi = build_program(strip_cfi=False).exe
-    stripped = build_program(strip_cfi=True).exe
-    both = measure(
-        with_cfi,
-        args.depth,
-        args.repeat,
-        [
-            ("stackmark unwinder off", "GDB DWARF (.eh_frame)"),
-            ("stackmark unwinder on --everywhere", "stackmark SFrame (.sframe v1)"),
-        ],
+    programs = {False: build_program(strip_cfi=False).exe, True: build_program(strip_cfi=True).exe}
+    runs: dict[str, list[dict]] = {label: [] for label, _s, _c in CONFIGURATIONS}
+    for _ in range(args.sessions):  # interleaved: every configuration sees the same load
+        for label, stripped, setup in CONFIGURATIONS:
+            runs[label].append(measure(programs[stripped], args.depth, args.repeat, setup))
+    results = {label: merge(found) for label, found in runs.items()}
+    native = results[CONFIGURATIONS[0][0]]
+    native_walk = native["best"]["walk"] / native["frames"]
+    print(
+        f"GDB 13, `dbg_main recurse {args.depth}`: best of {args.sessions} GDB sessions x "
+        f"{args.repeat} runs per figure.\n"
     )
-    alone = measure(
-        stripped, args.depth, args.repeat, [("stackmark unwinder on", "stackmark SFrame, "
-                                             ".eh_frame stripped")]
-    )
-    native = both["best"]["GDB DWARF (.eh_frame)/walk"]
-    print(f"GDB 13, `dbg_main recurse {args.depth}`: best of {args.repeat} runs per figure.\n")
     print(
         "| unwinder | frames | walk, µs/frame | vs GDB DWARF | `bt`, µs/frame "
         "| `stackmark bt --markup`, µs/frame (total) |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for run in (both, alone):
-        frames = run["frames"]
-        labels = sorted({key.split("/")[0] for key in run["best"]}, reverse=True)
-        for label in labels:
-            walk, bt, markup = (run["best"][f"{label}/{k}"] for k in ("walk", "bt", "markup"))
-            print(
-                f"| {label} | {frames} | {walk / frames * 1e6:.1f} | {walk / native:.2f}x "
-                f"| {bt / frames * 1e6:.1f} | {markup / frames * 1e6:.1f} ({markup:.2f} s) |"
-            )
+    for label, result in results.items():
+        frames = result["frames"]
+        walk, bt = (result["best"][k] / frames for k in ("walk", "bt"))
+        markup = "-"
+        if "markup" in result["best"]:
+            total = result["best"]["markup"]
+            markup = f"{total / frames * 1e6:.1f} ({total:.2f} s)"
+        print(
+            f"| {label} | {frames} | {walk * 1e6:.1f} | {walk / native_walk:.2f}x "
+            f"| {bt * 1e6:.1f} | {markup} |"
+        )
     return 0
 
 

@@ -560,8 +560,13 @@ def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
     if args.action == "on":
         unwinder.policy = Policy(args.everywhere, args.from_cfi)
         unwinder.enabled = True
+        gdb.unwinder.register_unwinder(None, unwinder, replace=True)
     elif args.action == "off":
+        # Unregistered, not just disabled: with no Python unwinder left, GDB does not
+        # call into Python for every frame it unwinds.
         unwinder.enabled = False
+        if unwinder in gdb.frame_unwinders:
+            gdb.frame_unwinders.remove(unwinder)
     if args.action != "status":
         unwinder.forget()
         gdb.invalidate_cached_frames()
