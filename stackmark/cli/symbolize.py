@@ -207,6 +207,20 @@ def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
 
         cache = GsymCache(cache_dir)
         if build:
+            try:
+                missing = files.build_id and not all(
+                    p.is_file() for p in cache.entry_paths(files.build_id)[:2]
+                )
+            except StackmarkError:
+                missing = False  # not a build ID the cache takes: the factory declines
+            if missing:
+                # Long work: say so (the cache entry is made once per build ID).
+                print(
+                    f"stackmark symbolize: building the GSYM cache entry for {files.dwarf_file} "
+                    f"in {cache.root} (once per build ID)...",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return gsym_source_factory(cache)(files)
         if not files.build_id:
             return None

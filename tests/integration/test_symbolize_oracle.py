@@ -61,6 +61,22 @@ def test_compat_options(
     assert ours.stderr == theirs.stderr
 
 
+@pytest.mark.parametrize("variant", ["pie", "cpp", "split"])
+def test_compat_from_the_gsym_cache(
+    programs: dict[str, ProgramLog], variant: str, tmp_path: Path
+) -> None:
+    """The same bytes when the answers come from a GSYM cache entry built on first use."""
+    p = programs[variant]
+    cache = f"--gsym-cache-dir={tmp_path}"
+    theirs = llvm(p.log, p.debug_option)
+    built = stackmark(p.log, p.debug_option, "--compat=llvm19", "--gsym-cache=build", cache)
+    assert b"building the GSYM cache entry" in built.stderr
+    assert list(tmp_path.glob("gsym-v1/*/*.gsym"))
+    reused = stackmark(p.log, p.debug_option, "--compat=llvm19", cache)
+    assert reused.stdout == built.stdout == theirs.stdout
+    assert reused.stderr == theirs.stderr
+
+
 def llvm_got_right(line: str) -> bool:
     """A line of llvm's output that shows no failure (no raw echo, nothing unknown)."""
     return "[[[" not in line and "<invalid>" not in line

@@ -9,10 +9,12 @@ that holds what both llvm-symbolizer and stackmark need. `llvm()` and
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +47,15 @@ def llvm(log: bytes, *options: str) -> Output:
     return Output(proc.stdout, proc.stderr, proc.returncode)
 
 
+# The runs get a cache directory of their own (GSYM entries, downloads), so
+# that nothing built elsewhere answers for them.
+_CACHE_HOME = tempfile.mkdtemp(prefix="stackmark-test-cache-")
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
+
+
 def stackmark(log: bytes, *options: str) -> Output:
     env = {k: v for k, v in os.environ.items() if k != "DEBUGINFOD_URLS"}
+    env["XDG_CACHE_HOME"] = _CACHE_HOME
     proc = subprocess.run(
         [sys.executable, "-m", "stackmark", "symbolize", *options],
         input=log,
