@@ -251,3 +251,42 @@ def test_no_process_is_a_clear_error(gdb_path: str, program: Program) -> None:
     result = run_gdb(["stackmark bt"], program.exe)
     assert "the program is not being run" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_selected_thread_and_frame_are_kept(gdb_path: str, stripped_program: Program) -> None:
+    result = run_gdb(
+        [
+            *stop_at(),
+            "thread 2",
+            "frame 1",
+            "stackmark bt --all-threads --full",
+            *section("after", "frame"),
+            *section("thread", "thread"),
+        ],
+        stripped_program.exe,
+        args=["threads"],
+    )
+    assert marked(result, "after").startswith("#1 ")
+    assert "Current thread is 2 " in marked(result, "thread")
+
+
+BIASES = "python exec({!r})".format(
+    "from stackmark_gdb.backend import GdbBackend\n"
+    "from stackmark.debugger.modules import loaded_modules\n"
+    "backend = GdbBackend()\n"
+    "from_sections = backend._biases_from_sections()\n"
+    "import os\n"
+    "for module in loaded_modules(backend):\n"
+    "    if module.path and module.path.startswith('/'):\n"
+    "        print('BIAS', module.name, hex(module.load_bias),\n"
+    "              hex(from_sections[os.path.realpath(module.path)]))\n"
+)
+
+
+def test_section_addresses_give_the_same_biases(gdb_path: str, program: Program) -> None:
+    """The fallback for targets without a memory map (`info files`) agrees with the
+    ELF headers found through `info proc mappings`."""
+    result = run_gdb([*stop_at(), BIASES], program.exe)
+    rows = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("BIAS")]
+    assert {name for name, _a, _b in rows} >= {"dbg_main", "libdbg_lib.so", "libc.so.6"}
+    assert all(a == b for _name, a, b in rows), rows
