@@ -53,7 +53,7 @@ from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MarkupParser, Pending
 from stackmark.markup.report import DiagnosticPrinter
-from stackmark.markup.resolve import NOT_FOUND, CodeResult, Resolver
+from stackmark.markup.resolve import CodeResult, Resolver
 from stackmark.markup.styled import StyledWriter
 from stackmark.markup.syntax import (
     CONTEXTUAL_TAGS,
@@ -366,9 +366,9 @@ class StackmarkFilter:
             self._hexdict(typed)
         elif isinstance(typed, DumpfileElement):
             self._keep(typed)
-            self._record(
-                typed, [], type=typed.dump_type, name=typed.name, **records.context(self.context)
-            )
+            if self.records is not None:
+                layout_now = records.context(self.context)
+                self._record(typed, [], type=typed.dump_type, name=typed.name, **layout_now)
         else:
             assert isinstance(typed, OtherElement)
             self._report_all(typed.diagnostics)
@@ -560,5 +560,3 @@ class StackmarkFilter:
         w.restore()
         return w.take()
 
-
-__all__ = ["NOT_FOUND", "StackmarkFilter"]
