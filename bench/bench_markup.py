@@ -32,7 +32,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
-from measure import Summary, measure, table  # noqa: E402
+from measure import Summary, load_average, measure, measure_round_robin, table  # noqa: E402
 
 TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
 WORK = HERE / "work"
@@ -204,10 +204,11 @@ def main() -> int:
         print(f"GSYM cache entry for big-O2 built in {built:.1f} s (once per binary)\n")
         results["gsym_cache_build_s"] = round(built, 1)
     print("## markup filter: first answer (one bt line over big-O2)\n")
-    first = [measure(label, cmd, one_log, args.repeat) for label, cmd in commands().items()]
+    print(f"(load average at start: {load_average()})\n")
+    first = measure_round_robin(list(commands().items()), one_log, args.repeat)
     print(table(first) + "\n", flush=True)
     print("## markup filter: 100,000-line log over big-O2\n")
-    big = [measure(label, cmd, big_log, args.big_repeat) for label, cmd in commands().items()]
+    big = measure_round_robin(list(commands().items()), big_log, args.big_repeat)
     print(table(big) + "\n", flush=True)
     differing = compare_outputs(big_log)
     print(f"--compat=llvm19 vs llvm on the 100k log: {differing} output lines differ\n")
@@ -227,6 +228,7 @@ def main() -> int:
                 print(f"| {label} | {seconds:.2f} | {100 * seconds / total:.0f}% |")
             print()
             results[f"profile_100k_{name}"] = shares
+    print(f"(load average at end: {load_average()})\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "markup.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0

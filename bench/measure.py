@@ -59,6 +59,26 @@ def measure(
     return Summary(label, [run_once(cmd, stdin, stdout) for _ in range(repeat)])
 
 
+def measure_round_robin(
+    commands: Sequence[tuple[str, Sequence[str]]], stdin: Path, repeat: int
+) -> list[Summary]:
+    """Each command once per round, `repeat` rounds: on a shared machine whose
+    load changes, every command sees the same mix of quiet and busy moments."""
+    runs: dict[str, list[Run]] = {label: [] for label, _ in commands}
+    for _ in range(repeat):
+        for label, cmd in commands:
+            runs[label].append(run_once(cmd, stdin))
+    return [Summary(label, runs[label]) for label, _ in commands]
+
+
+def load_average() -> str:
+    """The 1-minute load average (how busy the machine was)."""
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+
 def table(rows: Sequence[Summary]) -> str:
     """A Markdown table of summaries."""
     lines = [
