@@ -23,10 +23,11 @@ File names are resolved the way llvm-symbolizer prints them by default
 from __future__ import annotations
 
 import struct
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from operator import itemgetter
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence as Sequence_
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Encoding, read_form
@@ -258,21 +259,65 @@ def _string_of(reader: DwarfReader, form: int, raw: object) -> str:
     return ""
 
 
+WIDTH = 7
+"""Fields per row in the flat row store: LineRow's fields, in its order."""
+
+
+class Rows(Sequence_[RawRow]):
+    """The rows of a table as a read-only sequence of tuples over one flat array.
+
+    Why: a row as a Python tuple costs about 180 bytes; seven slots of an
+    unsigned 64-bit array cost 56, which matters once every unit of a large
+    program has been read."""
+
+    __slots__ = ("_flat",)
+
+    def __init__(self, flat: array[int]):
+        self._flat = flat
+
+    def __len__(self) -> int:
+        return len(self._flat) // WIDTH
+
+    @overload
+    def __getitem__(self, index: int) -> RawRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RawRow]: ...
+
+    def __getitem__(self, index: int | slice) -> RawRow | list[RawRow]:
+        flat = self._flat
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            return [_row(flat, i) for i in range(start, stop, step)]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("row index out of range")
+        return _row(flat, index)
+
+
+def _row(flat: array[int], index: int) -> RawRow:
+    at = index * WIDTH
+    a, f, line, c, stmt, end, d = flat[at : at + WIDTH]
+    return (a, f, line, c, bool(stmt), bool(end), d)
+
+
 class LineTable:
     """The rows and sequences of one line number program, and lookups over them."""
 
     def __init__(
         self,
         header: LineProgramHeader,
-        rows: list[RawRow],
+        flat: array[int],
         sequences: list[Sequence],
         comp_dir: str | None,
     ):
         self.header = header
-        self.rows = rows  # plain tuples in LineRow's field order, for speed
+        self._flat = flat
+        self.rows = Rows(flat)  # tuples in LineRow's field order
         self.sequences = sequences  # ordered by high
         self.comp_dir = comp_dir or ""
-        self._addresses = [row[0] for row in rows]
+        self._addresses = flat[0::WIDTH]
         self._seq_highs = [seq.high for seq in sequences]
         self._names: dict[int, str | None] = {}
 
@@ -293,7 +338,7 @@ class LineTable:
 
     def lookup(self, address: int) -> LineRow | None:
         index = self.row_index(address)
-        return LineRow(*self.rows[index]) if index is not None else None
+        return LineRow(*_row(self._flat, index)) if index is not None else None
 
     def row(self, index: int) -> LineRow:
         return LineRow(*self.rows[index])
@@ -315,8 +360,8 @@ class LineTable:
                 stop = bisect_right(self._addresses, high - 1, seq.first + 1, seq.end - 1)
             else:
                 stop = seq.end
-            for raw in self.rows[start:stop]:
-                yield LineRow(*raw)
+            for index in range(start, stop):
+                yield LineRow(*_row(self._flat, index))
             i += 1
 
     def has_file(self, index: int) -> bool:
@@ -387,23 +432,24 @@ def parse_line_table(
     section = reader.line
     header = _read_header(reader, section, offset, unit_addr_size)
     try:
-        rows, sequences = _run_program(section, header, reader.endian)
+        flat, sequences = _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
     sequences.sort(key=lambda s: s.high)
-    return LineTable(header, rows, sequences, comp_dir)
+    return LineTable(header, flat, sequences, comp_dir)
 
 
 def _run_program(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[list[RawRow], list[Sequence]]:
+) -> tuple[array[int], list[Sequence]]:
     """The line number state machine (DWARF 5 6.2.2), producing rows and sequences.
 
     This is the hottest loop of a lookup, so it is written for CPython: opcode
     numbers are literals (DW_LNS_* in comments), one-byte LEB128 operands are
-    decoded inline, rows are plain tuples, and registers are not wrapped to
-    their llvm widths here: modular arithmetic gives the same residues when
-    `LineTable` masks them on the way out.
+    decoded inline, rows go to one flat list (WIDTH values each, made into
+    an array at the end), and registers are not wrapped to their llvm
+    widths here: modular arithmetic gives the same residues when `_packed`
+    masks them on the way out.
     """
     buf = section.buf
     pos = section.start + h.header_end
@@ -411,7 +457,7 @@ def _run_program(
     opcode_base = h.opcode_base
     min_inst = h.min_inst_length
     max_ops = max(h.max_ops_per_inst, 1)
-    default_is_stmt = h.default_is_stmt
+    default_is_stmt = 1 if h.default_is_stmt else 0
     std_lengths = h.standard_opcode_lengths
     order = byteorder(endian)
 
@@ -429,9 +475,9 @@ def _run_program(
     const_add_ops = ((255 - opcode_base) & 0xFF) // line_range if line_range else 0
     simple = max_ops == 1
 
-    rows: list[RawRow] = []
+    flat: list[int] = []
     sequences: list[Sequence] = []
-    append = rows.append
+    emit = flat.extend
 
     address = 0
     op_index = 0
@@ -440,7 +486,7 @@ def _run_program(
     column = 0
     is_stmt = default_is_stmt
     discriminator = 0
-    seq_first = 0  # index of the first row of the current sequence
+    seq_first = 0  # index (in rows) of the first row of the current sequence
     tombstoned = False  # the last DW_LNE_set_address was the tombstone
     tomb_first = 0  # rows from this index on were emitted while tombstoned
 
@@ -455,7 +501,7 @@ def _run_program(
                 address += (advance // max_ops) * min_inst
                 op_index = advance % max_ops
             line += sp_line[opcode]
-            append((address, file, line, column, is_stmt, False, discriminator))
+            emit((address, file, line, column, is_stmt, 0, discriminator))
             discriminator = 0
         elif opcode == 5:  # DW_LNS_set_column
             column = buf[pos]
@@ -465,10 +511,10 @@ def _run_program(
                 column, pos = read_uleb(buf, pos)
                 column &= 0xFFFF
         elif opcode == 1:  # DW_LNS_copy
-            append((address, file, line, column, is_stmt, False, discriminator))
+            emit((address, file, line, column, is_stmt, 0, discriminator))
             discriminator = 0
         elif opcode == 6:  # DW_LNS_negate_stmt
-            is_stmt = not is_stmt
+            is_stmt ^= 1
         elif opcode == 3:  # DW_LNS_advance_line
             delta = buf[pos]
             if delta < 0x80:
@@ -505,15 +551,17 @@ def _run_program(
                 if discriminator >= 0x80:
                     discriminator, _ = read_uleb(buf, pos + 1)
             elif sub == 1:  # DW_LNE_end_sequence
-                append((address, file, line, column, is_stmt, True, discriminator))
+                emit((address, file, line, column, is_stmt, 1, discriminator))
+                rows = len(flat) // WIDTH
                 if tombstoned:
-                    del rows[tomb_first:]  # llvm emits nothing at a tombstone
-                    tomb_first = len(rows)
+                    del flat[tomb_first * WIDTH :]  # llvm emits nothing at a tombstone
+                    rows = tomb_first
                 else:
-                    low = rows[seq_first][0] & _MASK64
+                    low = flat[seq_first * WIDTH] & _MASK64
                     if low < address & _MASK64:
-                        sequences.append(Sequence(low, address & _MASK64, seq_first, len(rows)))
-                seq_first = len(rows)
+                        sequences.append(Sequence(low, address & _MASK64, seq_first, rows))
+                seq_first = rows
+                tomb_first = rows
                 address = op_index = column = discriminator = 0
                 file = line = 1
                 is_stmt = default_is_stmt
@@ -526,11 +574,11 @@ def _run_program(
                     if address == (1 << (8 * size)) - 1:
                         if not tombstoned:
                             tombstoned = True
-                            tomb_first = len(rows)
+                            tomb_first = len(flat) // WIDTH
                     elif tombstoned:
                         tombstoned = False
-                        del rows[tomb_first:]
-                        seq_first = min(seq_first, len(rows))
+                        del flat[tomb_first * WIDTH :]
+                        seq_first = min(seq_first, tomb_first)
             # DW_LNE_define_file (obsolete) and unknown opcodes: skipped by length.
             pos = ext_end
         elif opcode == 8:  # DW_LNS_const_add_pc
@@ -554,24 +602,17 @@ def _run_program(
             for _ in range(std_lengths[opcode - 1]):
                 _, pos = read_uleb(buf, pos)
     if tombstoned:
-        del rows[tomb_first:]
-    return _wrapped(rows), sequences
+        del flat[tomb_first * WIDTH :]
+    return _packed(flat), sequences
 
 
-def _wrapped(rows: list[RawRow]) -> list[RawRow]:
-    """Rows with address and line wrapped to llvm's register widths (64 and 32 bits).
-
-    The loop above leaves them unwrapped; only garbage tables ever leave range.
-    """
-    if not rows:
-        return rows
-    line = itemgetter(2)
-    address = itemgetter(0)
-    if (
-        line(min(rows, key=line)) >= 0
-        and line(max(rows, key=line)) <= 0xFFFFFFFF
-        and address(min(rows, key=address)) >= 0
-        and address(max(rows, key=address)) <= _MASK64
-    ):
-        return rows
-    return [(r[0] & _MASK64, r[1], r[2] & 0xFFFFFFFF, *r[3:]) for r in rows]
+def _packed(flat: list[int]) -> array[int]:
+    """The flat row list as an array, address and line wrapped to llvm's register
+    widths (64 and 32 bits) when a garbage table took them out of range."""
+    try:
+        return array("Q", flat)
+    except OverflowError:
+        fixed = list(flat)
+        fixed[0::WIDTH] = [a & _MASK64 for a in fixed[0::WIDTH]]
+        fixed[2::WIDTH] = [v & 0xFFFFFFFF for v in fixed[2::WIDTH]]
+        return array("Q", fixed)
