@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from stackmark.formats.gsym.codec import Buffer, RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
-from stackmark.formats.gsym.ranges import contains_address
+from stackmark.formats.gsym.ranges import Range
 
 MAGIC = b"SMGX"
 VERSION = 1
@@ -76,17 +76,6 @@ class NodeExtra:
     linkage_name: str | None
     name: str | None
     call_column: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class State:
-    """The answer at an address: function, line row (file 0: none), column, inline path."""
-
-    function: int
-    file: int
-    line: int
-    column: int | None
-    path: tuple[int, ...]
 
 
 def gsym_fingerprint(gsym: Buffer) -> tuple[int, int]:
@@ -108,14 +97,64 @@ def _tree_nodes(root: InlineInfo | None) -> list[tuple[InlineInfo, int]]:
     return out
 
 
-def _path_at(root: InlineInfo, index_of: dict[int, int], address: int) -> tuple[int, ...]:
-    """Node indexes of the inline calls holding `address`, root first (LLVM's walk)."""
-    path = []
-    node: InlineInfo | None = root
-    while node is not None and contains_address(node.ranges, address):
-        path.append(index_of[id(node)])
-        node = next((c for c in node.children if contains_address(c.ranges, address)), None)
-    return tuple(path)
+def _subtract(region: list[Range], taken: list[Range]) -> list[Range]:
+    """`region` minus `taken` (both sorted, non-overlapping)."""
+    out: list[Range] = []
+    t = 0
+    for start, end in region:
+        cursor = start
+        while t < len(taken) and taken[t][1] <= cursor:
+            t += 1
+        k = t
+        while k < len(taken) and taken[k][0] < end:
+            a, b = taken[k]
+            if a > cursor:
+                out.append((cursor, a))
+            cursor = max(cursor, b)
+            k += 1
+        if cursor < end:
+            out.append((cursor, end))
+    return out
+
+
+def _intersect(a: list[Range], b: list[Range]) -> list[Range]:
+    out: list[Range] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _paint(root: InlineInfo, index_of: dict[int, int]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(start, end, path) segments: which inline calls hold each address, root first.
+
+    LLVM's lookup takes, at each level, the first child whose ranges hold the
+    address; so children claim their ranges in order, each only what the
+    children before it left.
+    """
+    out: list[tuple[int, int, tuple[int, ...]]] = []
+    work: list[tuple[InlineInfo, tuple[int, ...], list[Range]]] = [
+        (root, (index_of[id(root)],), list(root.ranges))
+    ]
+    while work:
+        node, path, region = work.pop()
+        remaining = region
+        for child in node.children:
+            if not remaining:
+                break
+            claimed = _intersect(child.ranges, remaining)
+            if claimed:
+                work.append((child, (*path, index_of[id(child)]), claimed))
+                remaining = _subtract(remaining, claimed)
+        out.extend((start, end, path) for start, end in remaining)
+    out.sort()
+    return out
 
 
 class ExtrasBuilder:
@@ -132,7 +171,7 @@ class ExtrasBuilder:
         self.call_column = array("I")
         self.bound_address = array("Q")
         self.bound_state = array("I")
-        self._states: dict[State, int] = {}
+        self._states: dict[tuple[int, int, int, int, int], int] = {}
         self._paths: dict[tuple[int, ...], int] = {(): 0}
         self.path_first = array("I", [0, 0])
         self.path_node = array("I")
@@ -155,16 +194,6 @@ class ExtrasBuilder:
             return None
         value = self._column_value[i]
         return None if value == NO_COLUMN else value
-
-    def _state(self, state: State) -> int:
-        found = self._states.get(state)
-        if found is None:
-            found = self._states[state] = len(self._states)
-            if state.path not in self._paths:
-                self._paths[state.path] = len(self._paths)
-                self.path_node.extend(state.path)
-                self.path_first.append(len(self.path_node))
-        return found
 
     def _bound(self, address: int, state: int) -> None:
         if self.bound_address and self.bound_address[-1] == address:
@@ -238,39 +267,57 @@ class ExtrasBuilder:
         end = max(info.start + info.size, low + 1) if high is None else high
         rows = info.line_table or []
         tree = _tree_nodes(info.inline)
-        index_of = {id(node): i for i, (node, _) in enumerate(tree)}
-        inline_bounds: set[int] = set()
-        for node, _ in tree:
-            for a, b in node.ranges:
-                inline_bounds.add(a)
-                inline_bounds.add(b)
-        c0 = bisect_right(self._column_address, low)
-        c1 = bisect_right(self._column_address, end - 1) if end > low else c0
+        if tree:
+            index_of = {id(node): i for i, (node, _) in enumerate(tree)}
+            segments = _paint(tree[0][0], index_of)
+        else:
+            segments = []
+        column_address, column_value = self._column_address, self._column_value
+        c = bisect_right(column_address, low)
+        c1 = bisect_right(column_address, end - 1) if end > low else c
         points = {low}
         points.update(r.addr for r in rows if low < r.addr < end)
-        points.update(a for a in inline_bounds if low < a < end)
-        points.update(self._column_address[c0:c1])
+        points.update(seg[0] for seg in segments if low < seg[0] < end)
+        points.update(column_address[c:c1])
         row_i = -1
-        path: tuple[int, ...] = (0,) if tree else ()
-        recompute_path = True
-        for address in sorted(p for p in points if low <= p < end):
-            while row_i + 1 < len(rows) and rows[row_i + 1].addr <= address:
+        seg_i = 0
+        nrows, nsegs = len(rows), len(segments)
+        paths = self._paths
+        path_ids: dict[tuple[int, ...], int] = {}
+        states = self._states
+        for address in sorted(points):
+            while row_i + 1 < nrows and rows[row_i + 1].addr <= address:
                 row_i += 1
-            if recompute_path or address in inline_bounds:
-                path = _path_at(tree[0][0], index_of, address) if tree else ()
-                recompute_path = False
-            row = rows[row_i] if row_i >= 0 else None
-            column = self._column_at(address)
-            if row is None or row.file == 0 or column is None:
-                state = State(k, 0, 0, None, path)
+            while c < len(column_address) and column_address[c] <= address:
+                c += 1
+            while seg_i < nsegs and segments[seg_i][1] <= address:
+                seg_i += 1
+            if seg_i < nsegs and segments[seg_i][0] <= address:
+                path = segments[seg_i][2]
             else:
-                state = State(k, row.file, row.line, column, path)
-            self._bound(address, self._state(state))
+                path = ()
+            path_id = path_ids.get(path)
+            if path_id is None:
+                path_id = paths.get(path)
+                if path_id is None:
+                    path_id = paths[path] = len(paths)
+                    self.path_node.extend(path)
+                    self.path_first.append(len(self.path_node))
+                path_ids[path] = path_id
+            value = column_value[c - 1] if c > 0 else NO_COLUMN
+            row = rows[row_i] if row_i >= 0 else None
+            if row is None or row.file == 0 or value == NO_COLUMN:
+                key = (k, 0, 0, NO_COLUMN, path_id)
+            else:
+                key = (k, row.file, row.line, value, path_id)
+            state = states.get(key)
+            if state is None:
+                state = states[key] = len(states)
+            self._bound(address, state)
 
     def encode(self, gsym: Buffer) -> bytes:
         size, crc = gsym_fingerprint(gsym)
         states = list(self._states)
-        columns = array("I", (NO_COLUMN if s.column is None else s.column for s in states))
         tables = [
             self.first_node,
             self.linkage,
@@ -280,11 +327,11 @@ class ExtrasBuilder:
             self.call_column,
             self.bound_address,
             self.bound_state,
-            array("I", (s.function for s in states)),
-            array("I", (s.file for s in states)),
-            array("I", (s.line & 0xFFFFFFFF for s in states)),
-            columns,
-            array("I", (self._paths[s.path] for s in states)),
+            array("I", (s[0] for s in states)),
+            array("I", (s[1] for s in states)),
+            array("I", (s[2] & 0xFFFFFFFF for s in states)),
+            array("I", (s[3] for s in states)),
+            array("I", (s[4] for s in states)),
             self.path_first,
             self.path_node,
         ]
