@@ -184,12 +184,16 @@ def convert_file(
     """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log."""
     little = None if big_endian is None else not big_endian
     breakpad = is_breakpad(input_path)
-    if breakpad:
-        result = convert_breakpad(input_path, progress=progress, little=little)
-    elif is_elf(input_path):
-        result = convert_elf(input_path, jobs=jobs, progress=progress, little=little)
-    else:
-        raise StackmarkError(f"{input_path}: neither an ELF file nor a Breakpad .sym file")
+    try:
+        if breakpad:
+            result = convert_breakpad(input_path, progress=progress, little=little)
+        elif is_elf(input_path):
+            result = convert_elf(input_path, jobs=jobs, progress=progress, little=little)
+        else:
+            raise StackmarkError(f"{input_path}: neither an ELF file nor a Breakpad .sym file")
+    except GsymWriteError as exc:
+        hint = " (no DWARF functions and no function symbols)" if "no functions" in str(exc) else ""
+        raise GsymWriteError(f"{input_path}: {exc}{hint}") from None
     write_atomically(output_path, result.data)
     if log is not None:
         log.write(f"Input file: {input_path}\n")
