@@ -157,19 +157,32 @@ class LldbBackend:
             raise DebuggerError("the program is not being run (start it, attach, or load a core)")
 
     def read_memory(self, address: int, size: int) -> bytes:
+        """The process's memory; where a core file lacks it (read-only file mappings
+        are usually not dumped), the bytes of the file mapped there, as GDB reads them."""
         if size == 0:
             return b""
         error = lldb.SBError()
         try:
             data = self._process().ReadMemory(address, size, error)
+            if data is None or len(data) < size:
+                data = self._read_from_files(address, size) or data
         except (OverflowError, TypeError, ValueError) as exc:
             raise UnreadableMemory(address, size, str(exc)) from None
-        if not error.Success() or data is None:
+        if data is None:
             reason = (error.GetCString() or "cannot read memory").split(" for 0x")[0]
             raise UnreadableMemory(address, size, reason)
         if len(data) < size:
             raise UnreadableMemory(address, size, f"short read ({len(data)} bytes)")
         return bytes(data)
+
+    def _read_from_files(self, address: int, size: int) -> bytes | None:
+        target = self._target()
+        where = target.ResolveLoadAddress(address)
+        if not where.GetSection().IsValid():
+            return None  # not in any module: nothing to fall back to
+        error = lldb.SBError()
+        data = target.ReadMemory(where, size, error)
+        return bytes(data) if error.Success() and data is not None else None
 
     def address_of(self, expression: str) -> int:
         """A number, `$register`, a function or symbol name, else an LLDB expression."""
@@ -248,9 +261,11 @@ class LldbBackend:
         return self._interpreters[executable]
 
     def object_files(self) -> list[str]:
+        """Each module's separate debug file (if any), then the module's file: the order
+        GDB lists them in, so the symbolizer sees the same list in both debuggers."""
         files: list[str] = []
         for module in self._target().module_iter():
-            for spec in (module.GetFileSpec(), module.GetSymbolFileSpec()):
+            for spec in (module.GetSymbolFileSpec(), module.GetFileSpec()):
                 path = spec.fullpath if spec.IsValid() else None
                 if path and path not in files and os.path.isfile(path):
                     files.append(path)

@@ -8,15 +8,19 @@ class is created here and published on that module (pwndbg does the same).
 
 LLDB quirks: output written with `print()` is not captured by a command's
 result (lldb-dap, IDEs and `SBCommandInterpreter.HandleCommand` see only
-what is written to the `SBCommandReturnObject`), so every line goes through
-`result.AppendMessage`; and an exception escaping a command only prints a
+what is written to the `SBCommandReturnObject`), so every line is written to
+the result (and `sys.stdout`/`sys.stderr` are sent there while a command
+runs); and an exception escaping a command only prints a
 traceback while the command still "succeeds", so every error becomes
 `result.SetError` with one message.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -51,13 +55,42 @@ class Output:
         self.result: lldb.SBCommandReturnObject | None = None
 
     def warn(self, text: str) -> None:
+        """A diagnostic (LLDB writes "warning: " before it: not twice)."""
         message = text.rstrip("\n").replace(": warning: ", ": ", 1)
         if self.result is not None:
             self.result.AppendWarning(message)
         else:
-            import sys
-
             sys.stderr.write(message + "\n")
+
+
+class _LineWriter(io.TextIOBase):
+    """A text stream that hands each complete line to `sink` (for `sys.stdout`/`stderr`)."""
+
+    def __init__(self, sink: Callable[[str], None]):
+        super().__init__()
+        self._sink = sink
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        for line in lines:
+            self._sink(line)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            line, self._pending = self._pending, ""
+            self._sink(line)
+
+
+def write_line(result: lldb.SBCommandReturnObject, line: str) -> None:
+    """One line of output, as is (AppendMessage would drop an empty line and trailing
+    spaces, which `objdump --sframe`-style tables have)."""
+    result.Print(line + "\n")
 
 
 class StackmarkCommand:
@@ -94,10 +127,23 @@ class StackmarkCommand:
                 argv = shlex.split(arguments)
             except ValueError as exc:  # an unbalanced quote
                 raise StackmarkError(f"{exc}: {arguments}") from None
-            with self.backend.bound(debugger, context):
-                self.on_call()
-                for line in run_command(self.session, self.command, argv, arguments, self.prog):
-                    result.AppendMessage(line)
+            # What the core prints itself (rare) must reach the result too.
+            stdout = _LineWriter(lambda line: write_line(result, line))
+            stderr = _LineWriter(self.output.warn)
+            with (
+                self.backend.bound(debugger, context),
+                contextlib.redirect_stdout(stdout),
+                contextlib.redirect_stderr(stderr),
+            ):
+                try:
+                    self.on_call()
+                    for line in run_command(
+                        self.session, self.command, argv, arguments, self.prog
+                    ):
+                        write_line(result, line)
+                finally:
+                    stdout.flush()
+                    stderr.flush()
             result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
         except BaseException as exc:  # everything reaches the user as one message
             result.SetError(error_message(exc))

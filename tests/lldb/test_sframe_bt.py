@@ -1,0 +1,133 @@
+"""`stackmark sframe-bt`: the SFrame unwinder's backtrace in LLDB, where LLDB's own fails.
+
+The oracle is GDB's native unwinding of the *unstripped* binary (the same
+code and addresses: removing `.eh_frame` moves no code, and ASLR is off in
+both debuggers), shown folded into physical frames by the GDB plugin's
+`stackmark bt --markup` (the binary has CFI, so the GDB plugin's own SFrame
+unwinder leaves its frames to GDB), and GDB's `bt` for the names.
+
+The case LLDB 19 gets wrong (notes/sframe.md, 4.2): the v3 fixture whose
+`drap` realigns its stack through a DRAP register (an SFrame v3 flex
+FDE), with `.eh_frame` stripped, stopped in `realign` called from `drap`
+called from a SIGUSR1 handler: LLDB's backtrace breaks after the
+trampoline.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.gdb.conftest import Program, marked, run_gdb, section
+from tests.gdb.conftest import stop_at as gdb_stop_at
+from tests.gdb.test_bt import bt_elements
+from tests.gdb.test_symbolize import functions, gdb_names
+from tests.gdb.test_unwinder import fixture_copy
+from tests.lldb.conftest import command_output, parse_lldb_bt, run_lldb, stop_at
+
+DRAP_FIXTURE = "edge-x86_64-v3"
+SFRAME_BT = ("stackmark sframe-bt --markup", "stackmark sframe-bt")
+STOP_REASON = re.compile(r"^\(unwinding stopped: (.*)\)$", re.MULTILINE)
+
+
+def gdb_reference(binary: Path, stop: list[str], stops: int) -> list[tuple[str, str]]:
+    """(`stackmark bt --markup`, `bt`) in GDB at each of `stops` breakpoint hits."""
+    commands = list(stop)
+    for i in range(stops):
+        if i:
+            commands.append("continue")
+        commands += section(f"markup{i}", "stackmark bt --markup") + section(f"bt{i}", "bt")
+    result = run_gdb(commands, binary)
+    return [(marked(result, f"markup{i}"), marked(result, f"bt{i}")) for i in range(stops)]
+
+
+def drap_commands(stops: int) -> list[str]:
+    commands = stop_at("realign")
+    for i in range(stops):
+        if i:
+            commands.append("process continue")
+        commands += ["bt", *SFRAME_BT]
+    return commands
+
+
+def test_drap_behind_a_signal_handler_unwinds_where_lldb_fails(
+    lldb_path: str, gdb_path: str, tmp_path: Path
+) -> None:
+    original = fixture_copy(DRAP_FIXTURE, tmp_path, strip=False)
+    stripped = fixture_copy(DRAP_FIXTURE, tmp_path, strip=True)
+    gdb_stop = ["handle SIGUSR1 nostop noprint pass", "break realign", "run"]
+    reference = gdb_reference(original, gdb_stop, stops=3)
+    result = run_lldb(drap_commands(3), stripped)
+    assert "Traceback" not in result.output
+
+    # Stop 1 (in the handler): LLDB's own backtrace breaks after the trampoline.
+    gdb_markup, gdb_bt = reference[0]
+    expected = bt_elements(gdb_markup)
+    interrupted = ["realign", "drap", "__restore_rt", "__pthread_kill_implementation"]
+    assert gdb_names(gdb_bt)[:4] == interrupted
+    native = parse_lldb_bt(command_output(result, "bt", 0))
+    assert [f.pc for f in native[:3]] == [pc for _n, pc, _k in expected[:3]]
+    assert native[3].pc != expected[3][1]  # LLDB lost the interrupted frame
+    # sframe-bt: realign (SFrame), drap (flex FDE), the trampoline, and the interrupted
+    # frame from the kernel's signal context; then libc, which has neither SFrame nor
+    # frame pointers, ends the walk (and says so).
+    ours = bt_elements(command_output(result, SFRAME_BT[0], 0))
+    assert ours == expected[:4]
+    listing = command_output(result, SFRAME_BT[1], 0)
+    assert functions(listing) == gdb_names(gdb_bt)[:4]
+    assert "libc.so.6: no .sframe section" in STOP_REASON.findall(listing)[0]
+
+    # Stop 3 (main -> drap -> realign): exactly GDB's frames, through the flex FDE.
+    gdb_markup, gdb_bt = reference[2]
+    assert gdb_names(gdb_bt) == ["realign", "drap", "main"]
+    assert bt_elements(command_output(result, SFRAME_BT[0], 2)) == bt_elements(gdb_markup)
+    assert functions(command_output(result, SFRAME_BT[1], 2)) == gdb_names(gdb_bt)
+
+
+@pytest.mark.parametrize("args", [["chain"], ["signal"], ["recurse", "12"]], ids=" ".join)
+def test_stripped_program_unwinds_like_gdb_on_the_original(
+    lldb_path: str, gdb_path: str, program: Program, stripped_program: Program, args: list[str]
+) -> None:
+    commands = [*gdb_stop_at(), *section("markup", "stackmark bt --markup"), *section("bt", "bt")]
+    reference = run_gdb(commands, program.exe, args=args)
+    gdb_markup, gdb_bt = marked(reference, "markup"), marked(reference, "bt")
+    result = run_lldb([*stop_at(args=args), *SFRAME_BT], stripped_program.exe)
+    assert bt_elements(command_output(result, SFRAME_BT[0])) == bt_elements(gdb_markup)
+    assert functions(command_output(result, SFRAME_BT[1])) == gdb_names(gdb_bt)
+
+
+def test_a_core_file_unwinds_as_the_live_process(
+    lldb_path: str, gdb_path: str, stripped_program: Program, tmp_path: Path
+) -> None:
+    core = tmp_path / "core"
+    run_gdb([*gdb_stop_at(), f"gcore {core}"], stripped_program.exe, args=["signal"], plugin=False)
+    live = run_lldb([*stop_at(args=["signal"]), *SFRAME_BT], stripped_program.exe)
+    dead = run_lldb(list(SFRAME_BT), stripped_program.exe, core=core)
+    for command in SFRAME_BT:
+        assert command_output(dead, command) == command_output(live, command)
+    assert len(bt_elements(command_output(dead, SFRAME_BT[0]))) == 7  # up to main
+
+
+def test_cbf_holds_the_same_frames_and_full_goes_past_main(
+    lldb_path: str, stripped_program: Program
+) -> None:
+    commands = [
+        "stackmark sframe-bt --markup",
+        "stackmark sframe-bt --cbf",
+        "stackmark bt --cbf",
+        "stackmark sframe-bt --markup --full --notes",
+    ]
+    result = run_lldb([*stop_at(args=["chain"]), *commands], stripped_program.exe)
+    markup = command_output(result, commands[0])
+    ours, debuggers = command_output(result, commands[1]), command_output(result, commands[2])
+    assert ours == debuggers  # the same frames as LLDB's own here, so the same bytes
+    full = command_output(result, commands[3])
+    elements = bt_elements(full)
+    assert elements[: len(bt_elements(markup))] == bt_elements(markup)
+    assert len(elements) > len(bt_elements(markup))
+    bt_lines = [line for line in full.splitlines() if line.startswith("{{{bt:")]
+    assert bt_lines[0].endswith(":pc}}}")  # frame 0: the registers, nothing to say
+    assert bt_lines[1].endswith(":ra}}} (sframe)")  # leaf's caller, found by SFrame
+    assert STOP_REASON.search(full)
