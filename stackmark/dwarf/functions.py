@@ -71,7 +71,6 @@ class Function:
         "_linkage_name",
         "_name",
         "_nested",
-        "_values",
         "call_column",
         "call_file",
         "call_line",
@@ -95,12 +94,11 @@ class Function:
         self.offset = offset
         self.tag = abbrev.tag
         self._abbrev = abbrev
-        self._values = values
         self.ranges = ranges
         self.parent = parent
         self._children: list[Function] | None = []
         self._children_pos = -1  # buffer position of unparsed children
-        self._nested: list[Function] = []
+        self._nested: list[Function] | None = None  # subprograms nested inside, once parsed
         self._index: _AddressMap | None = None
         self._name: str | bool | None = False  # False: not resolved yet
         self._linkage_name: str | bool | None = False
@@ -133,7 +131,13 @@ class Function:
         """Subprograms with code whose DIEs sit inside this one's (GNU C nested functions)."""
         if self._children is None:
             self._load_children()
-        return self._nested
+        return self._nested or []
+
+    @property
+    def _values(self) -> dict[int, object]:
+        """The DIE's attributes, decoded again when asked for: keeping every decoded
+        DIE would cost hundreds of bytes per inlined call of a large program."""
+        return self.unit.die(self.offset)[1]
 
     def _load_children(self) -> None:
         self._children = []
@@ -205,7 +209,7 @@ class Function:
                 index.insert(low, high, node)
         for child in node.children:
             self._insert_tree(index, child)
-        for nested in node._nested:
+        for nested in node._nested or ():
             self._insert_tree(index, nested)
 
 
@@ -387,7 +391,9 @@ def _walk_subtree(unit: Unit, root: Function, pos: int) -> None:
     """Parse `root`'s children (starting at buffer position `pos`) into its inline tree."""
     if pos < 0:
         return
-    _walk(unit, pos, root, root._nested)
+    nested: list[Function] = []
+    _walk(unit, pos, root, nested)
+    root._nested = nested or None
 
 
 def _walk(unit: Unit, pos: int, root: Function | None, nested: list[Function]) -> None:
