@@ -25,6 +25,7 @@ from stackmark.debugger.backend import (
     RawFrameKind,
     ThreadInfo,
 )
+from stackmark.debugger.modules import module_from_image
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from stackmark.unwind.rules import Arch
@@ -116,6 +117,7 @@ class GdbBackend:
         headers = self._header_addresses()
         main = gdb.current_progspace().filename
         biases: dict[str, int] | None = None
+        by_build_id: dict[str, int] | None = None
         images = []
         for objfile in gdb.objfiles():
             if objfile.owner is not None or not objfile.is_valid():
@@ -128,6 +130,10 @@ class GdbBackend:
                 continue
             is_executable = name == main
             header = headers.get(_real(name))
+            if header is None and build_id:  # renamed or deleted since it was loaded
+                if by_build_id is None:
+                    by_build_id = self._headers_by_build_id(headers)
+                header = by_build_id.get(build_id)
             if header is not None:
                 images.append(LoadedImage(name, header, None, build_id, is_executable))
                 continue
@@ -137,6 +143,15 @@ class GdbBackend:
             if bias is not None:
                 images.append(LoadedImage(name, None, bias, build_id, is_executable))
         return images
+
+    def _headers_by_build_id(self, headers: dict[str, int]) -> dict[str, int]:
+        """build ID -> header address, read from memory at every mapped file's start."""
+        found: dict[str, int] = {}
+        for path, address in headers.items():
+            module = module_from_image(self.read_memory, LoadedImage(path, address), 0)
+            if module.build_id:
+                found.setdefault(module.build_id, address)
+        return found
 
     def object_files(self) -> list[str]:
         return [

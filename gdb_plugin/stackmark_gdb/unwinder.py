@@ -29,7 +29,7 @@ import argparse
 import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import gdb
@@ -39,13 +39,14 @@ from stackmark.debugger.backend import DebuggerBackend
 from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.modules import loaded_modules
 from stackmark.debugger.session import Session
+from stackmark.debugger.sframe import sframe_table
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
 from stackmark.model import Module
 from stackmark.unwind import sigframe
 from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
-from stackmark.unwind.tables import NoTable, SFrameTables, TableCache, UnwindTable
+from stackmark.unwind.tables import NoTable, TableCache, UnwindTable
 from stackmark.unwind.target import BYTE_ORDER, ModuleIndex, RegisterState, word_reader
 from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, SP_FROM_CFA, FrameState, Unwinder
 from stackmark_gdb.backend import PC_NAMES, REGISTER_NAMES, UNSIGNED_64, GdbBackend
@@ -74,26 +75,16 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class ModuleTable:
-    """A module's SFrame table and whether the unwinder claims its frames.
-
-    Rows are remembered per pc: a backtrace meets the same return
-    addresses again and again (recursion, every `bt` after a stop).
-    """
+    """A module's SFrame table and whether the unwinder claims its frames."""
 
     module: Module
     table: SFrameTable | None
     source: str  # "sframe v1", "generated from .eh_frame (v3)", or why there is none
     has_cfi: bool
     claims: bool
-    rows: dict[int, UnwindRow | None] = field(default_factory=dict)
 
     def row(self, pc: int) -> UnwindRow | None:
-        try:
-            return self.rows[pc]
-        except KeyError:
-            row = self.table.row(pc) if self.table is not None else None
-            self.rows[pc] = row
-            return row
+        return self.table.row(pc) if self.table is not None else None
 
 
 def _has_cfi(paths: Iterable[str]) -> bool:
@@ -121,16 +112,12 @@ def _debug_files() -> dict[str, list[str]]:
 
 
 def _load_table(
-    module: Module, sframe_tables: SFrameTables, from_cfi: bool
+    module: Module, backend: DebuggerBackend, from_cfi: bool
 ) -> tuple[SFrameTable | None, str]:
     """The module's SFrame table (file, else memory, else generated) and its source."""
-    try:
-        found = sframe_tables(module)
-    except StackmarkError as exc:
-        found = NoTable(str(exc))
-    if isinstance(found, SFrameTable):
-        return found, f"sframe v{found.header.version}"
-    problems = [found.reason] if isinstance(found, NoTable) else []
+    table, source = sframe_table(module, backend.read_memory)
+    if table is not None:
+        return table, source
     path = module.path or ""
     if from_cfi and os.path.isfile(path):
         from stackmark.formats.sframe.from_cfi import generate_from_file
@@ -138,21 +125,19 @@ def _load_table(
         try:
             generated = generate_from_file(path)
         except StackmarkError as exc:
-            problems.append(str(exc))
-        else:
-            table = SFrameTable(generated.section)
-            return table, f"generated from {generated.cfi_source} (v{table.header.version})"
-    return None, "; ".join(problems) or "no table"
+            return None, f"{source}; {exc}"
+        table = SFrameTable(generated.section)
+        return table, f"generated from {generated.cfi_source} (v{table.header.version})"
+    return None, source
 
 
 def module_tables(
     modules: Sequence[Module], backend: DebuggerBackend, policy: Policy
 ) -> list[ModuleTable]:
     debug_files = _debug_files()
-    sframe_tables = SFrameTables(read_memory=backend.read_memory)
     result = []
     for module in modules:
-        table, source = _load_table(module, sframe_tables, policy.from_cfi)
+        table, source = _load_table(module, backend, policy.from_cfi)
         path = module.path or ""
         files = [path, *debug_files.get(os.path.realpath(path), [])] if path else []
         has_cfi = _has_cfi(files)

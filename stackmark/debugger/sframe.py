@@ -11,34 +11,50 @@ FRE and unwind rules that hold there.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 
 from stackmark.cli.sframe import describe_row
 from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandParser, Completion
 from stackmark.debugger.modules import module_for_address
 from stackmark.debugger.session import Session
+from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable, objdump_text
+from stackmark.formats.sframe.memory import read_sframe_from_image
 from stackmark.model import Module
 from stackmark.unwind.tables import NoTable, SFrameTables
+
+ReadMemory = Callable[[int, int], bytes]
+
+
+def sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable | None, str]:
+    """The module's SFrame table, from its file, else from the PT_GNU_SFRAME segment
+    in target memory; and where it came from, or why there is none."""
+    try:
+        found = SFrameTables()(module)  # the file, checked against the build ID
+    except StackmarkError as exc:
+        return None, f"unreadable: {exc}"
+    if isinstance(found, SFrameTable):
+        return found, f"sframe v{found.header.version}"
+    reason = found.reason if isinstance(found, NoTable) else "no table"
+    if module.segments and (not module.path or not os.path.isfile(module.path)):
+        try:
+            loaded = read_sframe_from_image(read_memory, module.segments[0].start)
+        except FormatError as exc:
+            return None, f"{reason}; in memory: {exc.reason}"
+        if loaded is not None and loaded.load_bias == module.load_bias:
+            return loaded.table, f"sframe v{loaded.table.header.version} (from memory)"
+        reason += "; no PT_GNU_SFRAME in memory"
+    return None, reason
 
 
 def _tables(session: Session, modules: list[Module]) -> list[tuple[Module, SFrameTable | str]]:
     """Each module with its SFrame table, or why it has none."""
-    load = SFrameTables(read_memory=session.backend.read_memory)
     result: list[tuple[Module, SFrameTable | str]] = []
     for module in modules:
-        try:
-            table = load(module)
-        except Exception as exc:  # a malformed table is reported, not raised
-            result.append((module, f"unreadable: {exc}"))
-            continue
-        if isinstance(table, NoTable):
-            result.append((module, table.reason))
-        elif isinstance(table, SFrameTable):
-            result.append((module, table))
-        else:
-            result.append((module, "not an SFrame table"))
+        table, source = sframe_table(module, session.backend.read_memory)
+        result.append((module, table if table is not None else source))
     return result
 
 

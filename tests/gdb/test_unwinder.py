@@ -184,3 +184,28 @@ def test_core_unwinder_over_the_gdb_backend(
     addresses = [int(address, 16) for address, _kind in unwound]
     assert addresses[: len(native)] == [pc for pc, _name in native]
     assert [kind for _a, kind in unwound][:5] == ["pc", "ra", "pc", "pc", "ra"]
+
+
+@pytest.mark.parametrize("gone", ["deleted", "renamed"])
+def test_tables_from_memory_when_the_file_is_gone(
+    gdb_path: str, program: Program, stripped_program: Program, tmp_path: Path, gone: str
+) -> None:
+    """A binary deleted (or renamed, or rebuilt) after it started: the module is found by
+    its build ID in memory, its SFrame table read from the PT_GNU_SFRAME segment."""
+    exe = tmp_path / "dbg_main"
+    shutil.copy(stripped_program.exe, exe)
+    result = run_gdb(
+        [
+            *stop_at(),
+            f"shell rm {exe}" if gone == "deleted" else f"shell mv {exe} {exe}.gone",
+            "stackmark unwinder on",  # drops what was loaded from the file
+            *section("info", "stackmark sframe info"),
+            *section("status", "stackmark unwinder status"),
+            LIST_FRAMES,
+        ],
+        exe,
+    )
+    info = marked(result, "info")
+    assert re.search(r"^dbg_main +SFrame v1 at 0x[0-9a-f]+:", info, re.M), info
+    assert "sframe v1 (from memory); unwound by stackmark" in marked(result, "status")
+    assert listed_frames(result) == frames_of(program.exe, "chain", plugin=False)
