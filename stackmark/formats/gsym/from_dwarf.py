@@ -31,11 +31,13 @@ node's name, then its call file).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackmark.dwarf import constants as C
+from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
@@ -72,6 +74,47 @@ class DwarfReport:
         self.functions += other.functions
         for key, count in other.warnings.items():
             self.warnings[key] = self.warnings.get(key, 0) + count
+
+
+_FLAT_WIDTH: int | None = getattr(dwarf_lines, "WIDTH", None)
+"""Fields per row of stackmark.dwarf's flat row store (address, file, line,
+column, is_stmt, end_sequence, discriminator), when it has one."""
+
+
+def _rows_in(table: LineTable, low: int, high: int) -> Iterator[tuple[int, int, int, bool]]:
+    """(address, file, line, end_sequence) of the rows llvm's lookupAddressRange
+    gives for [low, high).
+
+    Reads stackmark.dwarf's flat row store directly when it has one (building
+    a row tuple per row costs more than the whole conversion step here),
+    else goes through `LineTable.rows_in`.
+    """
+    flat = getattr(table, "_flat", None)
+    addresses = getattr(table, "_addresses", None)
+    highs = getattr(table, "_seq_highs", None)
+    width = _FLAT_WIDTH
+    if flat is None or addresses is None or highs is None or width is None:
+        for row in table.rows_in(low, high):
+            yield row[0], row[1], row[2], bool(row[5])
+        return
+    sequences = table.sequences
+    i = bisect_right(highs, low)
+    if i == len(sequences) or not sequences[i].low <= low:
+        return
+    first = True
+    while i < len(sequences) and sequences[i].low < high:
+        seq = sequences[i]
+        start = seq.first
+        if first:
+            start = bisect_right(addresses, low, seq.first + 1, seq.end - 1) - 1
+            first = False
+        if seq.low <= high - 1 < seq.high:
+            stop = bisect_right(addresses, high - 1, seq.first + 1, seq.end - 1)
+        else:
+            stop = seq.end
+        for at in range(start * width, stop * width, width):
+            yield flat[at], flat[at + 1], flat[at + 2], bool(flat[at + 5])
+        i += 1
 
 
 class ExtrasCollector:
@@ -199,6 +242,8 @@ class UnitConverter:
 
     def _collect_columns(self, extras: ExtrasCollector) -> None:
         assert self.lines is not None
+        flat = getattr(self.lines, "_flat", None) if _FLAT_WIDTH is not None else None
+        width = _FLAT_WIDTH or 0
         rows = self.lines.rows
         points = extras.columns
         valid = self.is_valid_text_address
@@ -206,12 +251,18 @@ class UnitConverter:
             if not valid(low):
                 continue
             last = -1
-            for i in range(first, max(first, end - 1)):
-                row = rows[i]
-                column = row[3]
-                if column != last:
-                    points.append((row[0], column))
-                    last = column
+            if flat is not None:
+                for at in range(first * width, max(first, end - 1) * width, width):
+                    column = flat[at + 3]
+                    if column != last:
+                        points.append((flat[at], column))
+                        last = column
+            else:
+                for i in range(first, max(first, end - 1)):
+                    row = rows[i]
+                    if row[3] != last:
+                        points.append((row[0], row[3]))
+                        last = row[3]
             points.append((high, NO_COLUMN))
 
     def _convert_function(self, function: DieFunction, out: list[FunctionInfo]) -> None:
@@ -249,10 +300,13 @@ class UnitConverter:
         found_any = False
         prev_addr: int | None = None  # PrevRow.Address; None = a default (0) row
         first_index = True
-        for row in self.lines.rows_in(low, high):
+        cache = self._file_cache
+        last_file = last_line = -1
+        for addr, dwarf_file, line, end_sequence in _rows_in(self.lines, low, high):
             found_any = True
-            addr, dwarf_file, line, _, _, end_sequence, _ = row
-            file_index = self.file_index(dwarf_file)
+            file_index = cache.get(dwarf_file)
+            if file_index is None:
+                file_index = self.file_index(dwarf_file)
             is_first = first_index
             first_index = False
             if file_index is None:
@@ -265,19 +319,20 @@ class UnitConverter:
                     row_addr = low
                 else:
                     continue
-            entry = LineEntry(row_addr, file_index, line & 0xFFFFFFFF)
+            line &= 0xFFFFFFFF
             if not is_first and prev_addr is not None and addr < prev_addr:
-                if rows and rows[0] == entry:
+                if rows and rows[0] == LineEntry(row_addr, file_index, line):
                     self.report.warn("Duplicate line table detected")
                 else:
                     self.report.warn("Non-monotonically increasing addresses")
                 break
-            if rows and rows[-1].file == file_index and rows[-1].line == entry.line:
+            if file_index == last_file and line == last_line:
                 continue
             if end_sequence:
                 prev_addr = None
             else:
-                rows.append(entry)
+                rows.append(LineEntry(row_addr, file_index, line))
+                last_file, last_line = file_index, line
                 prev_addr = addr
         if not found_any:
             return self._decl_line_table(function, low)
