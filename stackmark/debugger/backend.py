@@ -45,10 +45,11 @@ class RawFrameKind(enum.Enum):
 class RawFrame:
     """One frame as the debugger lists it, innermost first.
 
-    `pc` is the frame's address as the debugger reports it: for an inline
-    frame, its own code address (the backend takes care of LLDB reporting
-    the inlined block's start for the concrete frame). `function`, `file`
-    and `line` are the debugger's own symbolization, when it has one.
+    `pc` is the frame's address as the debugger reports it. (For the
+    concrete frame that code was inlined into, LLDB reports the inlined
+    block's start; `frames.physical_frames` takes the pc of the innermost
+    member of such a run, so backends need not correct it.) `function`,
+    `file` and `line` are the debugger's own symbolization, when it has one.
     """
 
     pc: int
