@@ -140,8 +140,13 @@ class Function:
         return self.unit.die(self.offset)[1]
 
     def _load_children(self) -> None:
-        self._children = []
-        _walk_subtree(self.unit, self, self._children_pos)
+        # Built aside and published last, so that another thread never sees half.
+        children: list[Function] = []
+        nested: list[Function] = []
+        if self._children_pos >= 0:
+            _walk(self.unit, self._children_pos, self, nested, children)
+        self._nested = nested or None
+        self._children = children
 
     @property
     def low_pc(self) -> int | None:
@@ -387,22 +392,19 @@ def _walk_top(unit: Unit) -> list[Function]:
     return found
 
 
-def _walk_subtree(unit: Unit, root: Function, pos: int) -> None:
-    """Parse `root`'s children (starting at buffer position `pos`) into its inline tree."""
-    if pos < 0:
-        return
-    nested: list[Function] = []
-    _walk(unit, pos, root, nested)
-    root._nested = nested or None
-
-
-def _walk(unit: Unit, pos: int, root: Function | None, nested: list[Function]) -> None:
+def _walk(
+    unit: Unit,
+    pos: int,
+    root: Function | None,
+    nested: list[Function],
+    root_children: list[Function] | None = None,
+) -> None:
     """Walk DIEs from `pos` to the null entry closing their level.
 
     Top-level walk (`root` None): subroutines with code go to `nested` with
     their children left unparsed. Subtree walk: inlined calls are attached
-    to the enclosing subroutine (`root` first), subprograms nested inside go
-    to `nested` and their own inlined calls under them.
+    to the enclosing subroutine (`root`'s go to `root_children`), subprograms
+    nested inside go to `nested` and their own inlined calls under them.
     """
     info = unit.info
     buf = info.buf
@@ -471,8 +473,11 @@ def _walk(unit: Unit, pos: int, root: Function | None, nested: list[Function]) -
             function = Function(unit, die_pos - base, abbrev, values, ranges, parent)
             if parent is None:
                 nested.append(function)
+            elif parent is root and root_children is not None:
+                root_children.append(function)
             else:
-                parent.children.append(function)
+                assert parent._children is not None
+                parent._children.append(function)
             if has_children[code]:
                 if lazy:
                     function._children = None

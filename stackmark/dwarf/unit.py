@@ -549,9 +549,9 @@ class Unit:
     def split_unit(self) -> Unit | None:
         """For a skeleton unit, the full unit in its .dwo file (None when it cannot be found)."""
         if not self._split_loaded:
-            self._split_loaded = True
-            if self.is_skeleton:
-                self._split = self.reader.load_split_unit(self)
+            split = self.reader.load_split_unit(self) if self.is_skeleton else None
+            self._split = split
+            self._split_loaded = True  # after the result: another thread may be asking
         return self._split
 
     @property
@@ -567,16 +567,16 @@ class Unit:
         if self.skeleton is not None:
             return self.skeleton.line_table()
         if not self._line_table_loaded:
-            self._line_table_loaded = True
+            table = None
             value = self.top.get(C.DW_AT_stmt_list)
             if isinstance(value, IndirectValue):
                 value = value.value
             if isinstance(value, int):
                 from stackmark.dwarf.lines import parse_line_table
 
-                self._line_table = parse_line_table(
-                    self.reader, value, self.header.addr_size, self.comp_dir
-                )
+                table = parse_line_table(self.reader, value, self.header.addr_size, self.comp_dir)
+            self._line_table = table
+            self._line_table_loaded = True  # after the table: another thread may be asking
         return self._line_table
 
     def function_index(self) -> FunctionIndex:

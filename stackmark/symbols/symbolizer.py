@@ -13,6 +13,7 @@ Nothing here raises for bad or missing files: the resolution says why.
 
 from __future__ import annotations
 
+from _thread import RLock
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -93,6 +94,7 @@ class Symbolizer:
             list(factories) if factories is not None else [elf_source_factory]
         )
         self._modules: dict[tuple[str, str | None], _Module] = {}
+        self._lock = RLock()
         self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
         self._data: OrderedDict[_AnswerKey, DataSymbol | None] = OrderedDict()
 
@@ -104,7 +106,12 @@ class Symbolizer:
     def _module(self, module: Module) -> _Module:
         key = self._key(module)
         known = self._modules.get(key)
-        if known is None:
+        if known is not None:
+            return known
+        with self._lock:  # front ends may ask from several threads (the language server)
+            known = self._modules.get(key)
+            if known is not None:
+                return known
             lookup = self.store.find(module.build_id, module.path)
             files = lookup.files
             resolution = ModuleResolution(
@@ -115,7 +122,7 @@ class Symbolizer:
                 has_debug_info=lookup.has_debug_info,
             )
             known = self._modules[key] = _Module(resolution, files)
-        return known
+            return known
 
     def resolve(self, module: Module) -> ModuleResolution:
         """Find (and remember) the file that answers for `module`."""
@@ -124,7 +131,11 @@ class Symbolizer:
     def source(self, module: Module) -> SymbolSource | None:
         """The source answering for `module` (built on first use), None if there is none."""
         entry = self._module(module)
-        if entry.source is None and entry.files is not None:
+        if entry.source is not None or entry.files is None:
+            return entry.source
+        with self._lock:
+            if entry.source is not None or entry.files is None:
+                return entry.source
             for factory in self.source_factories:
                 try:
                     source = factory(entry.files)
@@ -140,7 +151,7 @@ class Symbolizer:
             if entry.source is None:
                 entry.resolution.error = entry.resolution.error or "cannot read symbols"
                 entry.files = None
-        return entry.source
+            return entry.source
 
     # -- lookups -------------------------------------------------------------------
 

@@ -168,12 +168,13 @@ class SymbolTable:
             kept = [i for i in range(len(values)) if self._is_kept(i)]
             kept.sort(key=lambda i: (values[i], sizes[i], i))
             # The last (largest) symbol at an address wins.
-            self._kept = [
+            chosen = [
                 i
                 for n, i in enumerate(kept)
                 if n + 1 == len(kept) or values[kept[n + 1]] != values[i]
             ]
-            self._kept_addresses = [values[i] for i in self._kept]
+            self._kept_addresses = [values[i] for i in chosen]
+            self._kept = chosen  # last: it is what other threads test
         return self._kept
 
     def _best_at_or_below(self, address: int) -> int | None:

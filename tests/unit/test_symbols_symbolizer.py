@@ -190,3 +190,47 @@ def test_modules_without_build_id_are_read_from_their_path(tmp_path: Path) -> No
     module = Module(0, "prog", "", path=str(copy))
     address = next(s.value for s in ElfFile.open(binary).symbols() if s.name == "main")
     assert symbolizer.code(module, address).frames[-1].function == "main"
+
+
+def test_threads_sharing_one_symbolizer_get_the_same_answers() -> None:
+    """The language server asks from a thread pool: lazy parsing must never hand out
+    half-built tables or trees."""
+    import sys
+    import threading
+
+    binary = sym_builds.cpp_program()
+    elf = ElfFile.open(binary)
+    addresses = sorted(
+        {s.value + i for s in elf.symbols() if s.type == 2 and s.size for i in (0, s.size // 2)}
+    )
+    module = module_for(binary)
+    expected = {a: symbolizer_with(binary).code(module, a).frames for a in addresses}
+    for _ in range(2):
+        shared = symbolizer_with(binary)
+        results: dict[int, list[SourceFrame]] = {}
+        failures: list[BaseException] = []
+
+        def work(
+            chunk: list[int],
+            shared: Symbolizer = shared,
+            results: dict[int, list[SourceFrame]] = results,
+            failures: list[BaseException] = failures,
+        ) -> None:
+            try:
+                for address in chunk:
+                    results[address] = shared.code(module, address).frames
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=work, args=(addresses[i::4],)) for i in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(old)
+        assert not failures, failures
+        assert results == expected
