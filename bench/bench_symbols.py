@@ -92,7 +92,13 @@ def main() -> int:
         stdout=subprocess.DEVNULL,
     )
     addresses = addresses_file.read_text().split()
-    ours = [sys.executable, "-m", "stackmark.symbols", f"--obj={binary}"]
+    # Started the way an installed console script starts (no runpy), like `stackmark`.
+    ours = [
+        sys.executable,
+        "-c",
+        "import sys; from stackmark.symbols.__main__ import main; sys.exit(main())",
+        f"--obj={binary}",
+    ]
     llvm = ["llvm-symbolizer-19", f"--obj={binary}"]
 
     print(f"binary: {binary} ({binary.stat().st_size / 1e6:.0f} MB)")
