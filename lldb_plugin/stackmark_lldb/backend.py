@@ -382,11 +382,3 @@ class LldbBackend:
         return RegisterState(
             (pc.GetValueAsUnsigned() if pc.IsValid() else frame.GetPC()) & UNSIGNED_64, values
         )
-
-    def code_address_mask(self) -> int | None:
-        """AArch64: the pointer-authentication bits of code addresses, when LLDB knows them."""
-        process = self._process()
-        if not hasattr(process, "GetAddressMask"):
-            return None
-        mask = int(process.GetAddressMask(lldb.eAddressMaskTypeCode)) & UNSIGNED_64
-        return None if mask in (0, UNSIGNED_64) else mask

@@ -2,11 +2,12 @@
 
 A debugger whose own unwinder cannot be extended (LLDB 19 has no Python
 hook into it) still answers the raw questions: the registers of a
-thread's innermost frame, memory, the loaded images. `BackendTarget`
-makes those a `stackmark.unwind.target.Target`, and the core `Unwinder`
-walks the stack with the modules' SFrame tables (from their files, else
-from target memory), falling back to the frame-pointer chain where no
-table covers a pc, and through signal frames by the kernel's layout.
+thread's innermost frame, memory, the loaded images.
+`stackmark.debugger.target.BackendTarget` makes those a `Target`, and
+the core `Unwinder` walks the stack with the modules' SFrame tables (from
+their files, else from target memory), falling back to the frame-pointer
+chain where no table covers a pc, and through signal frames by the
+kernel's layout.
 
 The frames are shown as `stackmark bt` shows the debugger's own:
 symbolized (the default), as markup (`--markup`, the same lines `stackmark
@@ -17,59 +18,25 @@ frames past the program's `main` are left out unless `--full`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-from stackmark.debugger.backend import DebuggerBackend, DebuggerError, ThreadInfo
+from stackmark.debugger.backend import DebuggerError, ThreadInfo
 from stackmark.debugger.bt import Snapshot, ThreadBacktrace, cbf_lines, thread_title
 from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.frames import PhysicalFrame
 from stackmark.debugger.session import Session
+from stackmark.debugger.sframe import sframe_table
 from stackmark.debugger.symbolize import symbolize_lines
+from stackmark.debugger.target import BackendTarget
 from stackmark.elf import STT_FUNC, ElfFile
 from stackmark.errors import FormatError
+from stackmark.formats.sframe import SFrameTable
 from stackmark.model import BacktraceFrame, Module
 from stackmark.unwind.emit import context_lines, frame_lines
 from stackmark.unwind.rules import Arch
-from stackmark.unwind.tables import SFrameTables, TableCache
-from stackmark.unwind.target import RegisterState
+from stackmark.unwind.tables import NoTable, TableCache
 from stackmark.unwind.unwinder import DEFAULT_MAX_FRAMES, Unwinder, UnwindResult
-
-
-@runtime_checkable
-class KnowsCodeAddressMask(Protocol):
-    """A backend that can say which bits of a code address carry a PAC (AArch64)."""
-
-    def code_address_mask(self) -> int | None: ...
-
-
-class BackendTarget:
-    """The unwinder's `Target` over a debugger backend: one thread of its process."""
-
-    def __init__(
-        self, backend: DebuggerBackend, thread: ThreadInfo | None, modules: Sequence[Module]
-    ):
-        self._backend = backend
-        self._thread = thread
-        self._arch = backend.arch()
-        self._modules = modules
-        self.read_memory = backend.read_memory
-
-    @property
-    def arch(self) -> Arch:
-        return self._arch
-
-    def registers(self) -> RegisterState:
-        return self._backend.registers(self._thread)
-
-    def modules(self) -> Sequence[Module]:
-        return self._modules
-
-    def code_address_mask(self) -> int | None:
-        if isinstance(self._backend, KnowsCodeAddressMask):
-            return self._backend.code_address_mask()
-        return None
 
 
 def main_range(modules: Sequence[Module]) -> tuple[int, int] | None:
@@ -99,6 +66,12 @@ def up_to_main(frames: list[BacktraceFrame], main: tuple[int, int] | None) -> li
     return frames
 
 
+def _table(module: Module, read_memory: Callable[[int, int], bytes]) -> SFrameTable | NoTable:
+    """The table `stackmark sframe info` shows for the module, or why there is none."""
+    table, source = sframe_table(module, read_memory)
+    return table if table is not None else NoTable(source)
+
+
 @dataclass(frozen=True)
 class UnwoundThread:
     thread: ThreadInfo
@@ -115,7 +88,7 @@ def unwind_threads(
     threads = backend.threads()
     if not all_threads:
         threads = [t for t in threads if t.selected] or threads[:1]
-    tables = TableCache(SFrameTables(read_memory=backend.read_memory))
+    tables = TableCache(lambda module: _table(module, backend.read_memory))
     main = None if full else main_range(modules)
     unwound = []
     for thread in threads:

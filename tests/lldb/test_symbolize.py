@@ -65,6 +65,16 @@ def test_a_log_from_another_run_symbolizes(
     assert output == cli
 
 
+def test_symbolize_without_a_process_uses_the_loaded_files(
+    lldb_path: str, program: Program, recorded: dict[str, str]
+) -> None:
+    command = f"symbolize --basenames {recorded['log']}"
+    names = functions(command_output(run_lldb([command], program.exe), command))
+    # The program and its library are loaded as files (no process): their frames resolve.
+    for name in ("stop_here", "on_sigill", "faulting", "sig_outer", "main"):
+        assert name in names
+
+
 def test_cbf_from_gdb_decodes_in_lldb_as_in_gdb(
     lldb_path: str, program: Program, recorded: dict[str, str]
 ) -> None:
