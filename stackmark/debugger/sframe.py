@@ -166,8 +166,9 @@ SFRAME = Command(
     words=("sframe",),
     summary="Show the SFrame tables of the loaded modules.",
     description=(
-        "SFrame (.sframe, versions 1-3) is the stack-trace table that 'stackmark unwinder'\n"
-        "unwinds with. Tables come from the modules' files, else from target memory."
+        "SFrame (.sframe, versions 1-3) is the stack-trace table stackmark unwinds with\n"
+        "(GDB: 'stackmark unwinder'; LLDB: 'stackmark sframe-bt'). Tables come from the\n"
+        "modules' files, else from target memory."
     ),
     configure=_configure,
     run=_run,
