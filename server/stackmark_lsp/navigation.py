@@ -4,8 +4,9 @@ Definitions:
 * `pc`/`bt`: the source location of every frame of the inline chain,
   innermost first (an editor shows several targets as a list);
 * `data`: where the variable is declared (variables.py);
-* `symbol`: the function of that name in a module of the process, at its
-  first line;
+* `symbol`: where the function of that linkage name is declared, in a
+  module of the process (declarations.py); failing that, the first line
+  of the code at its symbol;
 * the module ID of an `mmap`: the `module` element that declared it.
 
 Source paths go through the `sourcePathMap` prefix map; a file that is not
@@ -22,12 +23,13 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from urllib.parse import quote
+from pathlib import PurePosixPath
 
 from lsprotocol import types
 
 from stackmark.elf import ElfFile
 from stackmark.errors import StackmarkError
+from stackmark.markup.context import Placement
 from stackmark.markup.elements import (
     BtElement,
     DataElement,
@@ -38,13 +40,13 @@ from stackmark.markup.elements import (
 )
 from stackmark.model import Module, SourceFrame
 from stackmark.symbols.symtab import SymbolTable
+from stackmark_lsp.declarations import DeclarationIndex
 from stackmark_lsp.hover import dump_path
 from stackmark_lsp.index import F_DUMPFILE
 from stackmark_lsp.logs import OpenLog, Target
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.settings import Settings
 from stackmark_lsp.symbolization import SymbolService
-from stackmark_lsp.variables import VariableIndex
 
 # A source location written in a log: an absolute path with an extension, a line,
 # maybe a column ("/src/a.c:12:3", "at /src/a.c:12", "[/src/a.c:12]").
@@ -54,7 +56,8 @@ _SOURCE_LOCATION = re.compile(
 
 
 def file_uri(path: str) -> str:
-    return "file://" + quote(path, safe="/:@!$&'()*+,;=-._~")
+    """The `file:` URI of an absolute path (spelled as pathlib spells it)."""
+    return PurePosixPath(os.path.abspath(path)).as_uri()
 
 
 class SourceFinder:
@@ -98,13 +101,13 @@ class Navigator:
         service: SymbolService,
         sources: SourceFinder,
         symbols: SymbolTables,
-        variables: Variables,
+        declarations: Declarations,
     ) -> None:
         self.log = log
         self.service = service
         self.sources = sources
         self.symbols = symbols
-        self.variables = variables
+        self.declarations = declarations
 
     async def definition(self, target: Target, line: int, column: int) -> list[types.LocationLink]:
         typed = target.typed
@@ -121,7 +124,7 @@ class Navigator:
             placement = target.placement()
             if placement is None:
                 return []
-            return await self._variable(placement.module, placement.module_relative, origin)
+            return await self._variable(placement, origin)
         if isinstance(typed, SymbolElement) and typed.ok:
             return await self._symbol(target, typed.name, origin)
         if isinstance(typed, MmapElement) and typed.ok:
@@ -176,15 +179,23 @@ class Navigator:
         )
 
     async def _variable(
-        self, module: Module, address: int, origin: types.Range
+        self, placement: Placement, origin: types.Range
     ) -> list[types.LocationLink]:
-        lookup = await self.service.run(self.service.data, module, address)
+        """A variable's declaration; for an address in code, the function's first line."""
+        module = placement.module
+        lookup = await self.service.run(self.service.data, module, placement.module_relative)
         binary = lookup.resolution.binary
         if lookup.symbol is None or binary is None:
             return []
-        place = await self.service.run(self.variables.declaration, binary, lookup.symbol.start)
+        start = lookup.symbol.start
+        place = await self.service.run(
+            self.declarations.variable, binary, start, lookup.symbol.name
+        )
         if place is None:
-            return []
+            if "x" not in placement.segment.mode:
+                return []
+            code = await self.service.run(self.service.code, module, start)
+            return await self._frames(code.frames[-1:], module, origin)
         link = await self._link(place[0], place[1], 0, module, origin)
         return [link] if link is not None else []
 
@@ -199,6 +210,10 @@ class Navigator:
             resolution = await self.service.run(self.service.resolve, module)
             if resolution.binary is None:
                 continue
+            place = await self.service.run(self.declarations.function, resolution.binary, name)
+            if place is not None:
+                link = await self._link(place[0], place[1], 0, module, origin)
+                return [link] if link is not None else []
             address = await self.service.run(self.symbols.address, resolution.binary, name)
             if address is None:
                 continue
@@ -230,28 +245,37 @@ class SymbolTables:
             return {}
 
 
-class Variables:
-    """Variable declaration indexes per file (built once, in a worker thread)."""
+class Declarations:
+    """Declaration indexes per file (built once, in a worker thread)."""
 
     def __init__(self) -> None:
-        self._indexes: dict[str, VariableIndex | None] = {}
+        self._indexes: dict[str, DeclarationIndex | None] = {}
         self._lock = threading.Lock()
 
-    def declaration(self, path: str, address: int) -> tuple[str, int] | None:
+    def _index(self, path: str) -> DeclarationIndex | None:
         with self._lock:
             if path not in self._indexes:
                 try:
-                    self._indexes[path] = VariableIndex(path)
+                    self._indexes[path] = DeclarationIndex(path)
                 except (StackmarkError, OSError):
                     self._indexes[path] = None
-            index = self._indexes[path]
-        return index.declaration(address) if index is not None else None
+            return self._indexes[path]
+
+    def variable(self, path: str, address: int, name: str) -> tuple[str, int] | None:
+        index = self._index(path)
+        return index.variable(address, name) if index is not None else None
+
+    def function(self, path: str, name: str) -> tuple[str, int] | None:
+        index = self._index(path)
+        return index.function(name) if index is not None else None
 
 
 # -- document links ------------------------------------------------------------------
 
 
-def links(log: OpenLog, sources: SourceFinder, t: Messages) -> list[types.DocumentLink]:
+def links(
+    log: OpenLog, sources: SourceFinder, t: Messages, tooltips: bool = True
+) -> list[types.DocumentLink]:
     """Links for dumpfile elements and for source locations written in the log."""
     found: list[types.DocumentLink] = []
     for line, entry in log.index.entries():
@@ -267,7 +291,7 @@ def links(log: OpenLog, sources: SourceFinder, t: Messages) -> list[types.Docume
                         types.DocumentLink(
                             range=log.range(field.line, field.start, field.line, field.end),
                             target=file_uri(path),
-                            tooltip=t("link.dump", path=path),
+                            tooltip=t("link.dump", path=path) if tooltips else None,
                         )
                     )
     for line, start, end, path, number, column in _source_locations(log):
@@ -279,7 +303,7 @@ def links(log: OpenLog, sources: SourceFinder, t: Messages) -> list[types.Docume
             types.DocumentLink(
                 range=log.range(line, start, line, end),
                 target=file_uri(local) + fragment,
-                tooltip=t("link.source", path=f"{local}:{number}"),
+                tooltip=t("link.source", path=f"{local}:{number}") if tooltips else None,
             )
         )
     return found

@@ -100,9 +100,12 @@ class StackmarkServer(LanguageServer):
         self.content_registered = False
         self.sources: navigation.SourceFinder | None = None
         self.symbol_tables = navigation.SymbolTables()
-        self.variables = navigation.Variables()
+        self.declarations = navigation.Declarations()
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
+        # Set once the client's configuration is known (requests wait for it, so that
+        # nothing is answered with the defaults the settings are about to replace).
+        self.ready = asyncio.Event()
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -196,6 +199,8 @@ class StackmarkServer(LanguageServer):
     # -- diagnostics -------------------------------------------------------------------
 
     def publish(self, log: OpenLog) -> None:
+        if not self.ready.is_set():
+            return  # `initialized` publishes every open log once the settings are known
         assert self.service is not None
         found = problems.markup_diagnostics(log, self.messages)
         records = self.records.setdefault(log.uri, problems.ModuleRecords())
@@ -313,6 +318,7 @@ def guarded(default: Callable[[], object]) -> Callable[[_Handler], _Handler]:
     def wrap(handler: _Handler) -> _Handler:
         @functools.wraps(handler)
         async def run(ls: StackmarkServer, params: Any) -> object:
+            await ls.ready.wait()
             try:
                 return await handler(ls, params)
             except asyncio.CancelledError:
@@ -346,6 +352,8 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
         ls.messages("progress.done"),
     )
     ls.report_problems(ls.apply_settings())
+    # A client that never says `initialized` still gets answers, with these settings.
+    asyncio.get_event_loop().call_later(30, ls.ready.set)
 
 
 @server.feature(types.INITIALIZED)
@@ -375,6 +383,7 @@ async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> N
     await ls.pull_configuration()
     found = ls.apply_settings()
     ls.report_problems(found)
+    ls.ready.set()
     ls.republish_all()
 
 
@@ -462,7 +471,7 @@ async def definition(
     if target is None:
         return None
     line, column = log.to_index(params.position)
-    navigator = navigation.Navigator(log, ls.service, ls.sources, ls.symbol_tables, ls.variables)
+    navigator = navigation.Navigator(log, ls.service, ls.sources, ls.symbol_tables, ls.declarations)
     found = await navigator.definition(target, line, column)
     if ls.supports_links():
         return found
@@ -521,7 +530,9 @@ async def document_link(
     log = _log(ls, params.text_document.uri)
     if log is None or ls.sources is None:
         return []
-    return navigation.links(log, ls.sources, ls.messages)
+    links = ls.capabilities.text_document and ls.capabilities.text_document.document_link
+    tooltips = bool(links and links.tooltip_support)
+    return navigation.links(log, ls.sources, ls.messages, tooltips)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -537,6 +548,7 @@ async def code_lens(ls: StackmarkServer, params: types.CodeLensParams) -> list[t
 async def text_document_content(
     ls: StackmarkServer, params: types.TextDocumentContentParams
 ) -> types.TextDocumentContentResult:
+    await ls.ready.wait()
     log = ls.log_for_view(params.uri)
     if log is None:
         raise ValueError(f"no open log for {params.uri}")
@@ -548,6 +560,7 @@ async def text_document_content(
 @server.command(SYMBOLIZE_COMMAND)
 async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """Open the symbolized view (at the backtrace of `line`): [uri, line?]."""
+    await ls.ready.wait()
     uri, line = _command_arguments(arguments)
     result = await ls.symbolize(uri, line, with_text=False)
     if ls.content_registered and ls.supports_show_document():
@@ -565,6 +578,7 @@ async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, A
 @server.command(SYMBOLIZED_TEXT_COMMAND)
 async def symbolized_text_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """The symbolized text of a log, for clients without virtual documents: [uri, line?]."""
+    await ls.ready.wait()
     uri, line = _command_arguments(arguments)
     return await ls.symbolize(uri, line, with_text=True)
 

@@ -116,6 +116,7 @@ class SymbolService:
         self._resolved: dict[str, ModuleResolution] = {}
         self._meta = threading.Lock()
         self._downloads: dict[str, object] = {}
+        self._names: dict[str, str] = {}  # build ID -> a module name the log gives it
         self._closed = False
         self.gsym_root = Path(settings.cache_dir) if settings.cache_dir else None
         self.debuginfod = self._debuginfod_client(report)
@@ -204,7 +205,7 @@ class SymbolService:
         assert isinstance(cache, GsymCache)
         if self._closed:
             return
-        name = os.path.basename(files.binary)
+        name = self._names.get(files.build_id) or os.path.basename(files.binary)
         handle = self.progress.begin(self.titles("progress.convert", name=name))
         try:
             entry = cache.get_or_build(
@@ -228,6 +229,7 @@ class SymbolService:
             known = self._resolved.get(key)
             if known is not None:
                 return known
+            self._names.setdefault(key, module.name)
             future = self._resolving.get(key)
             mine = future is None
             if future is None:

@@ -61,12 +61,13 @@ def problems(text: str) -> list[Problem]:
                 mapped = context.map_segment(typed)
                 if isinstance(mapped, Diagnostic):
                     add(mapped)
-            elif isinstance(typed, PcElement | BtElement | DataElement):
-                if context.find(lookup_address(typed)) is None:
-                    field = element.fields[1 if isinstance(typed, BtElement) else 0]
-                    found.append(
-                        (field.line, field.start, field.end, "no-mmap", "no mmap covers address")
-                    )
+            elif isinstance(typed, PcElement | BtElement | DataElement) and (
+                context.find(lookup_address(typed)) is None
+            ):
+                field = element.fields[1 if isinstance(typed, BtElement) else 0]
+                found.append(
+                    (field.line, field.start, field.end, "no-mmap", "no mmap covers address")
+                )
     return sorted(found, key=_order)
 
 

@@ -9,9 +9,13 @@ fast scanner with the core parser and decoder.
 from __future__ import annotations
 
 import random
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stackmark_lsp import scan
+from stackmark_lsp.document import Document, PositionCodec
+from stackmark_lsp.index import Index
 
 from stackmark.markup.elements import (
     BtElement,
@@ -26,9 +30,6 @@ from stackmark.markup.elements import (
 )
 from stackmark.markup.parser import MarkupParser
 from stackmark.markup.syntax import MULTILINE_TAGS
-from stackmark_lsp import scan
-from stackmark_lsp.document import Document, PositionCodec
-from stackmark_lsp.index import Index
 from tests.lsp.reference import lsp_lines, problems
 
 # -- pieces of logs ------------------------------------------------------------------
@@ -138,7 +139,10 @@ def test_scanner_agrees_with_core(text: str) -> None:
             if kind == scan.BT:
                 assert isinstance(typed, BtElement)
                 assert (typed.frame, typed.address, typed.pc_type) == (
-                    int(m.group(2)), int(m.group(3), 16), m.group(4))
+                    int(m.group(2)),
+                    int(m.group(3), 16),
+                    m.group(4),
+                )
                 assert m.span(3) == (element.fields[1].start, element.fields[1].end)
             elif kind == scan.PC:
                 assert isinstance(typed, PcElement)
@@ -148,14 +152,26 @@ def test_scanner_agrees_with_core(text: str) -> None:
             elif kind == scan.MMAP:
                 assert isinstance(typed, MmapElement)
                 assert typed.module_relative_error is None
-                assert (typed.start, typed.size, typed.module_id, typed.mode,
-                        typed.module_relative) == (
-                    int(m.group(11), 16), scan.parse_id(m.group(12)),
-                    scan.parse_id(m.group(13)), m.group(14).lower(), int(m.group(15), 16))
+                assert (
+                    typed.start,
+                    typed.size,
+                    typed.module_id,
+                    typed.mode,
+                    typed.module_relative,
+                ) == (
+                    int(m.group(11), 16),
+                    scan.parse_id(m.group(12)),
+                    scan.parse_id(m.group(13)),
+                    m.group(14).lower(),
+                    int(m.group(15), 16),
+                )
             elif kind == scan.MODULE:
                 assert isinstance(typed, ModuleElement)
                 assert (typed.module_id, typed.name, typed.build_id) == (
-                    scan.parse_id(m.group(17)), m.group(18), scan.build_id(m.group(19)))
+                    scan.parse_id(m.group(17)),
+                    m.group(18),
+                    scan.build_id(m.group(19)),
+                )
             elif kind == scan.RESET:
                 assert isinstance(typed, ResetElement)
             elif kind == scan.SYMBOL:
@@ -165,8 +181,16 @@ def test_scanner_agrees_with_core(text: str) -> None:
 
 
 def test_scanner_declines_what_needs_the_core() -> None:
-    for line in ["{{{pc:0}}}", "{{{module:010:x:elf:ab}}}", "{{{PC:0x1}}}", "{{{pc:0x1",
-                 "{{{hexdict:a: 0x1}}}", "{{{pc:0x1:ra:x}}}", "{{{frame:1}}}", "{{{}}}"]:
+    for line in [
+        "{{{pc:0}}}",
+        "{{{module:010:x:elf:ab}}}",
+        "{{{PC:0x1}}}",
+        "{{{pc:0x1",
+        "{{{hexdict:a: 0x1}}}",
+        "{{{pc:0x1:ra:x}}}",
+        "{{{frame:1}}}",
+        "{{{}}}",
+    ]:
         assert scan.scan_line(line) is None, line  # fmt: skip
     assert scan.scan_line("no markup") == []
 
@@ -206,15 +230,13 @@ def apply(text: str, start: tuple[int, int], end: tuple[int, int], new: str) -> 
     """The same edit on a plain string (positions in LSP lines)."""
     pieces = re.split(r"(\r\n|\r|\n)", text)
     lines = pieces[0::2]
-    breaks = pieces[1::2] + [""]
+    breaks = [*pieces[1::2], ""]
 
     def offset(line: int, column: int) -> int:
         return sum(len(lines[i]) + len(breaks[i]) for i in range(line)) + column
 
     return text[: offset(*start)] + new + text[offset(*end) :]
 
-
-import re  # noqa: E402 (used by apply)
 
 INSERTS = ["", "x", "\n", "{{{reset}}}\n", "{{{module:0:m:elf:ab}}}", "\n{{{bt:3:0x1010}}}\n",
            "{{{mmap:0x1000:0x10:load:0:r:0x0}}}", "{{{hexdict:\n", "}}}\n", "\r", "\r\n",
