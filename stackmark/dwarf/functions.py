@@ -40,11 +40,22 @@ if TYPE_CHECKING:
 
 # What a walk does with a DIE, by abbreviation.
 _SKIP = 0  # jump over the DIE and its children
-_DESCEND = 1  # look through it at its children (namespaces, lexical blocks)
+_DESCEND = 1  # look through it at its children (namespaces, lexical blocks, classes)
 _SUBROUTINE = 2  # a subprogram or inlined call that may have addresses
+_SCOPE = 3  # a subprogram without code (declaration, abstract instance): its local
+#            classes may still hold member functions with code
 
 _DESCEND_TAGS = frozenset(
-    {C.DW_TAG_namespace, C.DW_TAG_lexical_block, 0x1E}  # 0x1E: DW_TAG_module
+    {
+        C.DW_TAG_namespace,
+        C.DW_TAG_lexical_block,
+        0x1E,  # DW_TAG_module
+        # A class local to a function (a lambda's closure type, a helper struct
+        # in a template) holds the definitions of its member functions.
+        C.DW_TAG_class_type,
+        C.DW_TAG_structure_type,
+        C.DW_TAG_union_type,
+    }
 )
 _SUBROUTINE_TAGS = frozenset({C.DW_TAG_subprogram, C.DW_TAG_inlined_subroutine})
 _PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
@@ -306,6 +317,7 @@ class FunctionIndex:
                 if low != high:
                     self._map.insert(low, high, function)
         self._all: list[Function] | None = None
+        self._nested_mapped = False
 
     @property
     def functions(self) -> list[Function]:
@@ -323,6 +335,12 @@ class FunctionIndex:
     def chain_at(self, address: int) -> list[Function]:
         """Inlined calls innermost first, then the subprogram (llvm's getInlinedChainForAddress)."""
         top = self._map.find(address)
+        if top is None and not self._nested_mapped:
+            # Subprograms nested in others' DIEs (members of a local class, GNU C
+            # nested functions) can lie outside their parent's ranges; llvm's map
+            # holds them too. Parse every inline tree of the unit once to add them.
+            self._map_nested()
+            top = self._map.find(address)
         if top is None:
             return []
         node = top.innermost_at(address)
@@ -333,6 +351,21 @@ class FunctionIndex:
                 break
             node = node.parent
         return chain
+
+    def _map_nested(self) -> None:
+        merged = _AddressMap()  # built aside and published whole: other threads read _map
+        merged.starts, merged.ends, merged.nodes = (
+            list(self._map.starts),
+            list(self._map.ends),
+            list(self._map.nodes),
+        )
+        for function in self.top:
+            for nested in function.nested_subprograms:
+                for low, high in nested.ranges:
+                    if low != high:
+                        merged.insert(low, high, nested)
+        self._map = merged
+        self._nested_mapped = True
 
 
 def build_function_index(unit: Unit) -> FunctionIndex:
@@ -366,6 +399,8 @@ class _CodeTables:
         self.children[code] = abbrev.has_children
         if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
             kind = _SUBROUTINE
+        elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
+            kind = _SCOPE
         elif abbrev.tag in _DESCEND_TAGS:
             kind = _DESCEND
         else:
@@ -450,13 +485,15 @@ def _walk(
                 else:
                     pos = skip_attributes(buf, pos, plan.skip, enc)
                 continue
-            if kind == _DESCEND:
+            if kind in (_DESCEND, _SCOPE):
                 if plan.fixed_size >= 0:
                     pos += plan.fixed_size
                 else:
                     pos = skip_attributes(buf, pos, plan.skip, enc)
                 if has_children[code]:
                     stack.append(current)
+                    if kind == _SCOPE:
+                        current = None  # what lies inside belongs to no code of ours
                 continue
             # A subroutine that may have code.
             abbrev = abbrevs[code]
@@ -466,7 +503,11 @@ def _walk(
             ranges = unit.die_ranges(abbrev, values)
             if not ranges:
                 if has_children[code]:
-                    pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
+                    if abbrev.tag == C.DW_TAG_subprogram:
+                        stack.append(current)  # look inside, as for _SCOPE
+                        current = None
+                    else:
+                        pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
                 continue
             is_subprogram = abbrev.tag == C.DW_TAG_subprogram
             parent = None if is_subprogram or lazy else current

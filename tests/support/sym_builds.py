@@ -41,6 +41,32 @@ def aarch64_program() -> Path:
     )
 
 
+LOCAL_CLASSES_SOURCE = "sym_local_classes.cpp"
+
+
+def local_classes_program(*flags: str, name: str = "sym_local_classes") -> Path:
+    """sym_local_classes.cpp built with g++ and `flags` (default: -g -O2)."""
+    return compile_program(
+        name, [LOCAL_CLASSES_SOURCE], compiler="g++", flags=flags or ("-g", "-O2")
+    )
+
+
+def local_classes_stripped() -> tuple[Path, Path]:
+    """(binary stripped of every symbol, its .debug file) for sym_local_classes.cpp: no
+    .symtab name can stand in for DWARF the reader fails to find."""
+    binary = compile_program(
+        "sym_local_classes_stripped",
+        [LOCAL_CLASSES_SOURCE],
+        compiler="g++",
+        flags=("-g", "-O2"),
+        post=(
+            ("objcopy", "--only-keep-debug", "{out}", "{out}.debug"),
+            ("objcopy", "--strip-all", "--add-gnu-debuglink={out}.debug", "{out}"),
+        ),
+    )
+    return binary, binary.with_name(binary.name + ".debug")
+
+
 def shared_library() -> Path:
     """libsymlib.so from sym_lib.c (-g -O2)."""
     return compile_program("libsymlib.so", ["sym_lib.c"], flags=("-g", "-O2"), shared=True)

@@ -213,6 +213,7 @@ BUILDS = {
         "-g", "-O2", "-gdwarf-4", name="sym_templates_d4"
     ),
     "lib": sym_builds.shared_library,
+    "cpp-local-classes": sym_builds.local_classes_program,
 }
 
 
@@ -257,7 +258,7 @@ def _dumped_functions(binary: Path) -> dict[int, tuple[str, list[tuple[int, int]
     return found
 
 
-@pytest.mark.parametrize("variant", ["c-O2", "cpp-O2", "cpp-O2-dwarf4"])
+@pytest.mark.parametrize("variant", ["c-O2", "cpp-O2", "cpp-O2-dwarf4", "cpp-local-classes"])
 def test_function_trees_hold_every_subroutine_with_code(variant: str) -> None:
     binary = BUILDS[variant]()
     expected = _dumped_functions(binary)

@@ -78,6 +78,10 @@ VARIANTS = {
     "cpp-O2-dwarf4-nopie": lambda: sym_builds.cpp_program(
         "-g", "-O2", "-gdwarf-4", "-no-pie", name="sym_templates_d4_nopie"
     ),
+    "cpp-local-classes": sym_builds.local_classes_program,
+    "cpp-local-classes-dwarf4": lambda: sym_builds.local_classes_program(
+        "-g", "-O2", "-gdwarf-4", name="sym_local_classes_d4"
+    ),
     "lib": sym_builds.shared_library,
     "lib-user": sym_builds.library_user,
 }
@@ -99,6 +103,13 @@ def test_symbol_table_only_matches_llvm() -> None:
 def test_stripped_binary_with_debuglink_matches_llvm() -> None:
     binary, debug = sym_builds.stripped_with_debuglink()
     assert check(binary, debug) > 5
+
+
+def test_stripped_local_classes_match_llvm() -> None:
+    """No symbol table to fall back on: every member function of a local class must be
+    found in the DWARF, wherever gcc put its DIE."""
+    binary, debug = sym_builds.local_classes_stripped()
+    assert check(binary, debug) > 3
 
 
 def test_debug_file_alone_matches_llvm() -> None:
