@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 \
                 elfutils debuginfod \
-                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg
+                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 

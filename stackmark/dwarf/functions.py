@@ -244,7 +244,7 @@ def find_recursively(
     order), with the unit
     holding it. None when no DIE along the way has one."""
     work: list[tuple[Unit, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
-    seen: set[int] = set()
+    seen: set[tuple[int, int]] = set()
     while work:
         u, ab, vals = work.pop()
         for attr in attrs:
@@ -253,11 +253,15 @@ def find_recursively(
         for ref_attr in _FOLLOW_ATTRS:
             if ref_attr not in vals:
                 continue
-            target = u.ref_attr(ab, vals, ref_attr)
-            if target is None or target in seen:
+            found = u.ref_target(ab, vals, ref_attr)
+            if found is None:
                 continue
-            seen.add(target)
-            target_unit = u.reader.unit_containing(target)
+            reader, target = found
+            key = (id(reader), target)
+            if key in seen:
+                continue
+            seen.add(key)
+            target_unit = reader.unit_containing(target)
             if target_unit is None:
                 continue
             target_abbrev, target_values, _ = target_unit.die(target)

@@ -458,6 +458,25 @@ class Unit:
             return self.skeleton.reader.debug_addr
         return self.reader.debug_addr
 
+    def ref_target(
+        self, abbrev: Abbrev, values: dict[int, object], attr: int
+    ) -> tuple[DwarfReader, int] | None:
+        """(reader, .debug_info offset) a reference attribute points at, following
+        references into a supplementary (dwz) file; None when it cannot be followed."""
+        value = values.get(attr)
+        if value is None:
+            return None
+        form = abbrev.plan(self.enc).forms[attr]
+        if isinstance(value, IndirectValue):
+            form, value = value.form, value.value
+        if not isinstance(value, int):
+            return None
+        if form in (C.DW_FORM_GNU_ref_alt, C.DW_FORM_ref_sup4, C.DW_FORM_ref_sup8):
+            alt = self.reader.supplementary
+            return (alt, value) if alt is not None else None
+        target = self.ref_attr(abbrev, values, attr)
+        return (self.reader, target) if target is not None else None
+
     def ref_attr(self, abbrev: Abbrev, values: dict[int, object], attr: int) -> int | None:
         """The .debug_info offset a reference attribute points at (same file), or None.
 

@@ -8,6 +8,7 @@ chain (function, file, line, column of each frame) must equal llvm's.
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +197,33 @@ def test_system_libc_with_its_debug_package_matches_llvm() -> None:
     diffs = mismatches(expected, ours(symbolizer, module, addresses))
     assert not diffs, describe(diffs)
     assert sum(1 for frames in expected.values() if len(frames) > 1) > 20
+
+
+def test_dwz_supplementary_files_give_back_the_names_llvm_loses(tmp_path: Path) -> None:
+    """dwz -m moves DIEs shared by several programs into one supplementary file
+    (.gnu_debugaltlink). llvm-symbolizer 19 does not read it and prints no name for
+    functions whose abstract instance moved; stackmark reads it, and answers for the
+    compressed program exactly what llvm answers for the original."""
+    dwz = require_tool("dwz")
+    originals = [sym_builds.cpp_program(), sym_builds.local_classes_program()]
+    copies = []
+    for original in originals:
+        copies.append(tmp_path / original.name)
+        shutil.copyfile(original, copies[-1])
+    common = tmp_path / "common.debug"
+    subprocess.run(
+        [dwz, "-m", str(common), "-M", str(common), *map(str, copies)],
+        check=True,
+        capture_output=True,
+    )
+    compressed, original = copies[0], originals[0]
+    assert ElfFile.open(compressed).section(".gnu_debugaltlink") is not None
+    addresses = line_table_addresses(original, limit=MAX_ADDRESSES)
+    expected = llvm_frames(original, addresses)
+    llvm_on_compressed = llvm_frames(compressed, addresses)
+    lost = [a for a in addresses if llvm_on_compressed[a] != expected[a]]
+    assert lost, "dwz should have moved some inline function names out of the program"
+    symbolizer = Symbolizer(SymbolizerOptions(debug_file_directories=[], objects=[str(compressed)]))
+    module = Module(0, compressed.name, build_id_of(compressed))
+    diffs = mismatches(expected, ours(symbolizer, module, addresses))
+    assert not diffs, describe(diffs)
