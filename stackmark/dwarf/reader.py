@@ -3,16 +3,32 @@
     reader = DwarfReader.open("prog")          # or DwarfReader(ElfFile.open(...))
     unit = reader.unit_for_address(0x1234)     # via .debug_aranges, nothing else parsed
     chain = unit.inline_chain(0x1234)          # [innermost inlined call, ..., subprogram]
-    row = unit.line_table().lookup(0x1234)     # file index, line, column
+    row = unit.line_table().lookup(0x1234)     # LineRow: file index, line, column, ...
+    path = unit.file_name(row.file)            # as llvm-symbolizer prints it
 
     for unit in reader.units():                # every compile unit (GSYM conversion)
         for function in unit.functions():      # subprograms with code, DIE order
-            function.name, function.ranges, function.children  # inline tree
+            function.name, function.linkage_name, function.ranges
+            for call in function.walk():       # it and its inline tree, depth first
+                call.call_file_name, call.call_line, call.call_column, call.children
         table = unit.line_table()
+        table.rows                             # tuples (address, file, line, column,
+                                               #   is_stmt, end_sequence, discriminator)
+        table.rows_in(low, high)               # LineRows of a function's range
+    for die in unit.dies(): ...                # every DIE, decoded (Die: string(),
+                                               #   address(), reference(), ranges())
+
+What is parsed when: unit headers when units are listed; a unit DIE when
+its attributes are asked for; a unit's top-level functions on its first
+lookup, each one's inline tree on first use; a line program on first use.
+Everything parsed is kept. Objects may be shared between threads: lazy
+parts are published only once complete.
 
 Split DWARF: a skeleton unit's `functions()` come from its .dwo file
 (found through DW_AT_dwo_name and DW_AT_comp_dir, or next to the binary),
-read with the skeleton's address table and line table.
+read with the skeleton's address table and line table. dwz: names and
+abstract instances moved to a supplementary file (.gnu_debugaltlink) are
+read from it.
 """
 
 from __future__ import annotations
