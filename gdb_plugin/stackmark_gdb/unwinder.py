@@ -40,7 +40,7 @@ from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.modules import loaded_modules
 from stackmark.debugger.session import Session
 from stackmark.debugger.sframe import sframe_table
-from stackmark.elf import ElfFile
+from stackmark.elf import PT_GNU_SFRAME, ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
 from stackmark.model import Module
@@ -87,18 +87,40 @@ class ModuleTable:
         return self.table.row(pc) if self.table is not None else None
 
 
+def _cfi_in(elf: ElfFile) -> bool:
+    """True when the file has non-trivial .eh_frame or .debug_frame."""
+    sections = (elf.section(name) for name in CFI_SECTIONS)
+    return any(s is not None and s.size >= MIN_CFI_SIZE for s in sections)
+
+
 def _has_cfi(paths: Iterable[str]) -> bool:
-    """True when one of the files has non-trivial .eh_frame or .debug_frame."""
+    """True when one of the files has CFI."""
     for path in paths:
         try:
             with ElfFile.open(path) as elf:
-                for name in CFI_SECTIONS:
-                    section = elf.section(name)
-                    if section is not None and section.size >= MIN_CFI_SIZE:
-                        return True
+                if _cfi_in(elf):
+                    return True
         except FormatError:
             continue
     return False
+
+
+def _wanted_for(path: str, policy: Policy) -> bool:
+    """Whether the unwinder may have frames to claim in the object file at `path`
+    (cheap: section headers only, no table is read)."""
+    if not os.path.isfile(path):
+        return True  # deleted or renamed since it was loaded: its table may be in memory
+    try:
+        with ElfFile.open(path) as elf:
+            has_sframe = elf.section(".sframe") is not None or any(
+                p.type == PT_GNU_SFRAME for p in elf.segments
+            )
+            has_cfi = _cfi_in(elf)
+    except FormatError:
+        return False
+    if policy.everywhere:
+        return has_sframe or (policy.from_cfi and has_cfi)
+    return has_sframe and not has_cfi
 
 
 def _debug_files() -> dict[str, list[str]]:
@@ -492,20 +514,63 @@ def the_unwinder() -> SFrameUnwinder:
     return _UNWINDER
 
 
-def install_unwinder() -> None:
-    """Register the unwinder globally (replacing an earlier copy) and its events."""
+_WANTED: dict[tuple[str, int, int, Policy], bool] = {}
+"""(object file, its mtime and size, policy) -> `_wanted_for`."""
+
+
+def is_needed() -> bool:
+    """Whether some loaded object file may have frames for the unwinder."""
+    policy = the_unwinder().policy
+    for objfile in gdb.objfiles():
+        if objfile.owner is not None or not objfile.is_valid() or not objfile.is_file:
+            continue
+        path = objfile.filename
+        try:
+            stat = os.stat(path)
+            key = (path, stat.st_mtime_ns, stat.st_size, policy)
+        except OSError:
+            key = (path, 0, 0, policy)
+        wanted = _WANTED.get(key)
+        if wanted is None:
+            wanted = _WANTED[key] = _wanted_for(path, policy)
+        if wanted:
+            return True
+    return False
+
+
+def sync_registration() -> None:
+    """Keep the unwinder registered exactly while it is on and has something to do.
+
+    GDB calls into Python for every frame it unwinds as long as any Python
+    unwinder is registered, even a disabled one; unregistered, the plugin
+    costs GDB's own unwinding nothing.
+    """
     unwinder = the_unwinder()
-    gdb.unwinder.register_unwinder(None, unwinder, replace=True)
+    wanted = unwinder.enabled and is_needed()
+    registered = unwinder in gdb.frame_unwinders
+    if wanted and not registered:
+        gdb.unwinder.register_unwinder(None, unwinder, replace=True)
+    elif registered and not wanted:
+        gdb.frame_unwinders.remove(unwinder)
+    if wanted != registered:
+        gdb.invalidate_cached_frames()
+
+
+def install_unwinder() -> None:
+    """Connect the unwinder's events and register it if it has work (see sync_registration)."""
+    connect_once(_objfiles_changed, gdb.events.new_objfile, gdb.events.clear_objfiles)
     connect_once(
-        _forget,
-        gdb.events.new_objfile,
-        gdb.events.clear_objfiles,
-        gdb.events.exited,
-        gdb.events.new_inferior,
-        gdb.events.inferior_deleted,
+        _forget, gdb.events.exited, gdb.events.new_inferior, gdb.events.inferior_deleted
     )
     connect_once(_resumed, gdb.events.cont)
-    gdb.invalidate_cached_frames()
+    for old in [u for u in gdb.frame_unwinders if u.name == UNWINDER_NAME]:
+        gdb.frame_unwinders.remove(old)  # a copy from an earlier load of the plugin
+    sync_registration()
+
+
+def _objfiles_changed(_event: object) -> None:
+    the_unwinder().forget()
+    sync_registration()
 
 
 def _forget(_event: object) -> None:
@@ -542,25 +607,24 @@ def _configure(parser: CommandParser) -> None:
 
 def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
     unwinder = the_unwinder()
-    if args.action == "on":
-        unwinder.policy = Policy(args.everywhere, args.from_cfi)
-        unwinder.enabled = True
-        gdb.unwinder.register_unwinder(None, unwinder, replace=True)
-    elif args.action == "off":
-        # Unregistered, not just disabled: with no Python unwinder left, GDB does not
-        # call into Python for every frame it unwinds.
-        unwinder.enabled = False
-        if unwinder in gdb.frame_unwinders:
-            gdb.frame_unwinders.remove(unwinder)
     if args.action != "status":
+        unwinder.enabled = args.action == "on"
+        if unwinder.enabled:
+            unwinder.policy = Policy(args.everywhere, args.from_cfi)
         unwinder.forget()
+        sync_registration()
         gdb.invalidate_cached_frames()
     return _status(unwinder)
 
 
 def _status(unwinder: SFrameUnwinder) -> Iterator[str]:
-    state = "on" if unwinder.enabled else "off"
-    yield f"stackmark SFrame unwinder: {state}, {unwinder.policy.describe()}"
+    if not unwinder.enabled:
+        state = "off"
+    elif unwinder in gdb.frame_unwinders:
+        state = "on"
+    else:
+        state = "on, idle: no loaded module has frames for it"
+    yield f"stackmark SFrame unwinder: {state}; {unwinder.policy.describe()}"
     yield f"frames unwound: {unwinder.frames_unwound}"
     if unwinder.last_error:
         yield f"last error: {unwinder.last_error}"

@@ -82,6 +82,24 @@ def test_frames_are_unchanged_where_gdb_has_cfi(gdb_path: str, program: Program)
         assert "stop_here (x=" in plain
 
 
+def test_idle_where_nothing_needs_it(gdb_path: str, program: Program) -> None:
+    """With CFI everywhere the unwinder is not even registered: GDB's unwinding does
+    not call into Python per frame."""
+    result = run_gdb(
+        [
+            *stop_at(),
+            *section("status", "stackmark unwinder status"),
+            *section("unwinders", "info unwinder"),
+            "stackmark unwinder on --everywhere",
+            *section("everywhere", "info unwinder"),
+        ],
+        program.exe,
+    )
+    assert "on, idle: no loaded module has frames for it" in marked(result, "status")
+    assert "stackmark-sframe" not in marked(result, "unwinders")
+    assert "stackmark-sframe" in marked(result, "everywhere")
+
+
 def test_unwinder_off_and_status(gdb_path: str, stripped_program: Program) -> None:
     result = run_gdb(
         [
