@@ -13,6 +13,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.demangle.rust import demangle_rust_legacy, demangle_rust_v0
@@ -124,3 +126,16 @@ def test_legacy_demangler_only_takes_rust_shaped_names() -> None:
 def test_v0_demangler_entry_point(name: str) -> None:
     assert demangle_rust_v0(name) == cxxfilt([name])[0]
     assert demangle_rust_v0("_ZN1a1bE") is None
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(["_R", "_RNv", "_RIN", "_ZN", "_D", "_Z", "__Z", "___Z", "_Dmain"]),
+    st.text(
+        alphabet="0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.$@", max_size=40
+    ),
+)
+def test_arbitrary_names_never_raise(prefix: str, rest: str) -> None:
+    for name in (prefix + rest, rest):
+        assert isinstance(demangle(name), str)
+        assert isinstance(demangle_symbol(name), str)
