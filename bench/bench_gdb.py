@@ -16,9 +16,9 @@ recursion. The configurations, each its own GDB session:
 - stackmark SFrame (.eh_frame stripped): the plugin's default on the
   stripped binary, where GDB alone stops after two frames.
 
-For scale, GDB without the plugin, and with the plugin loaded on the
-binary with .eh_frame, where the unwinder declines every frame (what
-loading stackmark costs a session that does not need it).
+For scale, GDB with the plugin loaded on the binary with .eh_frame, where
+the unwinder has nothing to do and stays unregistered (what loading
+stackmark costs a session that does not need it).
 
 Each figure is taken after `gdb.invalidate_cached_frames()`, so every frame
 is unwound again (tables already read), as a GDB command of its own (GDB
@@ -105,9 +105,12 @@ def merge(runs: list[dict]) -> dict:
 
 CONFIGURATIONS = [
     ("GDB DWARF (.eh_frame), no plugin", False, ""),
-    ("GDB DWARF (.eh_frame), stackmark loaded (declines every frame)", False, "echo"),
-    ("stackmark SFrame replacing GDB DWARF (.eh_frame, --everywhere)", False,
-     "stackmark unwinder on --everywhere"),
+    ("GDB DWARF (.eh_frame), stackmark loaded (its unwinder idle)", False, "echo"),
+    (
+        "stackmark SFrame replacing GDB DWARF (.eh_frame, --everywhere)",
+        False,
+        "stackmark unwinder on --everywhere",
+    ),
     ("stackmark SFrame (.eh_frame stripped)", True, "stackmark unwinder on"),
 ]
 
