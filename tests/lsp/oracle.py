@@ -18,7 +18,9 @@ from pathlib import Path
 LLVM = "llvm-symbolizer-19"
 _ELEMENT = re.compile(r"\{\{\{(pc|bt|data):([^}]*)\}\}\}")
 _MODULE = re.compile(r"\{\{\{module:(\d+):([^:]*):elf:([0-9a-f]+)\}\}\}")
-_MMAP = re.compile(r"\{\{\{mmap:(0x[0-9a-f]+):(0x[0-9a-f]+):load:(\d+):([rwx]+):(0x[0-9a-f]+|0)\}\}\}")
+_MMAP = re.compile(
+    r"\{\{\{mmap:(0x[0-9a-f]+):(0x[0-9a-f]+):load:(\d+):([rwx]+):(0x[0-9a-f]+|0)\}\}\}"
+)
 
 
 @dataclass(frozen=True)

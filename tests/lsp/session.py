@@ -11,6 +11,7 @@ content), with a deadline, never on fixed sleeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -146,13 +147,11 @@ class Session:
                 return found
             if loop.time() > deadline:
                 raise AssertionError(f"diagnostics for {uri} never satisfied the test: {found}")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
                     self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
                     timeout=max(deadline - loop.time(), 0.1),
                 )
-            except TimeoutError:
-                pass
 
     # -- requests ------------------------------------------------------------------------
 

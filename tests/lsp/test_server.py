@@ -12,9 +12,11 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from lsprotocol import types
 
 from tests.conftest import require_tool
@@ -23,7 +25,7 @@ from tests.lsp.session import Session
 from tests.support.build import REPO
 from tests.support.markup_programs import ProgramLog, program_log
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SOURCES = REPO / "tests" / "fixtures" / "src"
 
@@ -37,6 +39,40 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ProgramLog]:
         found[variant] = program_log(variant, work)
         (work / f"{variant}.log").write_bytes(found[variant].log)
     return found
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(
+    programs: dict[str, ProgramLog], tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Session]:
+    """One server for the tests whose settings are the same (each test opens its own logs)."""
+    cache = tmp_path_factory.mktemp("lsp-shared")
+    configuration = {
+        "debugFileDirectories": [str(p.debug_dir) for p in programs.values()],
+        "cacheDir": str(cache),
+    }
+    async with Session(cache / "xdg", configuration=configuration) as session:
+        yield session
+
+
+class borrow:
+    """The shared session, for an `async with` block that must not close it."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    async def __aenter__(self) -> Session:
+        return self.session
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def copy_of(program: ProgramLog, directory: Path) -> Path:
+    """A copy of a program's log, for a test that edits it."""
+    copy = directory / f"{program.name}-copy.log"
+    shutil.copyfile(log_path(program), copy)
+    return copy
 
 
 def log_path(program: ProgramLog) -> Path:
@@ -68,7 +104,7 @@ def expected_chain(frames: list[oracle.Frame]) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("variant", ["pie", "cpp"])
 async def test_code_elements_agree_with_llvm(
-    programs: dict[str, ProgramLog], variant: str, tmp_path: Path
+    programs: dict[str, ProgramLog], shared: Session, variant: str, tmp_path: Path
 ) -> None:
     program = programs[variant]
     text = log_path(program).read_text()
@@ -84,7 +120,7 @@ async def test_code_elements_agree_with_llvm(
             answers.update(((build_id, a), frames) for a, frames in found.items())
     assert sum(1 for frames in answers.values() if len(frames) > 1), "no inline chain to check"
 
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(log_path(program))
         await session.diagnostics(uri)
         hints = {
@@ -120,13 +156,13 @@ async def test_code_elements_agree_with_llvm(
 
 
 async def test_data_elements_agree_with_llvm(
-    programs: dict[str, ProgramLog], tmp_path: Path
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
 ) -> None:
     require_tool("llvm-dwarfdump-19")
     program = programs["pie"]
     text = log_path(program).read_text()
     spots = [s for s in oracle.spots(text) if s.tag == "data"]
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(log_path(program))
         await session.diagnostics(uri)
         declared = 0
@@ -150,7 +186,9 @@ async def test_data_elements_agree_with_llvm(
         assert declared >= 3  # g_counter, g_banner, g_table, the library's variables
 
 
-async def test_symbol_and_module_elements(programs: dict[str, ProgramLog], tmp_path: Path) -> None:
+async def test_symbol_and_module_elements(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
     program = programs["cpp"]
     text = log_path(program).read_text()
     lines = text.splitlines()
@@ -160,8 +198,8 @@ async def test_symbol_and_module_elements(programs: dict[str, ProgramLog], tmp_p
     demangled = subprocess.run(
         ["llvm-cxxfilt-19", mangled.group(1)], capture_output=True, text=True, check=True
     ).stdout.strip()
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
-        uri = session.open(log_path(program))
+    async with borrow(shared) as session:
+        uri = session.open(copy_of(program, tmp_path))
         await session.diagnostics(uri)
         hover = await session.hover_text(uri, symbol_line, lines[symbol_line].index("{{{") + 4)
         assert hover is not None and hover.startswith(f"### symbol `{demangled}`")
@@ -205,14 +243,14 @@ async def test_symbol_and_module_elements(programs: dict[str, ProgramLog], tmp_p
 
 
 async def test_outline_code_lenses_and_tokens(
-    programs: dict[str, ProgramLog], tmp_path: Path
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
 ) -> None:
     program = programs["pie"]
     text = log_path(program).read_text()
     lines = text.splitlines()
     first_frames = [i for i, line in enumerate(lines) if "{{{bt:0:" in line]
     modules = [re.search(r"module:\d+:([^:]*):", line) for line in lines]
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(log_path(program))
         await session.diagnostics(uri)
         ident = types.TextDocumentIdentifier(uri=uri)
@@ -278,8 +316,7 @@ def _decode_tokens(data: list[int], lines: list[str]) -> list[tuple[int, str, st
     return found
 
 
-async def test_document_links(programs: dict[str, ProgramLog], tmp_path: Path) -> None:
-    program = programs["pie"]
+async def test_document_links(shared: Session, tmp_path: Path) -> None:
     dump = tmp_path / "sancov.1234"
     dump.write_bytes(b"\x00dump")
     source = SOURCES / "markup_prog.c"
@@ -289,7 +326,7 @@ async def test_document_links(programs: dict[str, ProgramLog], tmp_path: Path) -
         f"assertion failed at {source}:54:3 in main\n"
         "{{{dumpfile:sancov:not-there}}} /no/such/file.c:3\n"
     )
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(log)
         await session.diagnostics(uri)
         links = await session.client.text_document_document_link_async(
@@ -305,7 +342,9 @@ async def test_document_links(programs: dict[str, ProgramLog], tmp_path: Path) -
 # -- diagnostics -------------------------------------------------------------------------
 
 
-async def test_diagnostics_match_llvm(programs: dict[str, ProgramLog], tmp_path: Path) -> None:
+async def test_diagnostics_match_llvm(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
     program = programs["pie"]
     text = log_path(program).read_text()
     build_id = oracle.spots(text)[0].build_id
@@ -332,7 +371,7 @@ async def test_diagnostics_match_llvm(programs: dict[str, ProgramLog], tmp_path:
     for message, line_text, caret in oracle.llvm_errors(stderr):
         expected.add((lines.index(line_text), caret, message))
     assert len(expected) >= 6
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(log)
         found = await session.diagnostics(
             uri, until=lambda d: any(x.code == "no-symbols" for x in d)
@@ -349,13 +388,15 @@ async def test_diagnostics_match_llvm(programs: dict[str, ProgramLog], tmp_path:
         assert all(d.severity == types.DiagnosticSeverity.Warning for d in missing)
 
 
-async def test_edits_that_change_context(programs: dict[str, ProgramLog], tmp_path: Path) -> None:
+async def test_edits_that_change_context(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
     program = programs["pie"]
-    path = log_path(program)
+    path = copy_of(program, tmp_path)
     text = path.read_text()
     lines = text.splitlines()
     module_line = next(i for i, line in enumerate(lines) if "{{{module:0:" in line)
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(path)
         found = await session.diagnostics(uri)
         assert not [d for d in found if d.severity == types.DiagnosticSeverity.Error]
@@ -405,10 +446,10 @@ async def test_edits_that_change_context(programs: dict[str, ProgramLog], tmp_pa
 
 
 async def test_symbolized_view_is_what_the_command_prints(
-    programs: dict[str, ProgramLog], tmp_path: Path
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
 ) -> None:
     program = programs["cpp"]
-    path = log_path(program)
+    path = copy_of(program, tmp_path)
     cli = subprocess.run(
         [sys.executable, "-m", "stackmark", "symbolize", program.debug_option, str(path)],
         capture_output=True,
@@ -418,7 +459,7 @@ async def test_symbolized_view_is_what_the_command_prints(
     assert "operator new" in cli.stdout  # symbolized for real
     lines = path.read_text().splitlines()
     first_frame = next(i for i, line in enumerate(lines) if "{{{bt:0:" in line)
-    async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
+    async with borrow(shared) as session:
         uri = session.open(path)
         await session.diagnostics(uri)
         assert [r.method for r in session.registrations] == ["workspace/textDocumentContent"]
@@ -484,7 +525,9 @@ async def test_configuration_changes_take_effect(
         # A source path map moves the definition targets.
         moved = tmp_path / "moved"
         shutil.copytree(SOURCES, moved)
-        session.configure(settings(program, tmp_path / "c2", sourcePathMap={str(SOURCES): str(moved)}))
+        session.configure(
+            settings(program, tmp_path / "c2", sourcePathMap={str(SOURCES): str(moved)})
+        )
         await session.diagnostics(uri, until=lambda d: spot.build_id not in missing(d))
         for _ in range(100):  # the new settings apply once the client has answered
             links = await session.definition(uri, spot.line, spot.column + 3)
@@ -529,7 +572,9 @@ async def test_garbage_and_binary_input(programs: dict[str, ProgramLog], tmp_pat
     program = programs["pie"]
     random_bytes = bytes((i * 7919 + 13) % 256 for i in range(20000))
     garbage = random_bytes.decode("utf-8", "surrogateescape").replace("\udc00", "")
-    weird = "\x00{{{bt:\x00}}}\u2028{{{pc:0x1\r{{{{{{\x1b[31m}}}}}}\n" * 50 + "{{{hexdict:" + "x" * 5000
+    weird = (
+        "\x00{{{bt:\x00}}}\u2028{{{pc:0x1\r{{{{{{\x1b[31m}}}}}}\n" * 50 + "{{{hexdict:" + "x" * 5000
+    )
     async with Session(tmp_path / "cache", configuration=settings(program, tmp_path)) as session:
         binary_uri = session.open(tmp_path / "binary.log", garbage)
         weird_uri = session.open(tmp_path / "weird.log", weird)
@@ -593,7 +638,9 @@ async def test_messages_follow_the_client_locale(
         tmp_path / "cache", configuration=settings(program, tmp_path), locale=locale
     ) as session:
         uri = session.open(path, text)
-        found = await session.diagnostics(uri, until=lambda d: any(x.code == "no-symbols" for x in d))
+        found = await session.diagnostics(
+            uri, until=lambda d: any(x.code == "no-symbols" for x in d)
+        )
         assert any(missing in d.message for d in found if d.code == "no-symbols")
         bad = next(d for d in found if d.code == "bad-field")
         japanese = locale == "ja-JP"
