@@ -8,10 +8,10 @@ class is created here and published on that module (pwndbg does the same).
 
 LLDB quirks: output written with `print()` is not captured by a command's
 result (lldb-dap, IDEs and `SBCommandInterpreter.HandleCommand` see only
-what is written to the `SBCommandReturnObject`), so every line is written to
-the result (and `sys.stdout`/`sys.stderr` are sent there while a command
-runs); and an exception escaping a command only prints a
-traceback while the command still "succeeds", so every error becomes
+what is written to the `SBCommandReturnObject`), so every line is written
+to the result, and `sys.stdout`/`sys.stderr` are sent there while a
+command runs; an exception escaping a command only prints a traceback
+while the command still "succeeds", so every error becomes
 `result.SetError` with one message.
 """
 
@@ -94,8 +94,8 @@ def write_line(result: lldb.SBCommandReturnObject, line: str) -> None:
 
 
 class StackmarkCommand:
-    """Base of the generated class commands; `command`, `prog`, `session` and
-    `output` are set on each subclass."""
+    """Base of the generated class commands; the class attributes below are set
+    on each subclass by `register`."""
 
     command: Command
     prog: str
