@@ -127,25 +127,30 @@ def main() -> int:
     same = ours.read_bytes() == llvm1.read_bytes()
     extras = next(cache_dir.rglob("*.gsymx"))
     print("### Conversion\n")
-    print("| converter | wall | output |")
-    print("| --- | ---: | ---: |")
+    print("| converter | wall | CPU | output |")
+    print("| --- | ---: | ---: | ---: |")
+    rows = [
+        ("llvm-gsymutil-19 --convert --num-threads=1", t_llvm1, llvm1, ""),
+        ("llvm-gsymutil-19 --convert (default threads)", t_llvm_n, llvm_n, ""),
+        (
+            "stackmark gsym convert (pure Python, one process per core)",
+            t_ours,
+            ours,
+            ", identical bytes" if same else ", DIFFERENT bytes",
+        ),
+    ]
+    for label, (wall, cpu), path, note in rows:
+        print(
+            f"| {label} | {wall:.2f} s | {cpu:.2f} s | {path.stat().st_size / 1e6:.2f} MB{note} |"
+        )
     print(
-        f"| llvm-gsymutil-19 --convert --num-threads=1 | {t_llvm1:.2f} s | "
-        f"{llvm1.stat().st_size / 1e6:.2f} MB |"
-    )
-    print(
-        f"| llvm-gsymutil-19 --convert (default threads) | {t_llvm_n:.2f} s | "
-        f"{llvm_n.stat().st_size / 1e6:.2f} MB |"
-    )
-    print(
-        f"| stackmark gsym convert (pure Python) | {t_ours:.2f} s | "
-        f"{ours.stat().st_size / 1e6:.2f} MB ({'identical bytes' if same else 'DIFFERENT'}) |"
-    )
-    print(
-        f"| stackmark cache build (GSYM + extras) | {t_cache:.2f} s | "
+        f"| stackmark cache build (GSYM + extras) | {t_cache[0]:.2f} s | {t_cache[1]:.2f} s | "
         f"+ {extras.stat().st_size / 1e6:.2f} MB extras |"
     )
-    print(f"\nratio pure Python / llvm one thread: {t_ours / t_llvm1:.1f}x\n")
+    print(
+        f"\nratio pure Python / llvm one thread: {t_ours[0] / t_llvm1[0]:.1f}x wall, "
+        f"{t_ours[1] / t_llvm1[1]:.1f}x CPU (load average now {os.getloadavg()[0]:.1f})\n"
+    )
 
     # 2. lookups
     gsym_lines = tmp / "gsym-lines.txt"
