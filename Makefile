@@ -17,7 +17,7 @@ all: test
 # --- set-up ----------------------------------------------------------------
 
 # System packages: installed only when one is missing.
-$(SYS_STAMP):
+$(SYS_STAMP): Makefile
 	@missing=$$(for p in $(APT_PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	  done); \
