@@ -73,13 +73,14 @@ class Chunk:
     line (kept up to date by `Document`).
     """
 
-    __slots__ = ("count", "entry", "epochs", "infos", "start", "text")
+    __slots__ = ("count", "entry", "epochs", "infos", "problems", "start", "text")
 
     def __init__(self, text: str, last: bool) -> None:
         self.text = text
         self.count = count_breaks(text) + (1 if last else 0)
         self.start = 0
         self.infos: dict[int, LineInfo | int] = {}  # see index.py: entries by line
+        self.problems: list[LineInfo] | None = None  # infos with diagnostics (None: not known)
         self.epochs: list[Epoch] = []  # epochs whose reset lies in this chunk, in order
         self.entry: Epoch | None = None  # the epoch in force where this chunk begins
 
@@ -316,6 +317,7 @@ class Document:
                     info.local = local + base
                 target.infos[local + base] = info
             target.epochs.extend(other.epochs)
+            target.problems = None
             target.text += other.text
             target.count += other.count
             self._forget(other)

@@ -147,6 +147,7 @@ class Index:
         """Read the whole document."""
         for chunk in self.document.chunks:
             chunk.infos = {}
+            chunk.problems = None
             chunk.epochs = []
             chunk.entry = None
         self._reread.clear()
@@ -169,6 +170,7 @@ class Index:
                     entry.local = local + delta
                 kept[local + delta] = entry
         chunk.infos = kept
+        chunk.problems = None
         gone = {id(entry) for _, entry in removed}
         chunk.epochs = [e for e in chunk.epochs if id(e.start) not in gone]
         line = chunk.start + first
@@ -227,6 +229,7 @@ class Index:
                 old_tail = pending_of(old)
             text = doc.chunk_lines(chunk)[local]
             info = self._read(chunk, local, text, pending, live=False)
+            chunk.problems = None
             if info is None:
                 chunk.infos.pop(local, None)
                 pending = None
@@ -273,6 +276,7 @@ class Index:
             stop_at, pending = self._pass_split(chunk, local, stop_line, old, infos, pending)
         else:
             stop_at, pending = self._pass_text(chunk, local, stop_line, old, infos, pending)
+        chunk.problems = None
         if stop_at >= 0:
             infos.update((k, v) for k, v in old.items() if k >= stop_at)
             chunk.epochs.extend(
@@ -339,6 +343,8 @@ class Index:
         line = local  # the line that starts at `pos`
         rfind, count, find = text.rfind, text.count, text.find
         bt, pc, data = scan.BT, scan.PC, scan.DATA
+        mmap, module, reset = scan.MMAP, scan.MODULE, scan.RESET
+        hexes = ("0x", "0X")
         live = self._live
         low = high = 0  # bounds of the mapping that covered the last address in `live`
         while line < chunk.count:
@@ -379,35 +385,69 @@ class Index:
                 if finish < 0:
                     finish = size
                 kind = m.lastindex
-                # Most lines: a single frame. Read it right here when the next `{{{`
-                # is on a later line and an mmap covers the address.
-                if kind in (bt, pc, data) and find("{{{", m.end(), finish) < 0:
-                    if kind == bt:
-                        address = int(m.group(3), 16)
-                        if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
-                            address = (address - 1) & MASK64
-                        flags = F_BT | (int(m.group(2)) + 1) << 16
-                    elif kind == pc:
-                        address = int(m.group(6), 16)
-                        if m.group(7) == "ra":
-                            address = (address - 1) & MASK64
-                        flags = F_PC
-                    else:
-                        address = int(m.group(9), 16)
-                        flags = F_DATA
-                    if self._live is not live:
-                        live, low, high = self._live, 0, 0
-                    if low <= address < high:
-                        infos[line] = flags
-                        current = -1
-                        continue
-                    hit = live.covering(address)
-                    if hit >= 0:
-                        span = live.spans[hit]
-                        low, high = span[0], (span[0] + span[1]) & MASK64
-                        infos[line] = flags
-                        current = -1
-                        continue
+                if find("{{{", m.end(), finish) < 0:  # the line's only element
+                    # Most lines: a single frame, read right here when an mmap covers it.
+                    if kind in (bt, pc, data):
+                        if kind == bt:
+                            address = int(m.group(3), 16)
+                            if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
+                                address = (address - 1) & MASK64
+                            flags = F_BT | (int(m.group(2)) + 1) << 16
+                        elif kind == pc:
+                            address = int(m.group(6), 16)
+                            if m.group(7) == "ra":
+                                address = (address - 1) & MASK64
+                            flags = F_PC
+                        else:
+                            address = int(m.group(9), 16)
+                            flags = F_DATA
+                        if self._live is not live:
+                            live, low, high = self._live, 0, 0
+                        if low <= address < high:
+                            infos[line] = flags
+                            current = -1
+                            continue
+                        hit = live.covering(address)
+                        if hit >= 0:
+                            span = live.spans[hit]
+                            low, high = span[0], (span[0] + span[1]) & MASK64
+                            infos[line] = flags
+                            current = -1
+                            continue
+                    # Then contextual lines: one element each, accepted as a rule.
+                    elif kind in (mmap, module, reset):
+                        info = LineInfo(chunk, line)
+                        where = (info, at - begin)
+                        epoch = self._live
+                        if kind == mmap:
+                            size_text, id_text = m.group(12), m.group(13)
+                            accepted = epoch.map(
+                                int(m.group(11), 16),
+                                int(size_text, 16) if size_text[:2] in hexes else int(size_text),
+                                int(id_text, 16) if id_text[:2] in hexes else int(id_text),
+                                m.group(14).lower(),
+                                int(m.group(15), 16),
+                                where,
+                            )
+                            info.flags = F_CTX
+                        elif kind == module:
+                            id_text = m.group(17)
+                            accepted = epoch.declare(
+                                int(id_text, 16) if id_text[:2] in hexes else int(id_text),
+                                m.group(18),
+                                scan.build_id(m.group(19)),
+                                where,
+                            )
+                            info.flags = F_CTX
+                        else:
+                            self._new_epoch(info, at - begin)
+                            accepted = True
+                            info.flags = F_CTX | F_RESET | F_RESET_FIRST
+                        if accepted:
+                            infos[line] = info
+                            current = -1
+                            continue
+                        # refused: the general path asks the core for the error
                 current = line
                 matches = [m]
             else:
@@ -695,12 +735,17 @@ class Index:
     def diagnostics(self) -> Iterator[tuple[int, Diagnostic]]:
         """(document line, diagnostic) for every problem the markup itself has."""
         for chunk in self.document.chunks:
-            for entry in chunk.infos.values():
-                if type(entry) is not int and entry.diags:  # type: ignore[union-attr]
-                    info: LineInfo = entry  # type: ignore[assignment]
-                    base = chunk.start + info.local - info.rel
-                    for diag in info.diags:
-                        yield base + diag.line, diag
+            problems = chunk.problems
+            if problems is None:
+                problems = chunk.problems = [
+                    entry
+                    for entry in chunk.infos.values()
+                    if isinstance(entry, LineInfo) and entry.diags
+                ]
+            for info in problems:
+                base = chunk.start + info.local - info.rel
+                for diag in info.diags:
+                    yield base + diag.line, diag
 
     def elements(self, line: int) -> LineElements:
         """The elements of a line, re-read by the core with document line numbers.
