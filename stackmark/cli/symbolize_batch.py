@@ -46,8 +46,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_FILE
-    status = StatusLine(sys.stderr)
     output_dir = Path(args.output_dir) if args.output_dir is not None else None
+    if not args.files:
+        print("stackmark symbolize: error: --output-dir needs input files", file=sys.stderr)
+        return EXIT_BAD_FILE
+    if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
+        print(f"stackmark symbolize: error: {output_dir} is not a directory", file=sys.stderr)
+        return EXIT_BAD_FILE
+    status = StatusLine(sys.stderr)
     items, unusable = batch.plan(args.files, output_dir)
     worker_args = copy.copy(args)
     jobs = args.jobs or os.cpu_count() or 1

@@ -80,6 +80,7 @@ CHUNK_BYTES = 64 * 1024
 DEBUGINFO = "debuginfo"
 EXECUTABLE = "executable"
 _MODULE_FILE = "module file"  # memo key of find_module_file's answers
+_NEVER_EXPIRES = float("inf")  # "remembered at" of adopted answers: always fresh
 
 
 class DebuginfodConfigError(StackmarkError):
@@ -435,11 +436,11 @@ class DebuginfodClient:
     def seed(self, results: Mapping[tuple[str, str], FetchResult]) -> None:
         """Adopt the answers of another client (a batch's parent process), so
         this one gives the same file or the same error for them without
-        asking any server again, and without reporting them again."""
-        now = time.monotonic()
+        asking any server again, and without reporting them again. Adopted
+        answers do not expire: the parent decided for the whole batch."""
         with self._lock:
             for key, result in results.items():
-                self._results[key] = (result, now)
+                self._results[key] = (result, _NEVER_EXPIRES)
                 self._reported_keys.add(result.build_id)
 
     def forget_failures(self) -> None:

@@ -303,3 +303,18 @@ def test_batch_builds_gsym_entries_once_before_the_workers(
         assert (
             tmp_path / "out" / path.relative_to(tmp_path / "dwarf")
         ).read_text() == path.read_text()
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path / "cache")
+    no_inputs = stackmark_cli("symbolize", "-o", tmp_path / "out", env=env)
+    assert no_inputs.returncode == 2
+    assert "--output-dir needs input files" in no_inputs.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("x\n")
+    not_a_dir = stackmark_cli("symbolize", a_file, "-o", a_file, env=env)
+    assert not_a_dir.returncode == 2
+    assert f"{a_file} is not a directory" in not_a_dir.stderr
+    assert a_file.read_text() == "x\n"
+    with_stdin = stackmark_cli("symbolize", "-", a_file, a_file, env=env, stdin="y\n")
+    assert with_stdin.returncode == 2 and "stdin (-) cannot be one of many" in with_stdin.stderr

@@ -73,10 +73,17 @@ class ElfutilsServer:
     all of them, but the tests only ever talk to it on 127.0.0.1.
     """
 
-    def __init__(self, serve_dir: Path, work_dir: Path, wait_for: Iterable[str] = ()):
+    def __init__(
+        self,
+        serve_dir: Path,
+        work_dir: Path,
+        wait_for: Iterable[str] = (),
+        extra_args: Iterable[str] = (),
+    ):
         self.serve_dir = serve_dir
         self.work_dir = work_dir
         self.wait_for = list(wait_for)
+        self.extra_args = list(extra_args)
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.log_path = work_dir / "debuginfod.log"
@@ -95,22 +102,10 @@ class ElfutilsServer:
             self.port = free_port()
             database = self.work_dir / f"index-{self.port}.sqlite"
             with open(self.log_path, "wb") as log:
+                # -F: scan ELF files; -t 0 -g 0: no rescans or grooming; -c 1: one scanner.
+                options = ["-p", str(self.port), "-F", "-d", str(database), "-t", "0", "-g", "0"]
                 self.process = subprocess.Popen(
-                    [
-                        binary,
-                        "-p",
-                        str(self.port),
-                        "-F",
-                        "-d",
-                        str(database),
-                        "-t",
-                        "0",
-                        "-g",
-                        "0",
-                        "-c",
-                        "1",
-                        str(self.serve_dir),
-                    ],
+                    [binary, *options, "-c", "1", *self.extra_args, str(self.serve_dir)],
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=server_environment(),
