@@ -48,6 +48,7 @@ _DW_CFA_SET_LOC, _DW_CFA_ADVANCE_LOC1, _DW_CFA_ADVANCE_LOC2, _DW_CFA_ADVANCE_LOC
 _DW_CFA_ADVANCE_LOC, _DW_CFA_MIPS_ADVANCE_LOC8 = 0x40, 0x1D
 _DW_CFA_REMEMBER_STATE, _DW_CFA_RESTORE_STATE = 0x0A, 0x0B
 _DW_CFA_AARCH64_NEGATE_RA_STATE = 0x2D
+_DW_CFA_GNU_ARGS_SIZE = 0x2E
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +185,7 @@ class _Converter:
         augmentation = bytes(entry.cie.header.get("augmentation") or b"")
         signal = b"S" in augmentation
         pauth_key = spec.PAUTH_KEY_B if b"B" in augmentation else spec.PAUTH_KEY_A
-        table = entry.get_decoded().table
+        table = _decoded_table(entry, start)
         mangled_at = self._ra_state_changes(entry, start) if self.arch is Arch.AARCH64 else []
 
         rows: list[tuple[int, _RowRules]] = []
@@ -389,6 +390,25 @@ class _Converter:
                 state = saved.pop()
                 changes.append((pc, state))
         return changes
+
+
+def _decoded_table(entry: Any, start: int) -> list[dict[Any, Any]]:
+    """pyelftools' rows for one FDE, or `_Unsupported` when they cannot be decoded.
+
+    DW_CFA_GNU_args_size (bytes of outgoing arguments at a call site, for
+    landing pads) changes no CFA or register rule, but pyelftools 0.33 cannot
+    decode a table that contains it (and its error message then fails to
+    format), so it is dropped first: glibc's libc.so.6 has it.
+    """
+    from elftools.common.exceptions import DWARFError  # lazy: slow to import
+
+    for owner in (entry.cie, entry):
+        owner.instructions = [i for i in owner.instructions if i.opcode != _DW_CFA_GNU_ARGS_SIZE]
+    try:
+        rows: list[dict[Any, Any]] = entry.get_decoded().table
+    except (DWARFError, ValueError, KeyError, IndexError, AssertionError) as exc:
+        raise _Unsupported(f"its call-frame instructions cannot be decoded: {exc}", start) from None
+    return rows
 
 
 def _cie_then_fde(entry: Any) -> Iterable[Any]:
