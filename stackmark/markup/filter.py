@@ -49,6 +49,7 @@ from stackmark.markup.elements import (
     TypedElement,
     decode,
 )
+from stackmark.markup.fastpath import bt_line
 from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MarkupParser, Pending
@@ -94,6 +95,7 @@ class StackmarkFilter:
         printer: DiagnosticPrinter,
         *,
         colour: bool = False,
+        fast_paths: bool = True,
         records: list[records.Record] | None = None,
     ) -> None:
         self.resolver = resolver
@@ -102,6 +104,7 @@ class StackmarkFilter:
         self.records = records
         self.context = MarkupContext()
         self.out = StyledWriter(colour)
+        self.fast_paths = fast_paths  # off: every line takes the general path (tests)
         self._parser = MarkupParser(MULTILINE_TAGS)
         self._pending: Pending | None = None
         self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
@@ -124,7 +127,8 @@ class StackmarkFilter:
         self._text, self._eol = text, eol
         out = self.out
         if (
-            self._pending is None
+            self.fast_paths
+            and self._pending is None
             and self._info is None
             and out.colour is None
             and not out.bold
@@ -133,6 +137,12 @@ class StackmarkFilter:
         ):
             return text + eol  # plain text, the common case: nothing to do
         out.reset_state()
+        if self.fast_paths and self._pending is None and not out.enabled and self.records is None:
+            fast = bt_line(text, self.context, self.resolver, self.naming, eol or "\n", False)
+            if fast is not None:
+                self._end_info_line()
+                out.write(fast + eol)
+                return out.take()
         if self._pending is None:
             self._held_lines.clear()
         parsed = self._parser.parse(text, self._line_no, self._pending)
@@ -446,10 +456,8 @@ class StackmarkFilter:
         if placement is None:
             layout.raw_element(self.out, typed.element)
             return
-        frames = [
-            FrameText(self.naming.function(f), self.naming.file(f), f.line, f.column)
-            for f in result.frames
-        ] or [FrameText(None, None)]
+        key = (placement.module.build_id, placement.module_relative)
+        frames = self.naming.frame_texts(key, result.frames)
         layout.bt_frames(
             self.out,
             typed.frame,
@@ -559,4 +567,3 @@ class StackmarkFilter:
         w.write(")")
         w.restore()
         return w.take()
-

@@ -107,7 +107,7 @@ def bt_frames(
     """
     if not w.enabled:
         w.write(
-            _plain_bt_frames(
+            plain_bt_frames(
                 number, address, frames, module_name, module_relative, eol, show_invalid
             )
         )
@@ -145,7 +145,7 @@ def bt_frames(
     w.restore()
 
 
-def _plain_bt_frames(
+def plain_bt_frames(
     number: int,
     address: int,
     frames: Sequence[FrameText],
@@ -154,7 +154,7 @@ def _plain_bt_frames(
     eol: str,
     show_invalid: bool,
 ) -> str:
-    """`bt_frames` without colour, in one string (the common, fast case)."""
+    """`bt_frames` without colour, in one string (the common case, made fast)."""
     header = f"#{number}".rjust(6)
     middle = f" 0x{address:016x} "
     tail = f"({module_name}+0x{module_relative:x})"

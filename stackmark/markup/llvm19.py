@@ -33,6 +33,7 @@ from stackmark.markup.elements import (
     SymbolElement,
     decode,
 )
+from stackmark.markup.fastpath import bt_line
 from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MarkupParser
@@ -61,12 +62,14 @@ class Llvm19Filter:
         printer: DiagnosticPrinter,
         *,
         colour: bool = False,
+        fast_paths: bool = True,
     ) -> None:
         self.resolver = resolver
         self.naming = naming
         self.printer = printer
         self.context = MarkupContext()
         self.out = StyledWriter(colour)
+        self.fast_paths = fast_paths  # off: every line takes the general path (tests)
         self._parser = MarkupParser(frozenset())
         self._info: _InfoLine | None = None
         self._line_no = -1
@@ -83,7 +86,8 @@ class Llvm19Filter:
         self._text, self._eol = text, ("\r\n" if eol == "\r\n" else "\n")
         out = self.out
         if (
-            self._info is None
+            self.fast_paths
+            and self._info is None
             and out.colour is None
             and not out.bold
             and "{{{" not in text
@@ -91,6 +95,12 @@ class Llvm19Filter:
         ):
             return text + self._eol  # plain text, the common case: nothing to do
         out.reset_state()
+        if self.fast_paths and not out.enabled:
+            fast = bt_line(text, self.context, self.resolver, self.naming, self._eol, True)
+            if fast is not None:
+                self._end_info_line()
+                out.write(fast + self._eol)
+                return out.take()
         parsed = self._parser.parse(text, self._line_no)
         deferred: list[Span] = []
         for span in parsed.spans:
@@ -267,10 +277,8 @@ class Llvm19Filter:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)
             return
-        frames = [
-            FrameText(self.naming.function(f), self.naming.file(f), f.line, f.column)
-            for f in result.frames
-        ] or [FrameText(None, None)]
+        key = (placement.module.build_id, placement.module_relative)
+        frames = self.naming.frame_texts(key, result.frames)
         layout.bt_frames(
             self.out,
             typed.frame,

@@ -19,6 +19,7 @@ import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from stackmark.markup.layout import FrameText
 from stackmark.model import DataSymbol, SourceFrame
 
 INVALID = "<invalid>"
@@ -52,6 +53,7 @@ class Naming:
         self._demangle_name = demangle_name
         self.symbol_element = demangle_symbol
         self._relative_path = relative_path
+        self._texts: dict[tuple[str, int], list[FrameText]] = {}
 
     def _linkage(self, name: str) -> str:
         return self._demangle_name(name) if self.options.demangle else name
@@ -70,6 +72,21 @@ class Naming:
             return frame.name
         raw = frame.linkage_name or frame.name
         return self._linkage(raw) if raw else None
+
+    def frame_texts(self, key: tuple[str, int], frames: Sequence[SourceFrame]) -> list[FrameText]:
+        """What each frame of a `bt` chain prints (one empty frame when nothing is known).
+
+        `key` (build ID, module-relative address) names the chain: logs
+        repeat frames, and names cost a demangling each."""
+        texts = self._texts.get(key)
+        if texts is None:
+            texts = [
+                FrameText(self.function(f), self.file(f), f.line, f.column) for f in frames
+            ] or [FrameText(None, None)]
+            if len(self._texts) >= 1 << 16:
+                self._texts.clear()
+            self._texts[key] = texts
+        return texts
 
     def pc_function(self, frames: Sequence[SourceFrame]) -> str | None:
         """The name a `pc` element shows: physical function, or innermost for short names."""

@@ -44,11 +44,20 @@ class DataResult:
     resolution: ModuleResolution | None = None
 
 
+_CACHE_LIMIT = 1 << 16
+
+
 class Resolver:
-    """Asks the symbolizer about addresses placed by a context."""
+    """Asks the symbolizer about addresses placed by a context.
+
+    Answers are remembered per (build ID, module-relative address): a log
+    repeats the same frames in crash after crash, at different load
+    addresses.
+    """
 
     def __init__(self, symbolizer: SymbolizerAPI) -> None:
         self.symbolizer = symbolizer
+        self._code: dict[tuple[str, int], tuple[list[SourceFrame], str | None]] = {}
 
     def module(self, module: Module) -> ModuleResolution:
         """Where the module's symbols come from (an `error` when nowhere)."""
@@ -65,17 +74,31 @@ class Resolver:
         result = CodeResult(address, placement)
         if placement is None:
             return result
-        resolution = result.resolution = self.module(placement.module)
-        if resolution.binary is None:
-            result.error = resolution.error
-            return result
-        try:
-            lookup = self.symbolizer.code(placement.module, placement.module_relative)
-        except (StackmarkError, OSError) as exc:
-            result.error = str(exc)
-            return result
-        result.frames = list(lookup.frames)
+        module = placement.module
+        resolution = result.resolution = self.module(module)
+        key = (module.build_id, placement.module_relative)
+        known = self._code.get(key)
+        if known is None:
+            known = self._ask_code(module, placement.module_relative, resolution)
+            if len(self._code) >= _CACHE_LIMIT:
+                self._code.clear()
+            self._code[key] = known
+        result.frames, result.error = known[0], known[1]
         return result
+
+    def _ask_code(
+        self, module: Module, address: int, resolution: ModuleResolution
+    ) -> tuple[list[SourceFrame], str | None]:
+        """(frames, error) for one module-relative address."""
+        if resolution.binary is None:
+            return [], resolution.error
+        try:
+            lookup = self.symbolizer.code(module, address)
+        except (StackmarkError, OSError) as exc:
+            return [], str(exc)
+        if not lookup.frames and lookup.resolution.error:
+            return [], lookup.resolution.error  # the file was found but cannot be read
+        return list(lookup.frames), None
 
     def data(self, context: MarkupContext, address: int) -> DataResult:
         placement = context.place(address)

@@ -150,3 +150,69 @@ def test_lines_without_markup_are_unchanged(text: str) -> None:
     raw = text.encode("utf-8", "surrogateescape") + b"\n"
     assert run(raw) == raw
     assert run(raw, "--compat=llvm19") == raw
+
+
+bt_element = st.builds(
+    lambda number, address, suffix: "{{{bt:" + number + ":" + address + suffix + "}}}",
+    st.sampled_from(["0", "1", "007", "123456", "x", "0x1", ""]),
+    st.sampled_from(
+        [
+            "0x0",
+            "0x1",
+            "0x10",
+            "0x7ff",
+            "0x800",
+            "0x900",
+            "0xfff",
+            "0x1000",
+            "0x1001",
+            "0x1800",
+            "0x2000",
+            "0",
+            "0X1",
+            "12",
+            "",
+        ]
+    ),
+    st.sampled_from(["", ":ra", ":pc", ":RA", ":", ":ra:x"]),
+)
+around = st.sampled_from(
+    ["", " ", "[ts] tid> ", "x{{{", "}}}", "\x1b[31m", "{{{pc:0x10}}}", " end"]
+)
+bt_lines = st.lists(
+    st.one_of(
+        st.just("{{{module:0:prog:elf:aa01}}}"),
+        st.just("{{{mmap:0x0:0x1000:load:0:rx:0}}}"),
+        st.just("{{{module:1:gone:elf:dead}}}"),
+        st.just("{{{mmap:0x1000:0x1000:load:1:rx:0}}}"),
+        st.just("{{{reset}}}"),
+        st.builds(lambda a, bt, b: a + bt + b, around, bt_element, around),
+    ),
+    max_size=12,
+)
+
+
+def filtered(lines: list[str], compat: bool, fast: bool) -> tuple[str, str]:
+    from stackmark.markup.filter import StackmarkFilter
+    from stackmark.markup.llvm19 import Llvm19Filter
+    from stackmark.markup.report import DiagnosticPrinter
+    from stackmark.markup.resolve import Resolver
+
+    err: list[str] = []
+    printer = DiagnosticPrinter(err.append, llvm_style=compat)
+    resolver = Resolver(fake())
+    line_filter: Llvm19Filter | StackmarkFilter
+    if compat:
+        line_filter = Llvm19Filter(resolver, naming(), printer, fast_paths=fast)
+    else:
+        line_filter = StackmarkFilter(resolver, naming(), printer, fast_paths=fast)
+    out = [line_filter.feed(line, "\n") for line in lines]
+    out.append(line_filter.finish())
+    return "".join(out), "".join(err)
+
+
+@settings(max_examples=300)
+@given(bt_lines)
+def test_fast_paths_change_nothing(lines: list[str]) -> None:
+    for compat in (False, True):
+        assert filtered(lines, compat, fast=True) == filtered(lines, compat, fast=False)
