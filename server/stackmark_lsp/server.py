@@ -16,9 +16,12 @@ copy and an edit costs a chunk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import gc
 import logging
-from collections.abc import Awaitable, Callable, Generator
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
@@ -332,6 +335,21 @@ def guarded(default: Callable[[], object]) -> Callable[[_Handler], _Handler]:
     return wrap
 
 
+@contextlib.contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """No cyclic garbage collection while an index is built, and the objects it made
+    frozen afterwards: an index of a large log is millions of long-lived objects, and
+    collections that walk them cost seconds while opening and stall requests later."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
+
+
 def _log(ls: StackmarkServer, uri: str) -> OpenLog | None:
     return ls.logs.get(uri)
 
@@ -414,9 +432,19 @@ def shutdown(ls: StackmarkServer, params: None) -> None:
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> None:
     document = params.text_document
-    log = OpenLog(document.uri, document.text, document.version, ls.codec)
+    started = time.perf_counter()
+    with _quiet_gc():
+        log = OpenLog(document.uri, document.text, document.version, ls.codec)
     ls.logs[document.uri] = log
+    indexed = time.perf_counter()
     ls.publish(log)
+    logger.info(
+        "opened %s: %d lines indexed in %.3f s, diagnostics published in %.3f s",
+        document.uri,
+        len(log.document),
+        indexed - started,
+        time.perf_counter() - indexed,
+    )
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -424,8 +452,9 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
     log = ls.logs.get(params.text_document.uri)
     if log is None:
         return
-    for change in params.content_changes:
-        log.change(change, params.text_document.version)
+    with _quiet_gc():
+        for change in params.content_changes:
+            log.change(change, params.text_document.version)
     ls.view_changed(log)
     ls.publish(log)
 
@@ -436,6 +465,9 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
     ls.logs.pop(uri, None)
     ls.views.pop(uri, None)
     ls.records.pop(uri, None)
+    gc.unfreeze()  # the closed log's objects can go; the others are frozen again later
+    gc.collect()
+    gc.freeze()
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 import pytest_asyncio
@@ -671,3 +672,47 @@ async def test_messages_follow_the_client_locale(
                 break
             await session.client.wait_for_notification(types.PROGRESS)
         assert converting in titles
+
+
+# -- debuginfod -------------------------------------------------------------------------
+
+
+async def test_symbols_and_sources_from_debuginfod(
+    programs: dict[str, ProgramLog], tmp_path: Path
+) -> None:
+    """No local debug files and sources moved away: the binary and the source files come
+    from an elfutils debuginfod server on 127.0.0.1."""
+    require_tool("debuginfod")
+    from tests.support.debuginfod_servers import ElfutilsServer
+
+    program = programs["pie"]
+    path = log_path(program)
+    text = path.read_text()
+    spot = next(s for s in oracle.spots(text) if s.tag == "bt" and s.module_name == "markup_prog")
+    serve = tmp_path / "serve"
+    serve.mkdir()
+    shutil.copy2(program.program, serve / program.program.name)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    obj = oracle.debug_file(program.debug_dir, spot.build_id)
+    frames = oracle.code(obj, [spot.relative])[spot.relative]
+    with ElfutilsServer(serve, tmp_path / "server", wait_for=[spot.build_id]) as server:
+        configuration = {
+            "debugFileDirectories": [str(empty)],
+            "debuginfodUrls": [server.url],
+            "cacheDir": str(tmp_path / "cache"),
+            "sourcePathMap": {str(SOURCES): str(tmp_path / "gone")},
+        }
+        async with Session(tmp_path / "xdg", configuration=configuration) as session:
+            uri = session.open(path)
+            await session.diagnostics(uri, until=lambda d: any(x.code == "no-symbols" for x in d))
+            hover = await session.hover_text(uri, spot.line, spot.column + 3)
+            assert hover is not None and hover_chain(hover) == expected_chain(frames)
+            assert str(tmp_path / "cache" / "debuginfod") in hover  # symbols from the download
+            links = await session.definition(uri, spot.line, spot.column + 3)
+            assert links and isinstance(links[0], types.LocationLink)
+            fetched = Path(unquote(urlparse(links[0].target_uri).path))
+            assert fetched.is_relative_to(tmp_path / "cache" / "debuginfod")
+            assert fetched.read_bytes() == Path(frames[0].file).read_bytes()
+            assert links[0].target_range.start.line == frames[0].line - 1
+        assert server.requests("source") >= 1

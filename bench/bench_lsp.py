@@ -1,0 +1,442 @@
+"""Benchmark: the language server on a 1,000,000-line log over the large generated binary.
+
+The server (`python -m stackmark lsp`) runs as an editor would run it, over
+stdio; this script is its client (pygls). Measured, in one session:
+
+* open: from sending `didOpen` with the whole log to the first
+  `publishDiagnostics` (the markup checks, the context index, every address
+  placed), then to the second one (every module's binary looked for);
+* memory: the server's resident set before and after the open, and its
+  peak, against the size of the log;
+* hover: requests over random `bt`/`pc` elements with the module's GSYM
+  cache entry built ("warm cache"): each address for the first time, then
+  the same elements again; and hovers while the symbolized view renders;
+* edit: a one-line edit (`didChange`, incremental) to the `publishDiagnostics`
+  of the new version, for edits of text, of a frame, adding a line, and
+  removing a module line (the crash report's context is replayed);
+* the whole log symbolized as a virtual document (`stackmark.symbolizedText`).
+
+There is no reference tool for a language server; `stackmark symbolize` on
+the same log is timed for comparison with the view. Results are printed as
+Markdown and saved to bench/work/results/lsp.json.
+
+    python bench/bench_lsp.py [--lines N] [--hovers N] [--edits N] [--no-view]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "server"))
+
+from lsprotocol import types  # noqa: E402
+from pygls.lsp.client import LanguageClient  # noqa: E402
+
+TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
+WORK = HERE / "work"
+BIG = WORK / "big"
+OUT = WORK / "lsp"
+RESULTS = WORK / "results"
+MARKUP_GSYM = WORK / "markup" / "gsym-cache"  # bench_markup.py's cache, reused when there
+
+
+def ensure_big() -> None:
+    """The big binary (built once by build_big.sh; minutes on 2 cores)."""
+    if (BIG / "big-O2").exists() and (BIG / "debugdir").exists():
+        return
+    print("building the big benchmark binary (takes minutes) ...", flush=True)
+    subprocess.run(["bash", str(TOOLS / "build_big.sh"), str(WORK)], check=True)
+
+
+def ensure_log(lines: int) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    addrs = WORK / "markup" / "addrs-O2.txt"
+    if not addrs.exists():
+        addrs.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, str(TOOLS / "gen_addrs.py"), str(BIG / "big-O2"), "--count",
+             "10000", "--seed", "42", "--out", str(addrs)],
+            check=True,
+        )  # fmt: skip
+    log = OUT / f"log-{lines}.txt"
+    if not log.exists():
+        subprocess.run(
+            [sys.executable, str(TOOLS / "gen_markup_log.py"), "--module",
+             f"{BIG / 'big-O2'}:{addrs}", "--lines", str(lines), "--out", str(log)],
+            check=True,
+        )  # fmt: skip
+    return log
+
+
+def ensure_gsym(cache: Path) -> str:
+    """A built GSYM cache entry for big-O2 in `cache` (copied from bench_markup.py's cache,
+    or built); the time it took, for the record."""
+    from stackmark.elf import ElfFile
+    from stackmark.symbols.cache import LAYOUT, GsymCache
+
+    with ElfFile.open(BIG / "big-O2") as elf:
+        build_id = elf.build_id
+    assert build_id is not None
+    ours = GsymCache(cache)
+    if ours.validate(build_id) is not None:
+        return "present"
+    theirs = GsymCache(MARKUP_GSYM)
+    if theirs.validate(build_id) is not None:
+        source = MARKUP_GSYM / LAYOUT / build_id[:2]
+        target = cache / LAYOUT / build_id[:2]
+        target.mkdir(parents=True, exist_ok=True)
+        for suffix in (".gsym", ".gsymx"):
+            name = build_id[2:] + suffix
+            shutil.copyfile(source / name, target / name)
+        if ours.validate(build_id) is not None:
+            return "copied from bench_markup's cache"
+    print("building the GSYM cache entry for big-O2 (minutes) ...", flush=True)
+    start = time.perf_counter()
+    debug = BIG / "debugdir" / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+    ours.get_or_build(build_id, str(debug))
+    return f"built in {time.perf_counter() - start:.0f} s"
+
+
+# -- the client ---------------------------------------------------------------------------
+
+
+class Client:
+    """A pygls client that timestamps what the server sends."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        self.client = LanguageClient("stackmark-bench", "1")
+        self.published: list[tuple[float, int | None, int]] = []  # time, version, count
+        self.progress: list[tuple[float, Any]] = []
+        self._published = asyncio.Event()
+        client = self.client
+
+        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(params: types.PublishDiagnosticsParams) -> None:
+            self.published.append((time.perf_counter(), params.version, len(params.diagnostics)))
+            self._published.set()
+
+        @client.feature(types.WORKSPACE_CONFIGURATION)
+        def configuration(params: types.ConfigurationParams) -> list[Any]:
+            return [self.settings for _ in params.items]
+
+        @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def create(params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @client.feature(types.PROGRESS)
+        def progress(params: types.ProgressParams) -> None:
+            self.progress.append((time.perf_counter(), params.value))
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params: types.RegistrationParams) -> None:
+            return None
+
+    async def start(self) -> int:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
+        await self.client.start_io(
+            sys.executable, "-m", "stackmark", "lsp", "--log-level", "info",
+            "--log-file", str(OUT / "server.log"), cwd=REPO, env=env,
+        )  # fmt: skip
+        capabilities = types.ClientCapabilities(
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            workspace=types.WorkspaceClientCapabilities(configuration=True),
+            text_document=types.TextDocumentClientCapabilities(
+                hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
+            ),
+        )
+        await self.client.initialize_async(
+            types.InitializeParams(capabilities=capabilities, process_id=os.getpid())
+        )
+        self.client.initialized(types.InitializedParams())
+        server = self.client._server  # the asyncio subprocess pygls started
+        assert server is not None
+        return int(server.pid)
+
+    async def next_publication(self, version: int | None = None) -> float:
+        """When the server next publishes diagnostics (for `version`, if given)."""
+        while True:
+            for when, published_version, _ in self.published:
+                if version is None or published_version == version:
+                    self.published.clear()
+                    return when
+            self._published.clear()
+            await asyncio.wait_for(self._published.wait(), timeout=600)
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+def memory(pid: int) -> dict[str, float]:
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0]) / 1024
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {
+        "n": len(ordered),
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p95_ms": 1000 * at(0.95),
+        "max_ms": 1000 * ordered[-1],
+    }
+
+
+# -- the measurements -----------------------------------------------------------------------
+
+
+async def hover_once(client: LanguageClient, uri: str, line: int, column: int) -> tuple[float, str]:
+    start = time.perf_counter()
+    found = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=column),
+        )
+    )
+    elapsed = time.perf_counter() - start
+    text = found.contents.value if found is not None else ""  # type: ignore[union-attr]
+    return elapsed, text
+
+
+async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
+    text = log.read_text()
+    lines = text.splitlines()
+    size = len(text.encode())
+    settings = {
+        "debugFileDirectories": [str(BIG / "debugdir")],
+        "cacheDir": str(OUT / "cache"),
+    }
+    results: dict[str, Any] = {"log_lines": len(lines), "log_bytes": size}
+    client = Client(settings)
+    started = time.perf_counter()
+    pid = await client.start()
+    results["start_s"] = time.perf_counter() - started
+    await asyncio.sleep(0.5)  # let the server settle after `initialized`
+    before = memory(pid)
+    cpu_before = cpu_seconds(pid)
+
+    uri = log.resolve().as_uri()
+    client.published.clear()
+    sent = time.perf_counter()
+    client.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="log", version=1, text=text)
+        )
+    )
+    first = await client.next_publication(1)
+    results["open_to_first_diagnostics_s"] = first - sent
+    after = memory(pid)
+    results["open_server_cpu_s"] = cpu_seconds(pid) - cpu_before
+    second = await client.next_publication(1)
+    results["open_to_module_diagnostics_s"] = second - sent
+    results["memory_mib"] = {
+        "before_open": before["VmRSS"],
+        "after_open": after["VmRSS"],
+        "peak": memory(pid)["VmHWM"],
+        "log_mib": size / 2**20,
+    }
+    results["memory_mib"]["growth_over_log"] = (after["VmRSS"] - before["VmRSS"]) / (size / 2**20)
+    results["memory_mib"]["rss_over_log"] = after["VmRSS"] / (size / 2**20)
+
+    # Hovers: random frames, first the cold start (opens the module), then each address once.
+    rng = random.Random(11)
+    candidates = [
+        (number, line.index("{{{"))
+        for number, line in enumerate(lines)
+        if "{{{bt:" in line or "{{{pc:" in line
+    ]
+    picks = rng.sample(candidates, min(args.hovers, len(candidates)))
+    first_hover, shown = await hover_once(client.client, uri, picks[0][0], picks[0][1] + 3)
+    assert re.search(r"### (frame|pc)", shown), shown
+    results["first_hover_ms"] = 1000 * first_hover
+    times = []
+    for number, column in picks[1:]:
+        elapsed, shown = await hover_once(client.client, uri, number, column + 3)
+        assert "`big-O2`" in shown, shown
+        times.append(elapsed)
+    results["hover_new_addresses"] = percentiles(times)
+    times = [(await hover_once(client.client, uri, n, c + 3))[0] for n, c in picks]
+    results["hover_repeated"] = percentiles(times)
+
+    # Edits: one line each, the next version's diagnostics timed.
+    version = 1
+    plain = [i for i, line in enumerate(lines) if "{{{" not in line]
+    frames = [i for i, line in enumerate(lines) if "{{{bt:" in line]
+    modules = [i for i, line in enumerate(lines) if line.startswith("{{{module:")]
+    kinds = {
+        "a character in a text line": (plain, lambda i: ((i, 1), (i, 2), "X")),
+        "a character in a frame's address": (
+            frames, lambda i: ((i, lines[i].index("0x") + 4), (i, lines[i].index("0x") + 5), "7")
+        ),
+        "a new line": (plain, lambda i: ((i, 0), (i, 0), "inserted line\n")),
+        "a module line removed (context replayed)": (
+            modules[len(modules) // 2 :], lambda i: ((i, 0), (i + 1, 0), "")
+        ),
+    }
+    edits: dict[str, Any] = {}
+    for name, (where, make) in kinds.items():
+        times = []
+        for i in rng.sample(where, min(args.edits, len(where))):
+            (sl, sc), (el, ec), new = make(i)
+            version += 1
+            start = time.perf_counter()
+            client.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(
+                                start=types.Position(line=sl, character=sc),
+                                end=types.Position(line=el, character=ec),
+                            ),
+                            text=new,
+                        )
+                    ],
+                )
+            )
+            times.append(await client.next_publication(version) - start)
+            # keep our copy of the lines in step with the server's
+            if new.endswith("\n"):
+                lines.insert(sl, new[:-1])
+            elif el > sl:
+                del lines[sl]
+            else:
+                lines[sl] = lines[sl][:sc] + new + lines[sl][ec:]
+            await asyncio.sleep(0.2)  # answers to background work settle between edits
+        edits[name] = percentiles(times)
+    results["edit_to_diagnostics"] = edits
+
+    if args.view:
+        view_started = time.perf_counter()
+        view = asyncio.ensure_future(
+            client.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="stackmark.symbolizedText", arguments=[uri])
+            )
+        )
+        times = []
+        while not view.done() and len(times) < len(picks):
+            number, column = picks[len(times)]
+            times.append((await hover_once(client.client, uri, number, column + 3))[0])
+            await asyncio.sleep(0.05)
+        rendered = await view
+        results["view_s"] = time.perf_counter() - view_started
+        results["view_lines"] = rendered["text"].count("\n")
+        results["hover_during_view"] = percentiles(times)
+    results["peak_memory_mib"] = memory(pid)["VmHWM"]
+    await client.stop()
+    return results
+
+
+def cli_time(log: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "stackmark", "symbolize", f"--debug-file-directory={BIG / 'debugdir'}",
+         f"--gsym-cache-dir={OUT / 'cache'}", str(log)],
+        stdout=subprocess.DEVNULL,
+        check=True,
+        cwd=REPO,
+    )  # fmt: skip
+    return time.perf_counter() - start
+
+
+def report(results: dict[str, Any]) -> str:
+    m = results["memory_mib"]
+    out = [
+        f"Log: {results['log_lines']:,} lines, {results['log_bytes'] / 2**20:.1f} MiB "
+        f"(gen_markup_log.py over big-O2); GSYM cache entry: {results['gsym']}; "
+        f"load average at start {results['load']}.",
+        "",
+        "| measure | result | target |",
+        "| --- | ---: | ---: |",
+        f"| open to first diagnostics | {results['open_to_first_diagnostics_s']:.2f} s | < 2 s |",
+        f"| (server CPU for the open) | {results['open_server_cpu_s']:.2f} s | |",
+        f"| open to module diagnostics (binaries looked for) | "
+        f"{results['open_to_module_diagnostics_s']:.2f} s | |",
+        f"| memory growth on open / log size | {m['growth_over_log']:.1f}x "
+        f"({m['after_open'] - m['before_open']:.0f} MiB) | < 10x |",
+        f"| server RSS after open / log size | {m['rss_over_log']:.1f}x ({m['after_open']:.0f} MiB) | |",
+        f"| first hover (opens the module) | {results['first_hover_ms']:.1f} ms | |",
+    ]
+    for key, label in (
+        ("hover_new_addresses", "hover, warm GSYM cache, each address the first time"),
+        ("hover_repeated", "hover, the same elements again"),
+        ("hover_during_view", "hover while the symbolized view renders"),
+    ):
+        if key in results:
+            h = results[key]
+            target = "< 20 ms" if key == "hover_new_addresses" else ""
+            out.append(
+                f"| {label} (p50 / p95 / max, n={h['n']}) | {h['p50_ms']:.1f} / "
+                f"{h['p95_ms']:.1f} / {h['max_ms']:.1f} ms | {target} |"
+            )
+    for name, e in results["edit_to_diagnostics"].items():
+        out.append(
+            f"| edit: {name} → diagnostics (p50 / p95, n={e['n']}) | "
+            f"{e['p50_ms']:.1f} / {e['p95_ms']:.1f} ms | < 50 ms |"
+        )
+    if "view_s" in results:
+        out.append(
+            f"| symbolized view ({results['view_lines']:,} lines) | {results['view_s']:.1f} s | |"
+        )
+    if "cli_s" in results:
+        out.append(f"| `stackmark symbolize` on the same log | {results['cli_s']:.1f} s | |")
+    out.append(f"| peak server memory | {results['peak_memory_mib']:.0f} MiB | |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--hovers", type=int, default=300)
+    parser.add_argument("--edits", type=int, default=10)
+    parser.add_argument("--no-view", dest="view", action="store_false")
+    args = parser.parse_args()
+    ensure_big()
+    log = ensure_log(args.lines)
+    gsym = ensure_gsym(OUT / "cache")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    results = asyncio.run(session(log, args))
+    results["gsym"] = gsym
+    results["load"] = load
+    if args.view:
+        results["cli_s"] = cli_time(log)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "lsp.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
