@@ -23,6 +23,7 @@ a corrupt or truncated file) sends them to rebuild the entry under the lock.
 from __future__ import annotations
 
 import fcntl
+import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,12 @@ class GsymCache:
                 uuid = reader.uuid.hex()
                 if uuid and not build_id.startswith(uuid):
                     return None
-                with open(extras_path, "rb") as f:
-                    check_extras_header(f.read(), reader.data, str(extras_path))
-        except (FormatError, OSError):
+                with (
+                    open(extras_path, "rb") as f,
+                    mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+                ):
+                    check_extras_header(data, reader.data, str(extras_path))
+        except (FormatError, OSError, ValueError):
             return None
         return CacheEntry(gsym_path, extras_path)
 

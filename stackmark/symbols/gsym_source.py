@@ -19,6 +19,7 @@ unit's line table at most.
 
 from __future__ import annotations
 
+import mmap
 from typing import TYPE_CHECKING
 
 from stackmark.errors import FormatError, StackmarkError
@@ -42,8 +43,8 @@ class GsymSource:
         self.files = files
         self.gsym_path = gsym_path
         self.reader = GsymReader.open(gsym_path)
-        with open(extras_path, "rb") as f:
-            self.extras = Extras(f.read(), self.reader.data, extras_path)
+        with open(extras_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            self.extras = Extras(m, self.reader.data, extras_path)
         self._elf: ElfSymbolSource = ElfSymbolSource(files)
         self._paths: dict[int, str | None] = {}
         self._answers: dict[int, list[SourceFrame]] = {}
