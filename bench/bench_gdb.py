@@ -25,9 +25,11 @@ is unwound again (tables already read), as a GDB command of its own (GDB
 frees the values a command creates only when the command ends, so a long
 Python loop slows down as it goes): a frame walk (`gdb.newest_frame()` then
 `.older()` to the outermost frame, what every backtrace starts with), GDB's
-`bt` (output captured), and `stackmark bt --markup`. Sessions of the three
-configurations are interleaved and the best time kept: this 2-core machine
-is shared, and other work only ever adds time.
+`bt` (output captured), and `stackmark bt --markup`. The time is GDB's CPU
+time (user + system, `time.process_time()`: reading the stopped inferior's
+memory is system time of GDB), so that other work on this shared 2-core
+machine does not count; sessions of the configurations are interleaved
+and the best time kept.
 """
 
 from __future__ import annotations
@@ -63,9 +65,9 @@ best = {}
 
 def measure(name):
     gdb.invalidate_cached_frames()
-    start = time.perf_counter()
+    start = time.process_time()
     ACTIONS[name]()
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     best[name] = min(best.get(name, seconds), seconds)
 
 def report():
@@ -134,8 +136,8 @@ def main() -> int:
         f"{args.repeat} runs per figure.\n"
     )
     print(
-        "| unwinder | frames | walk, µs/frame | vs GDB DWARF | `bt`, µs/frame "
-        "| `stackmark bt --markup`, µs/frame (total) |"
+        "| unwinder | frames | walk, CPU µs/frame | vs GDB DWARF | `bt`, CPU µs/frame "
+        "| `stackmark bt --markup`, CPU µs/frame (total) |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for label, result in results.items():
