@@ -279,23 +279,29 @@ def run_streams(
             from stackmark.markup.filter import StackmarkFilter
 
             line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
+        batch: list[str] = []  # output is written a few hundred lines at a time
         try:
             for text, eol in _lines(stream):
                 produced = line_filter.feed(text, eol)
                 if records is not None:
                     _write_records(out, records)
                 elif produced:
-                    out.write(produced.encode("utf-8", "surrogateescape"))
-                    if flush_each_line:
-                        out.flush()
+                    batch.append(produced)
+                    if flush_each_line or len(batch) >= 256:
+                        out.write("".join(batch).encode("utf-8", "surrogateescape"))
+                        batch.clear()
+                        if flush_each_line:
+                            out.flush()
+        except BrokenPipeError:
+            raise  # the reader went away: main() ends quietly
         except OSError as exc:
             err_write(f"stackmark symbolize: error: {source}: {exc.strerror or exc}\n")
             status = EXIT_USAGE
-        tail = line_filter.finish()
+        batch.append(line_filter.finish())
         if records is not None:
             _write_records(out, records)
-        elif tail:
-            out.write(tail.encode("utf-8", "surrogateescape"))
+        else:
+            out.write("".join(batch).encode("utf-8", "surrogateescape"))
         if line_filter.errors and not compat and status == EXIT_OK:
             status = EXIT_ELEMENT_ERRORS
     out.flush()

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stackmark.markup.context import Mapping
 from stackmark.markup.styled import StyledWriter
@@ -27,10 +27,23 @@ class FrameText:
     file: str | None
     line: int = 0
     column: int = 0
+    _where: tuple[str, str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def known(self) -> bool:
         return self.function is not None or self.file is not None
+
+    def where(self, show_invalid: bool) -> str:
+        """`FUNCTION FILE:LINE:COLUMN ` as a bt frame prints it ("" when nothing is
+        known); `show_invalid=False` drops ` <invalid>:0:0` when there is no file."""
+        if self._where is None:
+            if not self.known:
+                self._where = ("", "")
+            else:
+                name = (self.function or "<invalid>") + " "
+                place = f"{self.file or '<invalid>'}:{self.line}:{self.column} "
+                self._where = (name + place, name + place if self.file is not None else name)
+        return self._where[0] if show_invalid else self._where[1]
 
 
 def module_info_begin(w: StyledWriter, module: Module) -> None:
@@ -70,9 +83,9 @@ def raw_element(w: StyledWriter, element: Element) -> None:
     w.highlight()
     w.write("[[[")
     w.value(element.tag)
-    for field in element.fields:
+    for item in element.fields:
         w.write(":")
-        w.value(field.text)
+        w.value(item.text)
     w.write("]]]")
     w.restore()
 
@@ -159,15 +172,13 @@ def plain_bt_frames(
     middle = f" 0x{address:016x} "
     tail = f"({module_name}+0x{module_relative:x})"
     last = len(frames) - 1
-    lines = []
-    for index, frame in enumerate(frames):
-        inline = "   " if index == last else f".{index + 1:<2}"
-        where = ""
-        if frame.known:
-            where = (frame.function or "<invalid>") + " "
-            if show_invalid or frame.file is not None:
-                where += f"{frame.file or '<invalid>'}:{frame.line}:{frame.column} "
-        lines.append(f"{header}{inline}{middle}{where}{tail}")
+    if last == 0:
+        return f"{header}   {middle}{frames[0].where(show_invalid)}{tail}"
+    lines = [
+        f"{header}.{index + 1:<2}{middle}{frame.where(show_invalid)}{tail}"
+        for index, frame in enumerate(frames[:-1])
+    ]
+    lines.append(f"{header}   {middle}{frames[-1].where(show_invalid)}{tail}")
     return eol.join(lines)
 
 
