@@ -204,3 +204,40 @@ def test_cli_matches_llvm_gsymutil(converted, tmp_path: Path) -> None:
     )
     assert verify.returncode == 0, verify.stdout
     assert ": OK" in verify.stdout
+
+
+def test_merged_functions_and_call_sites_against_llvm19(tmp_path: Path) -> None:
+    """Types 3 and 4 (LLVM 20+) added to llvm's own file: llvm-gsymutil-19's
+    lookups skip them like ours, and `dump --llvm19` prints what it prints."""
+    from stackmark.formats.gsym import encode_gsym
+    from stackmark.formats.gsym.call_sites import CallSiteInfo
+
+    binary = build("c-O2")
+    llvm_gsym = tmp_path / "llvm.gsym"
+    llvm_convert(binary, llvm_gsym)
+    with GsymReader.open(llvm_gsym) as reader:
+        infos = [reader.function_info(i) for i in range(reader.num_addresses)]
+        for n, info in enumerate(infos):
+            if n % 3 == 0:
+                info.merged = [info.__class__(info.start, info.size, info.name)]
+            if n % 2 == 0:
+                info.call_sites = [CallSiteInfo(4, 1, [info.name])]
+        data = encode_gsym(
+            infos,
+            files=reader.files(),
+            strtab=reader.string_table_bytes(),
+            uuid=reader.uuid,
+            base_address=reader.base_address,
+        )
+        addresses = sample_addresses(binary, reader, 300)
+    mixed = tmp_path / "mixed.gsym"
+    mixed.write_bytes(data)
+    with GsymReader.open(mixed) as reader:
+        assert our_lookups(reader, addresses) == llvm_lookups(mixed, addresses)
+        assert our_lookups(reader, addresses) == llvm_lookups(llvm_gsym, addresses)
+        theirs = subprocess.run(
+            [require_tool(GSYMUTIL), str(mixed)], capture_output=True, text=True, check=True
+        ).stdout
+        assert "unsupported InfoType 3" in theirs and "unsupported InfoType 4" in theirs
+        assert dump_text(reader, llvm19=True) == theirs
+        assert reencode(reader) == data
