@@ -14,6 +14,14 @@ registers from the `ucontext`:
              the siginfo follows the ucontext (+304).
     AArch64  SP -> siginfo (128 bytes), then the ucontext; its sigcontext
              at +176: fault_address, then x0..x30, sp, pc.
+
+The kernel writes the siginfo only for handlers installed with SA_SIGINFO;
+otherwise those 128 bytes are whatever the stack held (junk, or an older
+siginfo). Nothing in the frame records the flag, so the signal number is
+reported only when the bytes have the shape the kernel gives every siginfo
+it writes (`trusted_signal`), and None otherwise. What remains possible: an
+earlier SA_SIGINFO delivery to exactly the same stack address, for a signal
+sent by a process (kill, raise), leaves a siginfo that passes these checks.
 """
 
 from __future__ import annotations
@@ -34,14 +42,17 @@ class SigreturnLayout:
     pc may be (the start, where the handler returns to, or a later
     instruction when frame 0 stopped inside); `registers`: DWARF register
     -> offset from the trampoline frame's SP; `pc_offset` likewise for the
-    pc; `signo_offset` for siginfo.si_signo.
+    pc; `siginfo_offset` for the siginfo; `fault_address_offset` for the
+    faulting data address the kernel saved with the registers (cr2 on
+    AMD64, fault_address on AArch64).
     """
 
     code: bytes
     entry_offsets: tuple[int, ...]
     registers: dict[int, int]
     pc_offset: int
-    signo_offset: int
+    siginfo_offset: int
+    fault_address_offset: int
 
 
 _AMD64_GREGS = 40  # offsetof(struct ucontext, uc_mcontext)
@@ -55,21 +66,24 @@ LAYOUTS: dict[Arch, SigreturnLayout] = {
         entry_offsets=(0, 7),
         registers={reg: _AMD64_GREGS + 8 * i for i, reg in enumerate(_AMD64_GREG_DWARF)},
         pc_offset=_AMD64_GREGS + 8 * 16,
-        signo_offset=304,
+        siginfo_offset=304,
+        fault_address_offset=_AMD64_GREGS + 8 * 22,  # gregs[REG_CR2]
     ),
     Arch.AARCH64: SigreturnLayout(
         code=bytes.fromhex("681180d2010000d4"),  # mov x8, #139; svc #0
         entry_offsets=(0, 4),
         registers={reg: _AARCH64_REGS + 8 * reg for reg in range(32)},  # x0..x30, sp
         pc_offset=_AARCH64_REGS + 8 * 32,
-        signo_offset=0,
+        siginfo_offset=0,
+        fault_address_offset=_AARCH64_REGS - 8,
     ),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class SignalContext:
-    """The registers of the frame a signal interrupted, and the signal."""
+    """The registers of the frame a signal interrupted, and the signal
+    (None unless the kernel evidently wrote the siginfo)."""
 
     registers: RegisterState
     signal: int | None
@@ -99,7 +113,58 @@ def interrupted_context(
     values = {reg: read_word(sp + offset) for reg, offset in layout.registers.items()}
     pc = read_word(sp + layout.pc_offset)
     try:
-        signal: int | None = read_int32(sp + layout.signo_offset)
+        signal = trusted_signal(layout, sp, pc, read_word, read_int32)
     except StackmarkError:
         signal = None
     return SignalContext(RegisterState(pc, values), signal)
+
+
+# Signal numbers shared by AMD64 and AArch64 Linux.
+_SIGILL, _SIGTRAP, _SIGBUS, _SIGFPE, _SIGSEGV = 4, 5, 7, 8, 11
+_SIGCHLD, _SIGIO, _SIGSYS = 17, 29, 31
+_NSIG = 64
+# si_code values of signals sent by a process or a kernel facility, for any signal:
+# SI_USER, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_MESGQ, SI_ASYNCIO, SI_SIGIO, SI_TKILL,
+# SI_DETHREAD, SI_ASYNCNL.
+_SENDER_CODES = frozenset((0, 0x80, -1, -2, -3, -4, -5, -6, -7, -60))
+# The highest signal-specific si_code (NSIGILL, NSIGFPE, ...); the others have none.
+_SPECIFIC_CODES = {
+    _SIGILL: 11, _SIGFPE: 15, _SIGSEGV: 10, _SIGBUS: 5, _SIGTRAP: 6,
+    _SIGCHLD: 6, _SIGIO: 6, _SIGSYS: 1,
+}  # fmt: skip
+# copy_siginfo_to_user writes the 48-byte kernel_siginfo and clears the rest.
+_KERNEL_SIGINFO_SIZE, _SIGINFO_SIZE = 48, 128
+_SI_ADDR = 16
+_UNTAGGED = (1 << 56) - 1  # AArch64 may keep a tag in the top byte of one of the two
+
+
+def trusted_signal(
+    layout: SigreturnLayout,
+    sp: int,
+    pc: int,
+    read_word: Callable[[int], int],
+    read_int32: Callable[[int], int],
+) -> int | None:
+    """si_signo of the trampoline frame's siginfo, or None when the kernel
+    evidently did not write it: a signal number in range, an si_code the
+    kernel uses for that signal, the kernel's zeroed tail, and for a fault,
+    the address it names agreeing with the interrupted registers (SIGILL and
+    SIGFPE: the pc; SIGSEGV and SIGBUS: the saved fault address)."""
+    base = sp + layout.siginfo_offset
+    signo = read_int32(base)
+    if not 1 <= signo <= _NSIG:
+        return None
+    if any(read_word(base + at) for at in range(_KERNEL_SIGINFO_SIZE, _SIGINFO_SIZE, 8)):
+        return None
+    code = read_int32(base + 8)
+    if code in _SENDER_CODES:
+        return signo
+    if not 1 <= code <= _SPECIFIC_CODES.get(signo, 0):
+        return None
+    if signo in (_SIGILL, _SIGFPE):
+        expected = pc
+    elif signo in (_SIGSEGV, _SIGBUS):
+        expected = read_word(sp + layout.fault_address_offset)
+    else:
+        return signo
+    return signo if (read_word(base + _SI_ADDR) ^ expected) & _UNTAGGED == 0 else None

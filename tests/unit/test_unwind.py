@@ -261,6 +261,14 @@ def test_frame_zero_outside_every_module_was_called() -> None:
 SIGRETURN = bytes.fromhex("48c7c00f0000000f05")
 
 
+def kernel_siginfo(siginfo: int, cr2: int, fault_address: int) -> dict[int, int]:
+    """Words of a siginfo as the kernel writes it (si_addr, zeroed tail) and the saved cr2."""
+    words = {siginfo + at: 0 for at in range(48, 128, 8)}
+    words[siginfo + 16] = fault_address
+    words[cr2] = fault_address
+    return words
+
+
 def test_amd64_signal_frame_restores_the_interrupted_registers() -> None:
     # handler at 0x1150 (F0): RA [0x7000] = 0x5200, the trampoline in lib.
     # Trampoline frame: SP = 0x7008 -> ucontext; gregs at +40: rbp +120, rsp +160, rip +168.
@@ -270,8 +278,9 @@ def test_amd64_signal_frame_restores_the_interrupted_registers() -> None:
              0x8008: 0x1350, 0x8000: 0xBBBB, 0x8030: 0}  # fmt: skip
     for offset in range(40, 40 + 8 * 17, 8):
         words.setdefault(uc + offset, 0)
+    words.update(kernel_siginfo(uc + 304, uc + 216, fault_address=0xDEAD0))
     target = FakeTarget(Arch.AMD64, 0x1150, {RSP: 0x7000}, words, [APP, LIB],
-                        code={0x5200: SIGRETURN}, int32={uc + 304: 11})  # fmt: skip
+                        code={0x5200: SIGRETURN}, int32={uc + 304: 11, uc + 312: 1})  # fmt: skip
     result = Unwinder(target, loader({"app": [F0, F1, F2]})).unwind()
     assert addresses(result) == [0x1150, 0x5200, 0x1260, 0x1350]
     kinds = [f.frame.kind for f in result.frames]
