@@ -83,6 +83,40 @@ class DieFunction:
     def name(self) -> str | None:
         return self._string((C.DW_AT_name,))
 
+    def names(self) -> tuple[str | None, str | None]:
+        """(linkage name, short name), each found as `find_recursively` finds it,
+        in one walk over the DIE and the DIEs it refers to."""
+        linkage: str | None = None
+        short: str | None = None
+        need_linkage = need_short = True
+        work = [(self.unit, self.abbrev, self.values)]
+        seen = {-1}
+        while work and (need_linkage or need_short):
+            unit, abbrev, values = work.pop()
+            if need_linkage:
+                for attr in _LINKAGE_ATTRS:
+                    if attr in values:
+                        linkage = unit.string_attr(abbrev, values, attr)
+                        need_linkage = False
+                        break
+            if need_short and C.DW_AT_name in values:
+                short = unit.string_attr(abbrev, values, C.DW_AT_name)
+                need_short = False
+            for ref_attr in (C.DW_AT_abstract_origin, C.DW_AT_specification):
+                if ref_attr not in values:
+                    continue
+                target = unit.ref_attr(abbrev, values, ref_attr)
+                if target is None or target in seen:
+                    continue
+                seen.add(target)
+                target_unit = unit.reader.unit_containing(target)
+                if target_unit is None:
+                    continue
+                target_abbrev, target_values, _ = target_unit.die(target)
+                if target_abbrev is not None:
+                    work.append((target_unit, target_abbrev, target_values))
+        return linkage, short
+
     @property
     def linkage_name(self) -> str | None:
         return self._string(_LINKAGE_ATTRS)

@@ -205,7 +205,7 @@ class UnitConverter:
                 cached = self.names.origin_names.get(key)
                 if cached is not None:
                     return cached
-        linkage, short = function.linkage_name, function.name
+        linkage, short = function.names()
         text = self.names.name((function.unit, function.offset), self.language, linkage, short)
         result = (text, linkage, short)
         if key is not None:
@@ -269,7 +269,8 @@ class UnitConverter:
         ranges = function.ranges
         if not ranges:
             return
-        name = self.name_of(function)
+        text, linkage, short = self.names_of(function)
+        name = None if text is None else self.sink.insert_string(text)
         if name is None:
             self.report.warn("Function has no name")
             return
@@ -283,7 +284,7 @@ class UnitConverter:
                 break
             info = FunctionInfo(low, high - low, name)
             if self.extras is not None:
-                self.extras.roots[id(info)] = NodeExtra(function.linkage_name, function.name, 0)
+                self.extras.roots[id(info)] = NodeExtra(linkage, short, 0)
             if self.lines is not None:
                 info.line_table = self._line_table(function, low, high)
             if function.children:
