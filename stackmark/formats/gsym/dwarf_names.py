@@ -56,7 +56,6 @@ _CONTEXT_TAGS = frozenset(
         C.DW_TAG_subprogram,
     }
 )
-_LINKAGE_ATTRS = (C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name)
 
 Die = tuple[Unit, int]  # (unit holding it, .debug_info offset)
 
@@ -233,10 +232,3 @@ class NameBuilder:
                     name = parent_name + "::" + name
             context = self.parent_context(context)
         return name
-
-
-def linkage_name_of(unit: Unit, abbrev: Abbrev, values: dict[int, object]) -> str | None:
-    found = find_recursively(unit, abbrev, values, _LINKAGE_ATTRS)
-    if found is None:
-        return None
-    return found[0].string_attr(found[1], found[2], found[3])

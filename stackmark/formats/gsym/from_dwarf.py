@@ -212,10 +212,6 @@ class UnitConverter:
             self.names.origin_names[key] = result
         return result
 
-    def name_of(self, function: DieFunction) -> int | None:
-        text = self.names_of(function)[0]
-        return None if text is None else self.sink.insert_string(text)
-
     def file_index(self, dwarf_index: int) -> int | None:
         """LLVM's CUInfo::DWARFToGSYMFileIndex: None drops what refers to it."""
         if self.lines is None or dwarf_index >= self._file_limit:
