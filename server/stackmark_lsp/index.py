@@ -331,162 +331,101 @@ class Index:
         infos: dict[int, Entry],
         pending: Pending | None,
     ) -> tuple[int, Pending | None]:
-        """The pass over a chunk with '\\n' terminators only: element lines are found by
-        one regex scan of the chunk text, plain lines are never looked at.
+        """The pass over a chunk with '\n' terminators only.
 
-        This is the loop a large log spends its opening in, so the common line (one
-        `bt`/`pc`/`data` element whose address an mmap covers) is read inline.
+        This is the loop a large log spends its opening in, so the common lines are
+        read inline: one `bt`/`pc`/`data` element whose address an mmap covers (an int
+        entry), one contextual element the records accept. Anything else goes through
+        `_read` (the scanner, else the core).
         """
-        text = chunk.text
-        size = len(text)
-        pos = 0 if local == 0 else self._offset(chunk, local)
-        line = local  # the line that starts at `pos`
-        rfind, count, find = text.rfind, text.count, text.find
+        lines = chunk.text.split("\n")
+        count = chunk.count
+        match = scan.ANY_OPENING.match
         bt, pc, data = scan.BT, scan.PC, scan.DATA
         mmap, module, reset = scan.MMAP, scan.MODULE, scan.RESET
         hexes = ("0x", "0X")
         live = self._live
         low = high = 0  # bounds of the mapping that covered the last address in `live`
-        while line < chunk.count:
-            # Lines inside a multi-line element: one by one, with the core.
-            while pending is not None and line < chunk.count:
-                end = find("\n", pos)
-                if end < 0:
-                    end = size
-                info = self._read(chunk, line, text[pos:end], pending, live=True)
+        for line in range(local, count):
+            text = lines[line]
+            if pending is not None:  # inside a multi-line element: the core reads it
+                info = self._read(chunk, line, text, pending, live=True)
                 pending = info.pending if info is not None else None
                 if info is not None:
                     infos[line] = info
-                pos = end + 1
-                line += 1
-            if line >= chunk.count:
-                break
-            current = -1  # the line whose matches are being collected
-            begin = finish = 0  # its span in `text`
-            matches: list[scan.Scanned] = []
-            for m in scan.ANY_OPENING.finditer(text, pos):
-                at = m.start()
-                if current >= 0:
-                    if at < finish:
-                        matches.append(m)
-                        continue
-                    # `current` is complete: read it.
-                    pending = self._read_matches(
-                        chunk, current, text, begin, finish, matches, infos
-                    )
-                    if pending is not None:
-                        break
-                begin = rfind("\n", pos, at) + 1 or pos
-                line += count("\n", pos, begin)
-                pos = begin
-                if stop_line is not None and self._stops_at(line, stop_line, old):
-                    return line, None
-                finish = find("\n", at)
-                if finish < 0:
-                    finish = size
+                continue
+            at = text.find("{{{")
+            if at < 0:
+                continue
+            if stop_line is not None and self._stops_at(line, stop_line, old):
+                return line, None
+            m = match(text, at)
+            if m is not None and text.find("{{{", m.end()) < 0:  # the line's only element
                 kind = m.lastindex
-                if find("{{{", m.end(), finish) < 0:  # the line's only element
-                    # Most lines: a single frame, read right here when an mmap covers it.
-                    if kind in (bt, pc, data):
-                        if kind == bt:
-                            address = int(m.group(3), 16)
-                            if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
-                                address = (address - 1) & MASK64
-                            flags = F_BT | (int(m.group(2)) + 1) << 16
-                        elif kind == pc:
-                            address = int(m.group(6), 16)
-                            if m.group(7) == "ra":
-                                address = (address - 1) & MASK64
-                            flags = F_PC
-                        else:
-                            address = int(m.group(9), 16)
-                            flags = F_DATA
-                        if self._live is not live:
-                            live, low, high = self._live, 0, 0
-                        if low <= address < high:
-                            infos[line] = flags
-                            current = -1
-                            continue
-                        hit = live.covering(address)
-                        if hit >= 0:
-                            span = live.spans[hit]
-                            low, high = span[0], (span[0] + span[1]) & MASK64
-                            infos[line] = flags
-                            current = -1
-                            continue
-                    # Then contextual lines: one element each, accepted as a rule.
-                    elif kind in (mmap, module, reset):
-                        info = LineInfo(chunk, line)
-                        where = (info, at - begin)
-                        epoch = self._live
-                        if kind == mmap:
-                            size_text, id_text = m.group(12), m.group(13)
-                            accepted = epoch.map(
-                                int(m.group(11), 16),
-                                int(size_text, 16) if size_text[:2] in hexes else int(size_text),
-                                int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                                m.group(14).lower(),
-                                int(m.group(15), 16),
-                                where,
-                            )
-                            info.flags = F_CTX
-                        elif kind == module:
-                            id_text = m.group(17)
-                            accepted = epoch.declare(
-                                int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                                m.group(18),
-                                scan.build_id(m.group(19)),
-                                where,
-                            )
-                            info.flags = F_CTX
-                        else:
-                            self._new_epoch(info, at - begin)
-                            accepted = True
-                            info.flags = F_CTX | F_RESET | F_RESET_FIRST
-                        if accepted:
-                            infos[line] = info
-                            current = -1
-                            continue
-                        # refused: the general path asks the core for the error
-                current = line
-                matches = [m]
-            else:
-                if current >= 0:
-                    pending = self._read_matches(
-                        chunk, current, text, begin, finish, matches, infos
-                    )
-                    pos, line = finish + 1, current + 1
-                    if pending is not None:
+                # Most lines: a single frame, read right here when an mmap covers it.
+                if kind in (bt, pc, data):
+                    if kind == bt:
+                        address = int(m.group(3), 16)
+                        if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
+                            address = (address - 1) & MASK64
+                        flags = F_BT | (int(m.group(2)) + 1) << 16
+                    elif kind == pc:
+                        address = int(m.group(6), 16)
+                        if m.group(7) == "ra":
+                            address = (address - 1) & MASK64
+                        flags = F_PC
+                    else:
+                        address = int(m.group(9), 16)
+                        flags = F_DATA
+                    if self._live is not live:
+                        live, low, high = self._live, 0, 0
+                    if low <= address < high:
+                        infos[line] = flags
                         continue
-                break
-            pos, line = finish + 1, current + 1  # broke out: a multi-line element opened
+                    hit = live.covering(address)
+                    if hit >= 0:
+                        span = live.spans[hit]
+                        low, high = span[0], (span[0] + span[1]) & MASK64
+                        infos[line] = flags
+                        continue
+                # Then contextual lines: one element each, accepted as a rule.
+                elif kind in (mmap, module, reset):
+                    info = LineInfo(chunk, line)
+                    where = (info, at)
+                    epoch = self._live
+                    if kind == mmap:
+                        size_text, id_text = m.group(12), m.group(13)
+                        accepted = epoch.map(
+                            int(m.group(11), 16),
+                            int(size_text, 16) if size_text[:2] in hexes else int(size_text),
+                            int(id_text, 16) if id_text[:2] in hexes else int(id_text),
+                            m.group(14).lower(),
+                            int(m.group(15), 16),
+                            where,
+                        )
+                        info.flags = F_CTX
+                    elif kind == module:
+                        id_text = m.group(17)
+                        accepted = epoch.declare(
+                            int(id_text, 16) if id_text[:2] in hexes else int(id_text),
+                            m.group(18),
+                            scan.build_id(m.group(19)),
+                            where,
+                        )
+                        info.flags = F_CTX
+                    else:
+                        self._new_epoch(info, at)
+                        accepted = True
+                        info.flags = F_CTX | F_RESET | F_RESET_FIRST
+                    if accepted:
+                        infos[line] = info
+                        continue
+                    # refused: the general path asks the core for the error
+            found = self._read(chunk, line, text, None, live=True)
+            if found is not None:
+                infos[line] = found
+                pending = found.pending
         return -1, pending
-
-    def _read_matches(
-        self,
-        chunk: Chunk,
-        local: int,
-        text: str,
-        begin: int,
-        finish: int,
-        matches: list[scan.Scanned],
-        infos: dict[int, Entry],
-    ) -> Pending | None:
-        """Read the line text[begin:finish] whose `{{{`s matched as `matches` (live pass)."""
-        if any(m.lastindex == scan.OTHER for m in matches):
-            info = self._read(chunk, local, text[begin:finish], None, live=True)
-            if info is None:
-                return None
-        else:
-            info = LineInfo(chunk, local)
-            self._read_scanned(info, matches, True, begin)
-        infos[local] = info
-        return info.pending
-
-    def _offset(self, chunk: Chunk, local: int) -> int:
-        """Character offset of line `local` in a chunk without '\\r'."""
-        texts = self.document.chunk_lines(chunk)
-        return sum(len(t) for t in texts[:local]) + local
 
     # -- reading one line ---------------------------------------------------------
 
