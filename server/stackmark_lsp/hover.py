@@ -126,9 +126,7 @@ class HoverBuilder:
             title = self.t("title.pc")
         if placement is None:
             return Hover(title, [[self.t("hover.no_mmap")]])
-        lookup = await self.service.run(
-            self.service.code, placement.module, placement.module_relative
-        )
+        lookup = await self.service.code_of(placement.module, placement.module_relative)
         frames = lookup.frames
         name = self.naming.function(frames[-1]) if frames else None
         if name:
@@ -213,9 +211,7 @@ class HoverBuilder:
         title = self.t("title.data")
         if placement is None:
             return Hover(title, [[self.t("hover.no_mmap")]])
-        lookup = await self.service.run(
-            self.service.data, placement.module, placement.module_relative
-        )
+        lookup = await self.service.data_of(placement.module, placement.module_relative)
         symbol = lookup.symbol
         details: list[str] = []
         if symbol is not None:
@@ -296,14 +292,14 @@ class HoverBuilder:
         module = placement.module
         where = f"{code(module.name)} + {code(hex(placement.module_relative))}"
         if "x" in placement.segment.mode:
-            lookup = await self.service.run(self.service.code, module, placement.module_relative)
+            lookup = await self.service.code_of(module, placement.module_relative)
             if lookup.frames:
                 inner = lookup.frames[0]
                 name = self.naming.function(inner) or "??"
                 location = self._location(inner)
                 return f"{code(name)}" + (f" {code(location)}" if location else "") + f" ({where})"
             return where
-        data = await self.service.run(self.service.data, module, placement.module_relative)
+        data = await self.service.data_of(module, placement.module_relative)
         if data.symbol is not None:
             offset = placement.module_relative - data.symbol.start
             name = self.naming.data(data.symbol) + (f"+{hex(offset)}" if offset else "")

@@ -116,9 +116,7 @@ class Navigator:
             placement = target.placement()
             if placement is None:
                 return []
-            lookup = await self.service.run(
-                self.service.code, placement.module, placement.module_relative
-            )
+            lookup = await self.service.code_of(placement.module, placement.module_relative)
             return await self._frames(lookup.frames, placement.module, origin)
         if isinstance(typed, DataElement) and typed.ok:
             placement = target.placement()
@@ -183,7 +181,7 @@ class Navigator:
     ) -> list[types.LocationLink]:
         """A variable's declaration; for an address in code, the function's first line."""
         module = placement.module
-        lookup = await self.service.run(self.service.data, module, placement.module_relative)
+        lookup = await self.service.data_of(module, placement.module_relative)
         binary = lookup.resolution.binary
         if lookup.symbol is None or binary is None:
             return []

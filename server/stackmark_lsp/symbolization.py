@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from stackmark.symbols.debuginfod import DebuginfodClient, DownloadProgress
 
 _T = TypeVar("_T")
+_ANSWERS = 4096  # answers remembered for the event loop
 
 
 class ProgressSink(Protocol):
@@ -117,6 +119,8 @@ class SymbolService:
         self._meta = threading.Lock()
         self._downloads: dict[str, object] = {}
         self._names: dict[str, str] = {}  # build ID -> a module name the log gives it
+        # Recent answers, so that a repeated question is answered on the event loop.
+        self._answers: OrderedDict[tuple[str, str, int], CodeLookup | DataLookup] = OrderedDict()
         self._closed = False
         self.gsym_root = Path(settings.cache_dir) if settings.cache_dir else None
         self.debuginfod = self._debuginfod_client(report)
@@ -261,10 +265,12 @@ class SymbolService:
             return CodeLookup(resolution, address)
         with self.lock:
             try:
-                return self.symbolizer.code(module, address)
+                found = self.symbolizer.code(module, address)
             except (StackmarkError, OSError) as exc:
                 resolution.searched.append(f"0x{address:x}: {exc}")
                 return CodeLookup(resolution, address)
+        self._remember("code", module, address, found)
+        return found
 
     def data(self, module: Module, address: int) -> DataLookup:
         """The data symbol covering module-relative `address` (thread-safe)."""
@@ -273,10 +279,36 @@ class SymbolService:
             return DataLookup(resolution, address)
         with self.lock:
             try:
-                return self.symbolizer.data(module, address)
+                found = self.symbolizer.data(module, address)
             except (StackmarkError, OSError) as exc:
                 resolution.searched.append(f"0x{address:x}: {exc}")
                 return DataLookup(resolution, address)
+        self._remember("data", module, address, found)
+        return found
+
+    def _remember(
+        self, kind: str, module: Module, address: int, answer: CodeLookup | DataLookup
+    ) -> None:
+        with self._meta:
+            self._answers[(kind, module.build_id, address)] = answer
+            if len(self._answers) > _ANSWERS:
+                self._answers.popitem(last=False)
+
+    async def code_of(self, module: Module, address: int) -> CodeLookup:
+        """`code`, from the event loop: a remembered answer at once, else a worker's."""
+        with self._meta:
+            known = self._answers.get(("code", module.build_id, address))
+        if isinstance(known, CodeLookup) and module.build_id:
+            return known
+        return await self.run(self.code, module, address)
+
+    async def data_of(self, module: Module, address: int) -> DataLookup:
+        """`data`, from the event loop: a remembered answer at once, else a worker's."""
+        with self._meta:
+            known = self._answers.get(("data", module.build_id, address))
+        if isinstance(known, DataLookup) and module.build_id:
+            return known
+        return await self.run(self.data, module, address)
 
     def description(self, module: Module) -> str | None:
         """What answers for `module` (e.g. "DWARF in ..."), once its source is open."""

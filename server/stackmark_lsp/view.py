@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlparse
@@ -55,7 +56,7 @@ def log_uri(uri: str) -> str | None:
 class View:
     version: int
     text: str
-    starts: list[int]  # output line where each log line's output begins
+    starts: array[int]  # output line where each log line's output begins
 
     def line_for(self, log_line: int) -> int:
         """The view line showing log line `log_line`."""
@@ -90,7 +91,7 @@ def render(
     printer = DiagnosticPrinter(lambda _message: None, colour=False, llvm_style=False)
     line_filter = StackmarkFilter(resolver, naming, printer)
     out: list[str] = []
-    starts: list[int] = []
+    starts = array("L")
     view_line = 0
     total = text.count("\n") + 1
     for number, (line, eol) in enumerate(lines_of(text)):
