@@ -28,14 +28,15 @@ REPO = Path(__file__).resolve().parents[1]
 TOOLS = REPO.parent / "shared" / "tools"
 
 
-def run_once(cmd: list[str], stdin: str | None) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB of the child)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def run_once(cmd: list[str], stdin: str | None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one run of `cmd`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, input=stdin, text=True, stdout=subprocess.DEVNULL, check=True, env=_env())
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(after, before)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def _env() -> dict[str, str]:
@@ -44,9 +45,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def measure(cmd: list[str], stdin: str | None, runs: int) -> tuple[float, int]:
+def measure(cmd: list[str], stdin: str | None, runs: int) -> tuple[float, float]:
+    """(minimum wall, minimum CPU) over `runs` runs."""
     results = [run_once(cmd, stdin) for _ in range(runs)]
-    return min(w for w, _ in results), max(r for _, r in results)
+    return min(w for w, _ in results), min(c for _, c in results)
 
 
 def rss_of(cmd: list[str], stdin: str | None) -> int:
@@ -101,31 +103,37 @@ def main() -> int:
     ]
     llvm = ["llvm-symbolizer-19", f"--obj={binary}"]
 
-    print(f"binary: {binary} ({binary.stat().st_size / 1e6:.0f} MB)")
-    print("| measurement | stackmark | llvm-symbolizer-19 | ratio |")
+    load = os.getloadavg()[0]
+    print(f"binary: {binary} ({binary.stat().st_size / 1e6:.0f} MB), load average {load:.1f}")
+    print("wall and CPU (user+system): minimum over the runs; peak RSS of one run")
+    print("| measurement | stackmark | llvm-symbolizer-19 | ratio (wall, CPU) |")
     print("| --- | --- | --- | --- |")
     first = addresses[0]
-    mine, _ = measure([*ours, first], None, args.runs)
-    theirs, _ = measure([*llvm, first], None, args.runs)
+    mine, mine_cpu = measure([*ours, first], None, args.runs)
+    theirs, theirs_cpu = measure([*llvm, first], None, args.runs)
+    python, python_cpu = measure([sys.executable, "-c", "pass"], None, args.runs)
     rss_mine, rss_theirs = rss_of([*ours, first], None), rss_of([*llvm, first], None)
     print(
         f"| first answer (1 address, fresh process) "
-        f"| {mine * 1e3:.0f} ms, {rss_mine / 1024:.0f} MiB "
-        f"| {theirs * 1e3:.0f} ms, {rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x |"
+        f"| {mine * 1e3:.0f} ms wall, {mine_cpu * 1e3:.0f} ms CPU, {rss_mine / 1024:.0f} MiB "
+        f"| {theirs * 1e3:.0f} ms wall, {theirs_cpu * 1e3:.0f} ms CPU, "
+        f"{rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x, {mine_cpu / theirs_cpu:.1f}x |"
     )
-    start_mine, start_theirs = mine, theirs
+    print(f"| (`python -c pass`) | {python * 1e3:.0f} ms wall, {python_cpu * 1e3:.0f} ms CPU | | |")
+    start_mine, start_theirs = mine_cpu, theirs_cpu
     for count in counts:
         stdin = "\n".join(addresses[:count]) + "\n"
         runs = max(1, args.runs // 3)
-        mine, _ = measure(ours, stdin, runs)
-        theirs, _ = measure(llvm, stdin, runs)
+        mine, mine_cpu = measure(ours, stdin, runs)
+        theirs, theirs_cpu = measure(llvm, stdin, runs)
         rss_mine, rss_theirs = rss_of(ours, stdin), rss_of(llvm, stdin)
-        per_mine = (mine - start_mine) / count * 1e6
-        per_theirs = (theirs - start_theirs) / count * 1e6
+        per_mine = (mine_cpu - start_mine) / count * 1e6
+        per_theirs = (theirs_cpu - start_theirs) / count * 1e6
         print(
-            f"| {count} random addresses | {mine:.2f} s ({per_mine:.0f} µs/address), "
-            f"{rss_mine / 1024:.0f} MiB | {theirs:.2f} s ({per_theirs:.0f} µs/address), "
-            f"{rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x |"
+            f"| {count} random addresses | {mine:.2f} s wall, {mine_cpu:.2f} s CPU "
+            f"({per_mine:.0f} µs/address), {rss_mine / 1024:.0f} MiB "
+            f"| {theirs:.2f} s wall, {theirs_cpu:.2f} s CPU ({per_theirs:.0f} µs/address), "
+            f"{rss_theirs / 1024:.0f} MiB | {mine / theirs:.1f}x, {mine_cpu / theirs_cpu:.1f}x |"
         )
     return 0
 

@@ -44,19 +44,15 @@ _DESCEND = 1  # look through it at its children (namespaces, lexical blocks, cla
 _SUBROUTINE = 2  # a subprogram or inlined call that may have addresses
 _SCOPE = 3  # a subprogram without code (declaration, abstract instance): its local
 #            classes may still hold member functions with code
+_LOCAL_TYPE = 4  # a class type: looked into inside functions, skipped elsewhere
 
 _DESCEND_TAGS = frozenset(
-    {
-        C.DW_TAG_namespace,
-        C.DW_TAG_lexical_block,
-        0x1E,  # DW_TAG_module
-        # A class local to a function (a lambda's closure type, a helper struct
-        # in a template) holds the definitions of its member functions.
-        C.DW_TAG_class_type,
-        C.DW_TAG_structure_type,
-        C.DW_TAG_union_type,
-    }
+    {C.DW_TAG_namespace, C.DW_TAG_lexical_block, 0x1E}  # 0x1E: DW_TAG_module
 )
+# A class local to a function (a lambda's closure type, a helper struct in a
+# template) holds the definitions of its member functions; a class at
+# namespace scope only declares them (gcc defines them at namespace scope).
+_TYPE_TAGS = frozenset({C.DW_TAG_class_type, C.DW_TAG_structure_type, C.DW_TAG_union_type})
 _SUBROUTINE_TAGS = frozenset({C.DW_TAG_subprogram, C.DW_TAG_inlined_subroutine})
 _PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
 _LINKAGE_ATTRS = (C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name)
@@ -407,6 +403,8 @@ class _CodeTables:
             kind = _SCOPE
         elif abbrev.tag in _DESCEND_TAGS:
             kind = _DESCEND
+        elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
+            kind = _LOCAL_TYPE
         else:
             kind = _SKIP
         self.kind[code] = kind
@@ -457,8 +455,9 @@ def _walk(
     plans = tables.plan
     abbrevs = tables.abbrev
     lazy = root is None
-    stack: list[Function | None] = []
+    stack: list[tuple[Function | None, bool]] = []
     current: Function | None = root
+    in_function = root is not None  # below a subprogram DIE (concrete or not)
     try:
         while pos < end:
             die_pos = pos
@@ -469,7 +468,7 @@ def _walk(
             if code == 0:
                 if not stack:
                     return
-                current = stack.pop()
+                current, in_function = stack.pop()
                 continue
             kind = kinds[code] if code < len(kinds) else -1
             if kind < 0:
@@ -481,7 +480,7 @@ def _walk(
                     )
             plan = plans[code]
             assert plan is not None
-            if kind == _SKIP:
+            if kind == _SKIP or (kind == _LOCAL_TYPE and not in_function):
                 if has_children[code]:
                     pos = _past_subtree(buf, pos, plan, tables, enc, unit_start, base)
                 elif plan.fixed_size >= 0:
@@ -489,15 +488,16 @@ def _walk(
                 else:
                     pos = skip_attributes(buf, pos, plan.skip, enc)
                 continue
-            if kind in (_DESCEND, _SCOPE):
+            if kind != _SUBROUTINE:  # _DESCEND, _SCOPE, _LOCAL_TYPE in a function
                 if plan.fixed_size >= 0:
                     pos += plan.fixed_size
                 else:
                     pos = skip_attributes(buf, pos, plan.skip, enc)
                 if has_children[code]:
-                    stack.append(current)
+                    stack.append((current, in_function))
                     if kind == _SCOPE:
                         current = None  # what lies inside belongs to no code of ours
+                        in_function = True
                 continue
             # A subroutine that may have code.
             abbrev = abbrevs[code]
@@ -508,8 +508,9 @@ def _walk(
             if not ranges:
                 if has_children[code]:
                     if abbrev.tag == C.DW_TAG_subprogram:
-                        stack.append(current)  # look inside, as for _SCOPE
+                        stack.append((current, in_function))  # look inside, as for _SCOPE
                         current = None
+                        in_function = True
                     else:
                         pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
                 continue
@@ -529,8 +530,9 @@ def _walk(
                     function._children_pos = pos
                     pos = _past_subtree(buf, attrs_pos, plan, tables, enc, unit_start, base)
                 else:
-                    stack.append(current)
+                    stack.append((current, in_function))
                     current = function
+                    in_function = True
     except (IndexError, struct.error, ValueError) as exc:
         raise info.error(
             f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})", pos - base
