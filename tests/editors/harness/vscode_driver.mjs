@@ -1,0 +1,323 @@
+// Drives VS Code (code-server in Debian's headless Chromium, through
+// playwright-core) the way a person would: open a log, hover an element,
+// go to its definition, read the inlay hints and the Problems panel, run
+// "Stackmark: Show Symbolized Log" and the "Symbolize" code lens. It only
+// observes: tests/editors/test_vscode.py checks what it saw. Every step
+// waits on a condition, never on time, and records its error without
+// stopping the next steps.
+//
+//   node vscode_driver.mjs SCENARIO.json
+//
+// SCENARIO: { url, folder, log_name, out, shots,
+//             hover: {line, column, text}, definition: {line, column, text},
+//             hints: [text...], symbolize: {line} }
+// Lines and columns are 1-based, as VS Code's "Go to Line" takes them;
+// `text` is the element's text, used to find its line on screen.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+
+const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const TIMEOUT = 60000;
+const out = { steps: [], console: [] };
+
+function save() {
+  writeFileSync(scenario.out, JSON.stringify(out, null, 1));
+}
+
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    out[name] = await body();
+  } catch (error) {
+    out[name] = { error: String(error && error.stack ? error.stack : error) };
+    await shot(`${name}-failed`).catch(() => undefined);
+  }
+  out[name].seconds = (Date.now() - started) / 1000;
+  out.steps.push(name);
+  save();
+}
+
+let page;
+
+async function shot(name) {
+  const path = join(scenario.shots, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+const clean = (text) => (text ?? "").replace(/\u00a0/g, " ");
+
+/** Visible lines of the active editor, top to bottom. */
+async function visibleLines() {
+  return page.evaluate(() => {
+    const group = document.querySelector(".editor-group-container.active") ?? document;
+    const lines = [...group.querySelectorAll(".view-lines .view-line")];
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return lines.map((line) => line.textContent.replace(/\u00a0/g, " "));
+  });
+}
+
+/** The text of the line the cursor is on, in the active editor (found by its line number). */
+async function cursorLine() {
+  const selection = await statusSelection();
+  const match = /Ln (\d+)/.exec(selection);
+  if (!match) throw new Error(`no cursor position in the status bar: ${selection}`);
+  return page.evaluate((number) => {
+    const group = document.querySelector(".editor-group-container.active");
+    const numbers = [...group.querySelectorAll(".margin-view-overlays .line-numbers")];
+    const label = numbers.find((node) => node.textContent.trim() === number);
+    if (!label) return null;
+    const top = label.parentElement.style.top;
+    const line = [...group.querySelectorAll(".view-lines .view-line")]
+      .find((node) => node.style.top === top);
+    return line ? line.textContent.replace(/\u00a0/g, " ") : null;
+  }, match[1]);
+}
+
+async function statusSelection() {
+  return clean(await page.locator("[id='status.editor.selection']").first().textContent());
+}
+
+async function activeTab() {
+  const tab = page.locator(".editor-group-container.active .tab.active").first();
+  return {
+    label: clean(await tab.locator(".label-name").first().textContent()),
+    title: clean(await tab.getAttribute("title")),
+    aria: clean(await tab.getAttribute("aria-label")),
+    resource: await tab.getAttribute("data-resource-name"),
+  };
+}
+
+async function closeWidgets() {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Escape");
+}
+
+/** Run a command from the palette by its title. */
+async function runCommand(title) {
+  await closeWidgets();
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input").first();
+  await input.waitFor({ state: "visible", timeout: TIMEOUT });
+  await input.fill(`>${title}`);
+  // Enter takes the focused row: wait until the filter has put ours there.
+  await page
+    .locator(".quick-input-list .monaco-list-row.focused", { hasText: title })
+    .first()
+    .waitFor({ timeout: TIMEOUT });
+  await page.keyboard.press("Enter");
+}
+
+/** Put the cursor at 1-based line:column through "Go to Line/Column". */
+async function goTo(line, column) {
+  await closeWidgets();
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input").first();
+  await input.waitFor({ state: "visible", timeout: TIMEOUT });
+  await input.fill(`:${line}:${column}`);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (want) => {
+      const item = document.querySelector("[id='status.editor.selection']");
+      return item && item.textContent.replace(/\u00a0/g, " ").includes(want);
+    },
+    `Ln ${line}, Col ${column}`,
+    { timeout: TIMEOUT },
+  );
+}
+
+/** Open a workspace file through Quick Open (Ctrl+P), once more if the first try is lost. */
+async function openFile(name) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await closeWidgets();
+      await page.keyboard.press("Control+P");
+      const input = page.locator(".quick-input-widget input").first();
+      await input.waitFor({ state: "visible", timeout: TIMEOUT });
+      await input.fill(name);
+      // The list first shows recently opened files: wait until the filtered
+      // result is the focused row, which Enter opens.
+      await page
+        .locator(".quick-input-list .monaco-list-row.focused", { hasText: name })
+        .first()
+        .waitFor({ timeout: TIMEOUT });
+      await page.keyboard.press("Enter");
+      await page
+        .locator(".editor-group-container.active .tab.active", { hasText: name })
+        .first()
+        .waitFor({ timeout: TIMEOUT });
+      await page.locator(".editor-group-container.active .view-line").first()
+        .waitFor({ timeout: TIMEOUT });
+      return attempt;
+    } catch (error) {
+      out.retries = [...(out.retries ?? []), `open ${name}: ${String(error).split("\n")[0]}`];
+      if (attempt >= 2) throw error;
+    }
+  }
+}
+
+const profile = mkdtempSync(join(tmpdir(), "stackmark-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: scenario.chromium ?? "/usr/bin/chromium",
+  headless: true,
+  // Only 127.0.0.1: no background networking, updates, sync or QUIC.
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+  viewport: { width: 1500, height: 950 },
+});
+page = context.pages()[0] ?? (await context.newPage());
+page.setDefaultTimeout(TIMEOUT);
+page.on("console", (message) => {
+  if (message.type() === "error") out.console.push(message.text().slice(0, 500));
+});
+
+try {
+  await step("open", async () => {
+    await page.goto(`${scenario.url}/?folder=${encodeURIComponent(scenario.folder)}`);
+    await page.locator(".monaco-workbench").first().waitFor({ timeout: TIMEOUT * 2 });
+    const attempts = await openFile(scenario.log_name);
+    // The server answered: its code lenses are on screen.
+    await page.locator(".codelens-decoration").first().waitFor({ timeout: TIMEOUT * 2 });
+    const mode = clean(await page.locator("[id='status.editor.mode']").first().textContent());
+    return { attempts, mode, tab: await activeTab() };
+  });
+
+  await step("hints", async () => {
+    // Inlay hints arrive after the code lenses; wait until each target line has one.
+    const wanted = scenario.hints;
+    await page.waitForFunction(
+      (texts) => {
+        const lines = [...document.querySelectorAll(".editor-group-container.active .view-line")]
+          .map((line) => line.textContent.replace(/\u00a0/g, " "));
+        return texts.every((text) =>
+          lines.some((line) => line.includes(text) && line.includes("→")));
+      },
+      wanted,
+      { timeout: TIMEOUT },
+    );
+    const lines = await visibleLines();
+    return { lines: wanted.map((text) => lines.find((line) => line.includes(text))) };
+  });
+
+  await step("hover", async () => {
+    await goTo(scenario.hover.line, scenario.hover.column);
+    await page.keyboard.press("Control+K");
+    await page.keyboard.press("Control+I");
+    const hover = page.locator(".monaco-hover-content").filter({ hasText: /\S/ }).last();
+    await page.waitForFunction(() => {
+      const nodes = [...document.querySelectorAll(".monaco-hover-content")];
+      return nodes.some((node) => node.offsetParent !== null && /\S/.test(node.textContent)
+        && !/^\s*Loading/.test(node.textContent));
+    }, null, { timeout: TIMEOUT });
+    const text = clean(await hover.innerText());
+    const heading = clean(await hover.locator("h3").first().textContent().catch(() => ""));
+    const screenshot = await shot("vscode-hover");
+    return { text, heading, screenshot };
+  });
+
+  await step("definition", async () => {
+    await goTo(scenario.definition.line, scenario.definition.column);
+    const before = await activeTab();
+    await page.keyboard.press("F12");
+    const pressed = Date.now();
+    await page.waitForFunction(
+      (label) => {
+        const tab = document.querySelector(".editor-group-container.active .tab.active .label-name");
+        return tab && tab.textContent !== label;
+      },
+      before.label,
+      { timeout: TIMEOUT },
+    );
+    // The cursor lands after the editor opened: wait for the status bar to settle off line 1.
+    await page.waitForFunction(() => {
+      const item = document.querySelector("[id='status.editor.selection']");
+      return item && !/Ln 1, Col 1\b/.test(item.textContent.replace(/\u00a0/g, " "));
+    }, null, { timeout: TIMEOUT });
+    const tab = await activeTab();
+    const selection = await statusSelection();
+    const jump_seconds = (Date.now() - pressed) / 1000;
+    const screenshot = await shot("vscode-definition");
+    const reopened = await openFile(scenario.log_name);
+    return { tab, selection, screenshot, reopened, jump_seconds };
+  });
+
+  await step("problems", async () => {
+    await closeWidgets();
+    await page.keyboard.press("Control+Shift+M");
+    const rows = page.locator(".markers-panel .monaco-list-row");
+    await rows.first().waitFor({ timeout: TIMEOUT });
+    // Expand and read every marker row (file rows and marker rows).
+    const texts = await page.evaluate(() =>
+      [...document.querySelectorAll(".markers-panel .monaco-list-row")].map((row) =>
+        (row.getAttribute("aria-label") || row.textContent).replace(/\u00a0/g, " ")),
+    );
+    const screenshot = await shot("vscode-problems");
+    await page.keyboard.press("Control+Shift+M"); // close the panel again
+    return { rows: texts, screenshot };
+  });
+
+  await step("symbolized_view", async () => {
+    await openFile(scenario.log_name);
+    await goTo(scenario.symbolize.line, 1);
+    await runCommand("Stackmark: Show Symbolized Log");
+    await page.waitForFunction(
+      () => document.querySelectorAll(".editor-group-container").length >= 2,
+      null,
+      { timeout: TIMEOUT },
+    );
+    await page.waitForFunction(() => {
+      const group = document.querySelector(".editor-group-container.active");
+      const lines = group ? [...group.querySelectorAll(".view-line")] : [];
+      return lines.some((line) => /#\d+\s+0x[0-9a-f]+ \S/.test(line.textContent.replace(/\u00a0/g, " ")));
+    }, null, { timeout: TIMEOUT });
+    const tab = await activeTab();
+    const selection = await statusSelection();
+    const lines = await visibleLines();
+    const cursor = await cursorLine();
+    const screenshot = await shot("vscode-symbolized");
+    return { tab, selection, cursor, lines, screenshot };
+  });
+
+  await step("code_lens", async () => {
+    // Close the view, then click the "Symbolize" lens: the server's command
+    // opens the same view through window/showDocument.
+    await runCommand("View: Close All Editors");
+    await page.waitForFunction(
+      () => document.querySelectorAll(".editor-group-container .tab").length === 0,
+      null,
+      { timeout: TIMEOUT },
+    );
+    await openFile(scenario.log_name);
+    const lens = page.locator(".codelens-decoration a", { hasText: scenario.lens_title }).first();
+    await lens.waitFor({ timeout: TIMEOUT });
+    await lens.click();
+    await page.waitForFunction(() => {
+      const group = document.querySelector(".editor-group-container.active");
+      const lines = group ? [...group.querySelectorAll(".view-line")] : [];
+      return lines.some((line) => /#\d+\s+0x[0-9a-f]+ \S/.test(line.textContent.replace(/\u00a0/g, " ")));
+    }, null, { timeout: TIMEOUT });
+    return {
+      tab: await activeTab(),
+      selection: await statusSelection(),
+      cursor: await cursorLine(),
+      lines: await visibleLines(),
+    };
+  });
+} finally {
+  save();
+  await context.close().catch(() => undefined);
+  rmSync(profile, { recursive: true, force: true });
+}

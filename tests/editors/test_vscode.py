@@ -1,0 +1,310 @@
+"""The VS Code extension in real VS Code: code-server 4.100.3 in Debian's headless Chromium.
+
+The extension is packaged with `npm run package` (once per source change),
+installed into a fresh code-server with `--install-extension`, and driven
+through playwright-core by tests/editors/harness/vscode_driver.mjs: open the
+log, hover, F12, inlay hints, the Problems panel, "Stackmark: Show
+Symbolized Log" and the "Symbolize" code lens. The tests compare what the
+editor showed with llvm-symbolizer-19's answers for the same lines.
+Screenshots go to build/editors/screenshots/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_file
+from tests.editors.scenario import EditorLog
+from tests.support.build import REPO
+
+EXTENSION = EDITORS / "vscode"
+CODE_SERVER = HARNESS / "node_modules" / ".bin" / "code-server"
+DRIVER = HARNESS / "vscode_driver.mjs"
+VSIX_CACHE = REPO / "build" / "editors"
+CHROMIUM = Path("/usr/bin/chromium")
+# What goes into the .vsix (dist/ and bundled/ are built from these).
+PACKAGED = ("src", "syntaxes", "l10n", "scripts")
+PACKAGED_FILES = (
+    "package.json",
+    "package-lock.json",
+    "package.nls.json",
+    "package.nls.ja.json",
+    "language-configuration.json",
+    "tsconfig.json",
+    ".vscodeignore",
+    "README.md",
+)
+
+
+def _sources_digest() -> str:
+    digest = hashlib.sha256()
+    files = [EXTENSION / name for name in PACKAGED_FILES]
+    for folder in PACKAGED:
+        files += sorted(p for p in (EXTENSION / folder).rglob("*") if p.is_file())
+    for path in files:
+        digest.update(str(path.relative_to(EXTENSION)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"-")
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def vsix() -> Path:
+    """The extension packaged by `npm run package`, rebuilt when its sources change."""
+    require_file(EXTENSION / "node_modules" / ".bin" / "vsce", "the extension's npm packages")
+    out = VSIX_CACHE / f"stackmark-{_sources_digest()}.vsix"
+    if not out.exists():
+        VSIX_CACHE.mkdir(parents=True, exist_ok=True)
+        partial = out.with_suffix(f".{os.getpid()}.vsix")
+        proc = subprocess.run(
+            ["npm", "run", "package", "--", "--out", str(partial)],
+            cwd=EXTENSION,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, f"npm run package failed:\n{proc.stdout}\n{proc.stderr}"
+        partial.replace(out)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"code-server exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)  # polling a condition: the server answers /healthz
+    pytest.fail(f"code-server did not answer on {url}:\n{log.read_text()}")
+
+
+def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
+    return {
+        # A quiet workbench that asks nothing of the network.
+        "telemetry.telemetryLevel": "off",
+        "workbench.startupEditor": "none",
+        "workbench.enableExperiments": False,
+        "workbench.tips.enabled": False,
+        "security.workspace.trust.enabled": False,
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "extensions.ignoreRecommendations": True,
+        "npm.fetchOnlinePackageInfo": False,
+        "json.schemaDownload.enable": False,
+        "git.enabled": False,
+        "editor.hover.delay": 100,
+        "editor.minimap.enabled": False,
+        "editor.stickyScroll.enabled": False,
+        "window.commandCenter": False,
+        # One definition target jumps straight to it (several would open a peek).
+        "editor.gotoLocation.multipleDefinitions": "goto",
+        "stackmark.server.pythonPath": python,
+        "stackmark.debugFileDirectories": [str(editor_log.debug_dir)],
+    }
+
+
+
+@pytest.fixture(scope="module")
+def code_server(
+    vsix: Path, editor_log: EditorLog, server_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """A code-server on 127.0.0.1 with the extension installed and the log's folder open."""
+    require_file(CODE_SERVER, "code-server")
+    require_tool("node")
+    work = tmp_path_factory.mktemp("code-server")
+    data, extensions, folder = work / "data", work / "extensions", work / "workspace"
+    (data / "User").mkdir(parents=True)
+    folder.mkdir()
+    shutil.copy(editor_log.path, folder / editor_log.path.name)
+    (data / "User" / "settings.json").write_text(
+        json.dumps(_settings(editor_log, server_python), indent=1)
+    )
+    env = clean_env(
+        XDG_CONFIG_HOME=str(work / "xdg-config"),
+        XDG_DATA_HOME=str(work / "xdg-data"),
+        XDG_CACHE_HOME=str(work / "xdg-cache"),
+        # No extension gallery: nothing to fetch from the marketplace.
+        EXTENSIONS_GALLERY=json.dumps({"serviceUrl": "", "itemUrl": ""}),
+    )
+    dirs = ["--user-data-dir", str(data), "--extensions-dir", str(extensions)]
+    install = subprocess.run(
+        [CODE_SERVER, *dirs, "--install-extension", str(vsix), "--force"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "successfully installed" in install.stdout, install.stdout + install.stderr
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = work / "code-server.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [
+                CODE_SERVER,
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                *dirs,
+                str(folder),
+            ],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its extension hosts and servers die with the group
+        )
+    try:
+        _wait_healthy(url, proc, log)
+        yield {"url": url, "folder": folder, "work": work, "log": log}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, Any]:
+    """One session in the browser; what VS Code showed at each step."""
+    require_file(CHROMIUM, "Debian's chromium")
+    work: Path = code_server["work"]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    out = work / "observed.json"
+
+    def at(element: Any) -> dict[str, int]:
+        return {"line": element.line + 1, "column": element.column + 4}
+
+    scenario = {
+        "url": code_server["url"],
+        "folder": str(code_server["folder"]),
+        "log_name": editor_log.path.name,
+        "out": str(out),
+        "shots": str(SHOTS),
+        "chromium": str(CHROMIUM),
+        "hover": at(editor_log.hover),
+        "definition": at(editor_log.definition),
+        "hints": [editor_log.hover.text, editor_log.definition.text],
+        "symbolize": {"line": editor_log.symbolize.line + 1},
+        "lens_title": "Symbolize",
+    }
+    (work / "scenario.json").write_text(json.dumps(scenario))
+    proc = subprocess.run(
+        ["node", str(DRIVER), str(work / "scenario.json")],
+        cwd=HARNESS,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.exists(), f"the driver wrote nothing:\n{proc.stdout}\n{proc.stderr}"
+    observed: dict[str, Any] = json.loads(out.read_text())
+    observed["driver_stderr"] = proc.stderr
+    observed["server_log"] = code_server["log"]
+    return observed
+
+
+def _step(observed: dict[str, Any], name: str) -> dict[str, Any]:
+    result: dict[str, Any] = observed[name]
+    if "error" in result:
+        log = Path(observed["server_log"]).read_text()[-3000:]
+        pytest.fail(f"{name} failed in VS Code: {result['error']}\ncode-server log:\n{log}")
+    return result
+
+
+def test_log_opens_in_the_log_language_with_code_lenses(vscode_run: dict[str, Any]) -> None:
+    opened = _step(vscode_run, "open")
+    assert opened["mode"] == "Log"  # the built-in language, left alone
+    assert opened["tab"]["label"] == "crash.log"
+
+
+def test_hover_shows_the_inline_chain(vscode_run: dict[str, Any], editor_log: EditorLog) -> None:
+    hover = _step(vscode_run, "hover")
+    text = hover["text"]
+    frames = editor_log.hover.frames
+    assert len(frames) > 1
+    assert re.match(r"frame #\d+", hover["heading"]), hover  # rendered markdown: an H3
+    for frame in frames:
+        assert frame.function in text
+        assert f"{frame.file}:{frame.line}:{frame.column}" in text
+    assert frames[0].module in text and frames[0].offset in text
+    assert editor_log.build_id in text
+
+
+def test_definition_opens_the_source_file_at_the_line(
+    vscode_run: dict[str, Any], editor_log: EditorLog
+) -> None:
+    jumped = _step(vscode_run, "definition")
+    (frame,) = editor_log.definition.frames
+    assert jumped["tab"]["label"] == Path(frame.file).name
+    assert jumped["selection"].startswith(f"Ln {frame.line}, Col {frame.column}")
+
+
+def test_inlay_hints_follow_the_frames(vscode_run: dict[str, Any], editor_log: EditorLog) -> None:
+    lines = _step(vscode_run, "hints")["lines"]
+    for element, line in zip((editor_log.hover, editor_log.definition), lines, strict=True):
+        after = line.split(element.text, 1)[1]
+        assert "→" in after
+        assert element.frames[0].function in after
+        assert element.frames[-1].function in after
+
+
+def test_problems_panel_shows_the_malformed_element(
+    vscode_run: dict[str, Any], editor_log: EditorLog
+) -> None:
+    rows = _step(vscode_run, "problems")["rows"]
+    expected = editor_log.diagnostic
+    where = f"at line {expected.line + 1} and character {expected.column + 1}"
+    assert any(
+        row.startswith("Error") and expected.message in row and where in row for row in rows
+    ), rows
+
+
+def test_show_symbolized_log_opens_the_view_beside(
+    vscode_run: dict[str, Any], editor_log: EditorLog
+) -> None:
+    view = _step(vscode_run, "symbolized_view")
+    assert "Editor Group 2" in view["tab"]["aria"]  # beside the log
+    assert view["cursor"] == editor_log.symbolize.output[0]
+    assert not any("{{{bt:" in line for line in view["lines"])
+
+
+def test_code_lens_opens_the_view_at_its_backtrace(
+    vscode_run: dict[str, Any], editor_log: EditorLog
+) -> None:
+    view = _step(vscode_run, "code_lens")
+    assert view["cursor"] == editor_log.symbolize.output[0]
+    assert not any("{{{bt:" in line for line in view["lines"])
