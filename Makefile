@@ -6,11 +6,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 \
                 elfutils debuginfod \
-                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz
+                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
+                neovim chromium ripgrep libkrb5-dev
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 
-.PHONY: all setup demo test lint typecheck pytest bench clean
+.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean
 
 all: test
 
@@ -38,7 +39,11 @@ $(PY_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[dev,lsp]'
 	@touch $@
 
-setup: $(SYS_STAMP) $(PY_STAMP)
+setup: $(SYS_STAMP) $(PY_STAMP) editors-setup
+
+# The editors the tests drive (code-server, playwright-core; npm ci from lock files).
+editors-setup: $(SYS_STAMP)
+	@bash tests/editors/setup.sh
 
 # --- the two commands ---------------------------------------------------------
 
