@@ -144,6 +144,7 @@ def compare_outputs(log: Path) -> int:
 
 BUCKETS = (
     ("/stackmark/dwarf/", "DWARF reading (stackmark/dwarf)"),
+    ("/stackmark/formats/gsym/", "GSYM reading (stackmark/formats/gsym)"),
     ("/stackmark/symbols/", "symbol lookup and caches (stackmark/symbols)"),
     ("/stackmark/elf", "ELF reading (stackmark/elf.py)"),
     ("demangle", "demangling"),
@@ -153,7 +154,20 @@ BUCKETS = (
 
 
 def profile(log: Path, *options: str) -> list[tuple[str, float]]:
-    """Where stackmark's time goes on `log`: own time per package, in seconds."""
+    """Where stackmark's time goes on `log`: own time per package, in seconds.
+
+    Runs in a fresh process (caches of an earlier run in this one, such as
+    the demangler's, would hide work)."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--profile-worker", str(log), *options],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [(label, seconds) for label, seconds in json.loads(proc.stdout)]
+
+
+def profile_worker(log: Path, options: list[str]) -> list[tuple[str, float]]:
     from stackmark.cli import symbolize
 
     parser = argparse.ArgumentParser()
@@ -194,7 +208,12 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="runs of the one-frame log")
     ap.add_argument("--big-repeat", type=int, default=3, help="runs of the 100k-line log")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--profile-worker", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.profile_worker:
+        log, *options = args.profile_worker
+        print(json.dumps(profile_worker(Path(log), options)))
+        return 0
 
     ensure_big()
     one_log, big_log = ensure_logs()
@@ -207,12 +226,19 @@ def main() -> int:
     print(f"(load average at start: {load_average()})\n")
     first = measure_round_robin(list(commands().items()), one_log, args.repeat)
     print(table(first) + "\n", flush=True)
+    empty = OUT / "empty.txt"
+    empty.write_text("")
+    startup_rows = [(LLVM_ROW, commands()[LLVM_ROW]), (DWARF_ROW, commands()[DWARF_ROW])]
+    startup = measure_round_robin(startup_rows, empty, args.repeat)
+    print("start-up alone (empty input):\n")
+    print(table(startup) + "\n", flush=True)
     print("## markup filter: 100,000-line log over big-O2\n")
     big = measure_round_robin(list(commands().items()), big_log, args.big_repeat)
     print(table(big) + "\n", flush=True)
     differing = compare_outputs(big_log)
     print(f"--compat=llvm19 vs llvm on the 100k log: {differing} output lines differ\n")
     results["first_answer"] = [_summary(s) for s in first]
+    results["startup"] = [_summary(s) for s in startup]
     results["log_100k"] = [_summary(s) for s in big]
     results["compat_lines_differing_100k"] = differing
     if not args.no_profile:
