@@ -346,17 +346,14 @@ class Index:
         hexes = ("0x", "0X")
         live = self._live
         low = high = 0  # bounds of the mapping that covered the last address in `live`
-        for line in range(local, count):
+        start = self._read_open(chunk, lines, local, infos, pending)  # an element left open
+        marked = [i for i, text in enumerate(lines[start:count], start) if "{{{" in text]
+        skip_below = 0
+        for line in marked:
+            if line < skip_below:
+                continue  # read already, inside a multi-line element
             text = lines[line]
-            if pending is not None:  # inside a multi-line element: the core reads it
-                info = self._read(chunk, line, text, pending, live=True)
-                pending = info.pending if info is not None else None
-                if info is not None:
-                    infos[line] = info
-                continue
             at = text.find("{{{")
-            if at < 0:
-                continue
             if stop_line is not None and self._stops_at(line, stop_line, old):
                 return line, None
             m = match(text, at)
@@ -424,8 +421,28 @@ class Index:
             found = self._read(chunk, line, text, None, live=True)
             if found is not None:
                 infos[line] = found
-                pending = found.pending
-        return -1, pending
+                if found.pending is not None:
+                    skip_below = self._read_open(chunk, lines, line + 1, infos, found.pending)
+        return -1, pending_of(infos.get(count - 1))  # an element still open at the end
+
+    def _read_open(
+        self,
+        chunk: Chunk,
+        lines: list[str],
+        line: int,
+        infos: dict[int, Entry],
+        pending: Pending | None,
+    ) -> int:
+        """Read the lines of a multi-line element still open at `line`, one by one with the
+        core, until it closes (or the chunk ends); the first line after them."""
+        count = chunk.count
+        while pending is not None and line < count:
+            info = self._read(chunk, line, lines[line], pending, live=True)
+            pending = info.pending if info is not None else None
+            if info is not None:
+                infos[line] = info
+            line += 1
+        return line
 
     # -- reading one line ---------------------------------------------------------
 
