@@ -29,22 +29,15 @@ from stackmark.debugger.modules import module_from_image
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from stackmark.unwind.rules import Arch
-from stackmark.unwind.target import RegisterState, UnreadableMemory
+from stackmark.unwind.target import REGISTER_NAMES, RegisterState, UnreadableMemory
 
 VDSO_PREFIX = "system-supplied DSO at "
 VDSO_NAME = "[vdso]"
 
 ARCHES = {"i386:x86-64": Arch.AMD64, "aarch64": Arch.AARCH64, "s390:64-bit": Arch.S390X}
 
-# GDB register names by DWARF number, per architecture.
-REGISTER_NAMES: dict[Arch, dict[int, str]] = {
-    Arch.AMD64: {
-        0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 5: "rdi", 6: "rbp", 7: "rsp",
-        **{n: f"r{n}" for n in range(8, 16)},
-    },
-    Arch.AARCH64: {**{n: f"x{n}" for n in range(31)}, 31: "sp"},
-    Arch.S390X: {n: f"r{n}" for n in range(16)},
-}
+# GDB calls registers by their DWARF names (REGISTER_NAMES, by DWARF number);
+# the pc by these.
 PC_NAMES = {Arch.AMD64: "rip", Arch.AARCH64: "pc", Arch.S390X: "pswa"}
 
 _FRAME_KINDS = {

@@ -47,9 +47,15 @@ from stackmark.model import Module
 from stackmark.unwind import sigframe
 from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 from stackmark.unwind.tables import NoTable, TableCache, UnwindTable
-from stackmark.unwind.target import BYTE_ORDER, ModuleIndex, RegisterState, word_reader
+from stackmark.unwind.target import (
+    BYTE_ORDER,
+    REGISTER_NAMES,
+    ModuleIndex,
+    RegisterState,
+    word_reader,
+)
 from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, SP_FROM_CFA, FrameState, Unwinder
-from stackmark_gdb.backend import PC_NAMES, REGISTER_NAMES, UNSIGNED_64, GdbBackend
+from stackmark_gdb.backend import PC_NAMES, UNSIGNED_64, GdbBackend
 from stackmark_gdb.events import connect_once
 
 UNWINDER_NAME = "stackmark-sframe"
