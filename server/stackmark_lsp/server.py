@@ -454,7 +454,11 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
         return
     with _quiet_gc():
         for change in params.content_changes:
-            log.change(change, params.text_document.version)
+            try:
+                log.change(change, params.text_document.version)
+            except Exception:  # the text is right; read it again rather than stop serving
+                logger.exception("the index could not follow an edit of %s", log.uri)
+                log.index.rebuild()
     ls.view_changed(log)
     ls.publish(log)
 
