@@ -11,22 +11,26 @@ are read.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from bisect import bisect_right
-from collections.abc import Iterable
 from heapq import heappop, heappush
 
 from stackmark.dwarf.sections import Section
 
+ArangeSet = tuple[int, list[int], list[int]]
+"""(unit offset, range starts, range lengths): one unit's address ranges."""
 
-def read_aranges(section: Section, endian: str) -> tuple[list[tuple[int, int, int]], set[int]]:
-    """(low, high, unit offset) triples of every set, and the unit offsets that have a set."""
-    triples: list[tuple[int, int, int]] = []
-    covered: set[int] = set()
+
+def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
+    """Every set of .debug_aranges, in section order (zero-length ranges included)."""
+    sets: list[ArangeSet] = []
     u16 = struct.Struct(endian + "H")
     u32 = struct.Struct(endian + "I")
     u64 = struct.Struct(endian + "Q")
     buf = section.buf
     base = section.start
+    native = endian == ("<" if sys.byteorder == "little" else ">")
     offset = 0
     size = section.size
     while offset < size:
@@ -60,16 +64,18 @@ def read_aranges(section: Section, endian: str) -> tuple[list[tuple[int, int, in
         tuple_size = 2 * addr_size
         first = offset + ((pos - offset + tuple_size - 1) // tuple_size) * tuple_size
         count = max(0, (set_end - first) // tuple_size)
-        covered.add(unit_offset)
-        if count:
-            code = {2: "H", 4: "I", 8: "Q"}[addr_size]
-            pairs = struct.iter_unpack(
-                endian + code * 2, buf[base + first : base + first + count * tuple_size]
-            )
-            # A (0, 0) pair ends the set; zero-length ranges describe nothing.
-            triples.extend((low, low + n, unit_offset) for low, n in pairs if n)
+        blob = buf[base + first : base + first + count * tuple_size]
+        code = {2: "H", 4: "I", 8: "Q"}[addr_size]
+        if native:
+            words = array(code)
+            words.frombytes(blob)
+            lows, lengths = words[0::2].tolist(), words[1::2].tolist()
+        else:
+            pairs = list(struct.iter_unpack(endian + code * 2, blob))
+            lows, lengths = [p[0] for p in pairs], [p[1] for p in pairs]
+        sets.append((unit_offset, lows, lengths))
         offset = set_end
-    return triples, covered
+    return sets
 
 
 class AddressRanges:
@@ -82,20 +88,38 @@ class AddressRanges:
 
     _SCANS_BEFORE_MERGE = 4
 
-    def __init__(self, triples: list[tuple[int, int, int]]):
-        self._triples = triples
+    def __init__(self, sets: list[ArangeSet]):
+        self._sets = sets
+        # Each set's span, to pass over most sets without looking at their ranges.
+        self._spans = [
+            (min(lows), max(low + n for low, n in zip(lows, lengths, strict=True)))
+            if lows
+            else (0, 0)
+            for _, lows, lengths in sets
+        ]
         self._scans = 0
         self._merged = False
         self.lows: list[int] = []
         self.highs: list[int] = []
         self.units: list[int] = []
 
-    def _merge(self, triples: Iterable[tuple[int, int, int]]) -> None:
+    def _scan(self, address: int) -> set[int]:
+        found: set[int] = set()
+        for (unit, lows, lengths), (first, last) in zip(self._sets, self._spans, strict=True):
+            if first <= address < last:
+                for low, n in zip(lows, lengths, strict=True):
+                    if low <= address < low + n:
+                        found.add(unit)
+                        break
+        return found
+
+    def _merge(self) -> None:
         endpoints: list[tuple[int, int, int]] = []  # (address, start?=1/end=0, unit)
-        for low, high, unit in triples:
-            if low < high:
-                endpoints.append((low, 1, unit))
-                endpoints.append((high, 0, unit))
+        for unit, starts, lengths in self._sets:
+            for low, n in zip(starts, lengths, strict=True):
+                if n > 0:  # llvm drops empty and inverted ranges
+                    endpoints.append((low, 1, unit))
+                    endpoints.append((low + n, 0, unit))
         endpoints.sort(key=lambda e: e[0])
         lows: list[int] = []
         highs: list[int] = []
@@ -120,19 +144,19 @@ class AddressRanges:
             else:
                 active[unit] -= 1
             previous = address
-        self.lows = lows
         self.highs = highs
         self.units = units
+        self.lows = lows  # last: lookups in other threads test it
 
     def find(self, address: int) -> int | None:
         """The offset of the unit covering `address`, or None."""
         if not self._merged:
             if self._scans < self._SCANS_BEFORE_MERGE:
                 self._scans += 1
-                units = {t[2] for t in self._triples if t[0] <= address < t[1]}
+                units = self._scan(address)
                 if len(units) <= 1:
                     return units.pop() if units else None
-            self._merge(self._triples)
+            self._merge()
             self._merged = True
         i = bisect_right(self.lows, address) - 1
         if i >= 0 and address < self.highs[i]:

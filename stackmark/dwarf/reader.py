@@ -34,6 +34,7 @@ read from it.
 from __future__ import annotations
 
 import os
+import struct
 from bisect import bisect_right
 from collections.abc import Iterator
 
@@ -99,16 +100,30 @@ class DwarfReader:
         return table
 
     def unit_offsets(self) -> list[int]:
-        """Offsets of every unit in .debug_info (headers only are read)."""
+        """Offsets of every unit in .debug_info: only each unit's length is read here,
+        the rest of its header when the unit is asked for (`unit_at`)."""
         if self._unit_offsets is None:
             offsets = []
             offset = 0
-            size = self.info.size
+            section = self.info
+            size = section.size
+            u32 = struct.Struct(self.endian + "I")
+            u64 = struct.Struct(self.endian + "Q")
             while offset < size:
-                header = UnitHeader(self.info, offset, self.endian)
+                (length,) = section.unpack(u32, offset, "unit length")
+                end = offset + 4 + length
+                if length == 0xFFFFFFFF:
+                    (length,) = section.unpack(u64, offset + 4, "64-bit unit length")
+                    end = offset + 12 + length
+                elif length >= 0xFFFFFFF0:
+                    raise section.error(f"reserved unit length 0x{length:x}", offset)
+                if end > size:
+                    raise section.error(
+                        f"unit at 0x{offset:x} claims {length} bytes, past the end of the section",
+                        offset,
+                    )
                 offsets.append(offset)
-                self._units.setdefault(offset, Unit(self, header))
-                offset = header.end
+                offset = end
             self._unit_offsets = offsets
         return self._unit_offsets
 
@@ -122,7 +137,7 @@ class DwarfReader:
     def all_units(self) -> Iterator[Unit]:
         """Every unit in .debug_info, in order (compile, partial, skeleton, type units)."""
         for offset in self.unit_offsets():
-            yield self._units[offset]
+            yield self.unit_at(offset)
 
     def units(self) -> Iterator[Unit]:
         """The compile units (including skeletons; not type or partial units), in order."""
@@ -146,7 +161,7 @@ class DwarfReader:
         i = bisect_right(offsets, offset) - 1
         if i < 0:
             return None
-        unit = self._units[offsets[i]]
+        unit = self.unit_at(offsets[i])
         return unit if offset < unit.header.end else None
 
     # -- address lookup ---------------------------------------------------------
@@ -154,14 +169,16 @@ class DwarfReader:
     def address_ranges(self) -> AddressRanges:
         """llvm's merged address -> unit map (.debug_aranges plus unit ranges)."""
         if self._address_ranges is None:
-            triples: list[tuple[int, int, int]] = []
-            covered: set[int] = set()
-            if self.aranges:
-                triples, covered = read_aranges(self.aranges, self.endian)
-            for unit in self.units():
-                if unit.offset not in covered and unit.unit_type != C.DW_UT_split_compile:
-                    triples.extend((low, high, unit.offset) for low, high in unit.ranges)
-            self._address_ranges = AddressRanges(triples)
+            sets = read_aranges(self.aranges, self.endian) if self.aranges else []
+            covered = {unit for unit, _, _ in sets}
+            for offset in self.unit_offsets():
+                if offset in covered:
+                    continue  # no need to read the header of a unit .debug_aranges covers
+                unit = self.unit_at(offset)
+                if unit.unit_type in (C.DW_UT_compile, C.DW_UT_skeleton):
+                    ranges = unit.ranges
+                    sets.append((offset, [lo for lo, _ in ranges], [hi - lo for lo, hi in ranges]))
+            self._address_ranges = AddressRanges(sets)
         return self._address_ranges
 
     def unit_for_address(self, address: int) -> Unit | None:
