@@ -215,7 +215,7 @@ def test_progress_reports_every_chunk(
 ) -> None:
     alpha = builds["alpha"]
     data = alpha.executable.read_bytes()
-    server.set_routes({debuginfo(alpha.build_id): Trickle(data, step=4096, delay=0)})
+    server.set_routes({debuginfo(alpha.build_id): Trickle(data, step=4096, delay=0.05)})
     events: list[DownloadProgress] = []
     make_client([server.url], tmp_path, progress=events.append).find_debuginfo(alpha.build_id)
     received = [e.received for e in events]
