@@ -67,6 +67,15 @@ def local_classes_stripped() -> tuple[Path, Path]:
     return binary, binary.with_name(binary.name + ".debug")
 
 
+def freestanding_32bit(*flags: str) -> Path:
+    """sym_freestanding.c as a 32-bit x86 program (-m32 -nostdlib -static), -g -O2."""
+    return compile_program(
+        "sym_freestanding32" + "".join(f.replace("-", "_") for f in flags),
+        ["sym_freestanding.c"],
+        flags=("-m32", "-nostdlib", "-static", "-g", "-O2", *flags),
+    )
+
+
 def shared_library() -> Path:
     """libsymlib.so from sym_lib.c (-g -O2)."""
     return compile_program("libsymlib.so", ["sym_lib.c"], flags=("-g", "-O2"), shared=True)

@@ -84,6 +84,8 @@ BUILDS = {
     "c-O2-dwarf2": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-2", name="sym_inline_d2"),
     "c-O2-dwarf3": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-3", name="sym_inline_d3"),
     "c-O2-aarch64": sym_builds.aarch64_program,
+    "c-m32": sym_builds.freestanding_32bit,
+    "c-m32-dwarf4": lambda: sym_builds.freestanding_32bit("-gdwarf-4"),
     "cpp-O2": lambda: sym_builds.cpp_program(),
     "cpp-O2-dwarf4": lambda: sym_builds.cpp_program(
         "-g", "-O2", "-gdwarf-4", name="sym_templates_d4"

@@ -71,6 +71,8 @@ VARIANTS = {
     "c-O2-dwarf2": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-2", name="sym_inline_d2"),
     "c-O2-dwarf3": lambda: sym_builds.c_program("-g", "-O2", "-gdwarf-3", name="sym_inline_d3"),
     "c-O2-aarch64": sym_builds.aarch64_program,
+    "c-m32": sym_builds.freestanding_32bit,
+    "c-m32-dwarf4": lambda: sym_builds.freestanding_32bit("-gdwarf-4"),
     "c-O2-dwarf64": lambda: sym_builds.c_program(
         "-g", "-O2", "-gdwarf64", name="sym_inline_dwarf64"
     ),
