@@ -169,8 +169,7 @@ class HoverBuilder:
     def _placement_lines(self, placement: Placement, original: int) -> list[str]:
         module = placement.module
         lines = [
-            f"{self.t('hover.module')}: {code(module.name)} (#{module.id}) "
-            f"+ {code(hex(placement.module_relative))}",
+            f"{self.t('hover.module')}: {code(module.name)} (#{module.id})",
             f"{self.t('hover.relative')}: {code(hex(placement.module_relative))}",
         ]
         if placement.address != original:

@@ -59,7 +59,14 @@ def test_every_core_diagnostic_reads_in_japanese() -> None:
 
 def test_languages() -> None:
     assert [language_of(x) for x in ("ja", "ja-JP", "JA_jp", "en", "fr", "", None, "jax")] == [
-        "ja", "ja", "ja", "en", "en", "en", "en", "en"
+        "ja",
+        "ja",
+        "ja",
+        "en",
+        "en",
+        "en",
+        "en",
+        "en",
     ]
     assert set(EN) == set(JA)
     assert Messages("ja")("lens.symbolize") != Messages("de")("lens.symbolize") == "Symbolize"

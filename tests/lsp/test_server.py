@@ -8,6 +8,7 @@ llvm-dwarfdump-19) on the same addresses, and the symbolized view against
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import subprocess
@@ -716,3 +717,66 @@ async def test_symbols_and_sources_from_debuginfod(
             assert fetched.read_bytes() == Path(frames[0].file).read_bytes()
             assert links[0].target_range.start.line == frames[0].line - 1
         assert server.requests("source") >= 1
+
+
+# -- hexdict, and answers while long work runs --------------------------------------------
+
+
+async def test_hexdict_values_in_modules(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
+    program = programs["pie"]
+    text = log_path(program).read_text()
+    frames = [s for s in oracle.spots(text) if s.tag == "bt" and s.module_name == "markup_prog"]
+    raw = [re.search(r"0x[0-9a-f]+", s.text) for s in frames[:2]]
+    assert all(raw)
+    addresses = [m.group() for m in raw if m]
+    dump = (
+        f"registers {{{{{{hexdict:\n  pc: {addresses[0]} sp: 0x7ffc0000\n"
+        f"  lr: {addresses[1]}\n}}}}}}"
+    )
+    path = tmp_path / "hexdict.log"
+    path.write_text(text + dump + "\n")
+    obj = oracle.debug_file(program.debug_dir, frames[0].build_id)
+    # hexdict values are looked up as they are (no -1): ask llvm for exactly those
+    relative = [
+        frames[i].relative + (0 if frames[i].text.endswith(":pc}}}") else 1) for i in (0, 1)
+    ]
+    answers = oracle.code(obj, relative)
+    async with borrow(shared) as session:
+        uri = session.open(path)
+        await session.diagnostics(uri)
+        first = len(text.splitlines())
+        for line, column in ((first, 12), (first + 1, 3), (first + 3, 1)):  # all over it
+            hover = await session.hover_text(uri, line, column)
+            assert hover is not None and hover.startswith("### hexdict"), line
+            for value, address in zip(addresses, relative, strict=True):
+                inner = answers[address][0]
+                assert f"`{value}` → `{inner.function}` `{inner.location}`" in hover
+            assert "0x7ffc0000" not in hover  # in no module
+
+
+async def test_requests_are_answered_while_the_view_renders(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
+    program = programs["pie"]
+    text = log_path(program).read_text()
+    lines = text.splitlines()
+    context = [line for line in lines if line.startswith("{{{")]
+    frames = [line for line in lines if "{{{bt:" in line]
+    big = tmp_path / "big.log"
+    big.write_text("\n".join(context + frames * 1500) + "\n")  # ~40,000 frames to symbolize
+    spot = next(s for s in oracle.spots(text) if s.tag == "bt" and s.module_name == "markup_prog")
+    async with borrow(shared) as session:
+        uri = session.open(big)
+        await session.diagnostics(uri)
+        view = asyncio.ensure_future(session.command("stackmark.symbolizedText", uri))
+        answered = 0
+        while not view.done() and answered < 20:
+            line = len(context) + frames.index(lines[spot.line])
+            hover = await session.hover_text(uri, line, spot.column + 3)
+            assert hover is not None and "frame #" in hover
+            answered += 1
+        assert answered == 20 and not view.done()  # twenty hovers while one view renders
+        result = await view
+        assert result["text"].count("\n") > len(frames) * 1500
