@@ -118,7 +118,7 @@ def base_log() -> str:
 # -- the scanner ---------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(logs())
 def test_scanner_agrees_with_core(text: str) -> None:
     """Whatever the scanner accepts, the core parses to the same elements, values, and no
