@@ -94,7 +94,7 @@ class StatusLine:
 
     def _write(self, text: str) -> None:
         width = _width(self.stream)
-        if len(text) > width - 1:
+        if text and len(text) > width - 1:
             text = text[: width - 2] + "…"
         self.stream.write("\r\x1b[K" + text)
         self.stream.flush()
@@ -123,6 +123,7 @@ def _is_terminal(stream: TextIO) -> bool:
 
 def _width(stream: TextIO) -> int:
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        columns = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, ValueError, OSError):
         return 80
+    return columns if columns > 0 else 80  # a terminal that does not say (a bare pty)

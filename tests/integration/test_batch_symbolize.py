@@ -7,6 +7,7 @@ file alone (itself checked against llvm in test_debuginfod_symbolize.py).
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 import threading
@@ -318,3 +319,49 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert a_file.read_text() == "x\n"
     with_stdin = stackmark_cli("symbolize", "-", a_file, a_file, env=env, stdin="y\n")
     assert with_stdin.returncode == 2 and "stdin (-) cannot be one of many" in with_stdin.stderr
+
+
+def test_progress_on_a_terminal(builds: dict[str, Build], tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(3):
+        (logs / f"{i}.log").write_text(crash_log([LogModule(builds["alpha"], ("main",))]))
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "stackmark",
+                "symbolize",
+                "--obj",
+                str(builds["alpha"].executable),
+                str(logs),
+                "-o",
+                str(tmp_path / "out"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            cwd=REPO,
+            env=cli_environment(tmp_path / "cache"),
+        )
+        os.close(terminal)
+        terminal = -1
+        process.communicate(timeout=120)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert process.returncode == 0
+    assert b"\r\x1b[Ksymbolizing: 3 of 3 files" in shown
+    assert shown.endswith(b"\r\x1b[K")

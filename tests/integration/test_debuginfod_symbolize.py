@@ -8,6 +8,10 @@ misbehaving-server cases use the test's own scripted server.
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_tool
+from tests.support.build import REPO, build_id_of, compile_program
 from tests.support.debuginfod_programs import (
     Build,
     LogModule,
@@ -25,7 +30,7 @@ from tests.support.debuginfod_programs import (
     populate,
     stackmark_cli,
 )
-from tests.support.debuginfod_servers import ElfutilsServer, Hang, ScriptedServer, Serve
+from tests.support.debuginfod_servers import ElfutilsServer, Hang, ScriptedServer, Serve, Trickle
 
 
 @pytest.fixture(scope="module")
@@ -296,3 +301,58 @@ def test_gsym_entries_from_downloaded_files(
         assert (gsym_dir / "gsym-v1" / build_id[:2] / f"{build_id[2:]}.gsym").is_file()
     stripped = builds["beta_stripped"].build_id  # no DWARF anywhere: no entry
     assert not (gsym_dir / "gsym-v1" / stripped[:2] / f"{stripped[2:]}.gsym").exists()
+
+
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    """With stderr on a terminal, a large download shows one status line, erased at the end."""
+    large = compile_program("debuginfod_large", ["debuginfod_large.c"], flags=["-g", "-O1"])
+    build = Build("large", build_id_of(large), large, large, large)
+    log = crash_log([LogModule(build, ("large_lookup",))])
+    data = large.read_bytes()
+    controller, terminal = pty.openpty()
+    try:
+        with ScriptedServer() as scripted:
+            scripted.set_routes(
+                {f"/buildid/{build.build_id}/debuginfo": Trickle(data, step=1 << 18, delay=0.15)}
+            )
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "stackmark",
+                    "symbolize",
+                    "--debug-file-directory",
+                    str(tmp_path),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=terminal,
+                cwd=REPO,
+                env=cli_environment(tmp_path / "cache", scripted.url),
+                text=True,
+            )
+            os.close(terminal)
+            terminal = -1
+            out, _ = process.communicate(log, timeout=120)
+        shown = _read_all(controller)
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert "large_lookup" in out
+    assert f"downloading debuginfo {build.build_id[:12]}: " in shown
+    assert "of 3.0 MiB" in shown
+    assert shown.endswith("\r\x1b[K")  # erased when done
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
