@@ -96,7 +96,7 @@ class StackmarkServer(LanguageServer):
         self.reporter: ClientProgress | None = None
         self.records: dict[str, problems.ModuleRecords] = {}
         self.views: dict[str, view.View] = {}
-        self.rendering: dict[str, asyncio.Future[view.View]] = {}
+        self.rendering: dict[str, tuple[int, asyncio.Future[view.View]]] = {}
         self.render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-view")
         self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
         self.resolving: set[str] = set()
@@ -241,10 +241,10 @@ class StackmarkServer(LanguageServer):
         known = self.views.get(log.uri)
         if known is not None and known.version == log.version:
             return known
-        running = self.rendering.get(log.uri)
-        if running is None or running.done():
+        version, running = self.rendering.get(log.uri, (None, None))
+        if running is None or version != log.version or running.done():
             running = asyncio.ensure_future(self._render(log))
-            self.rendering[log.uri] = running
+            self.rendering[log.uri] = (log.version, running)
         return await asyncio.shield(running)
 
     async def _render(self, log: OpenLog) -> view.View:
