@@ -250,7 +250,7 @@ class StackmarkServer(LanguageServer):
     async def _render(self, log: OpenLog) -> view.View:
         assert self.service is not None and self.reporter is not None
         service, progress = self.service, self.reporter
-        text, version = log.document.text, log.version
+        pieces, version = [chunk.text for chunk in log.document.chunks], log.version
         handle = progress.begin(self.messages("progress.symbolize", name=log.name))
 
         def report(done: int, total: int) -> None:
@@ -261,7 +261,7 @@ class StackmarkServer(LanguageServer):
             loop = asyncio.get_running_loop()
             rendered = await loop.run_in_executor(
                 self.render_pool,
-                functools.partial(view.render, text, version, service, self.naming, report),
+                functools.partial(view.render, pieces, version, service, self.naming, report),
             )
         finally:
             progress.end(handle)

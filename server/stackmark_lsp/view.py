@@ -80,21 +80,26 @@ def lines_of(text: str) -> Iterator[tuple[str, str]]:
 
 
 def render(
-    text: str,
+    pieces: list[str],
     version: int,
     service: SymbolService,
     naming: Naming,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> View:
-    """The symbolized text of a log snapshot (run in a worker thread)."""
+    """The symbolized text of a log snapshot (run in a worker thread).
+
+    `pieces` are the texts of the log's chunks: whole lines each (strings never
+    change, so holding them is a snapshot without a copy).
+    """
     resolver = Resolver(ThreadSafeSymbolizer(service))
     printer = DiagnosticPrinter(lambda _message: None, colour=False, llvm_style=False)
     line_filter = StackmarkFilter(resolver, naming, printer)
     out: list[str] = []
     starts = array("L")
     view_line = 0
-    total = text.count("\n") + 1
-    for number, (line, eol) in enumerate(lines_of(text)):
+    total = sum(piece.count("\n") for piece in pieces) + 1
+    lines = (pair for piece in pieces for pair in lines_of(piece))
+    for number, (line, eol) in enumerate(lines):
         starts.append(view_line)
         produced = line_filter.feed(line, eol)
         out.append(produced)
