@@ -27,12 +27,14 @@ import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stackmark.errors import FormatError, StackmarkError
-from stackmark.formats.gsym.convert import ProgressSink, convert_elf, write_atomically
-from stackmark.formats.gsym.extras import ExtrasBuilder, check_extras_header
-from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+from stackmark.formats.gsym.extras import check_extras_header
 from stackmark.formats.gsym.reader import GsymReader
+
+if TYPE_CHECKING:
+    from stackmark.formats.gsym.convert import ProgressSink
 
 LAYOUT = "gsym-v1"
 
@@ -121,6 +123,12 @@ class GsymCache:
         extras_path: Path,
         progress: ProgressSink | None = None,
     ) -> None:
+        # The converter is imported here, not at the top: a warm lookup
+        # (the common case) never needs it, and it costs ~30 ms to import.
+        from stackmark.formats.gsym.convert import convert_elf, write_atomically
+        from stackmark.formats.gsym.extras import ExtrasBuilder
+        from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+
         collector = ExtrasCollector()
         result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
         builder = ExtrasBuilder(collector.column_points())

@@ -49,6 +49,7 @@ class GsymSource:
         self._paths: dict[int, str | None] = {}
         self._answers: dict[int, list[SourceFrame]] = {}
         self._states: dict[int, list[SourceFrame]] = {}
+        self._names: dict[int, tuple[str | None, str | None]] = {}
         self.extras_damaged = False
 
     @property
@@ -76,10 +77,22 @@ class GsymSource:
             self.extras_damaged = True
             return None
 
+    def _node_names(self, node: int) -> tuple[str | None, str | None]:
+        """(linkage name, short name) of extras node `node`, decoded once."""
+        found = self._names.get(node)
+        if found is None:
+            extras = self.extras
+            found = (extras.string(extras.linkage[node]), extras.string(extras.name[node]))
+            self._names[node] = found
+        return found
+
     def _gsym_frames(self, address: int) -> list[SourceFrame] | None:
         """What the DWARF answers at `address`, innermost first; None when no
         function from DWARF holds it in the GSYM (one binary search in the
-        extras' address index; answers are shared per index state)."""
+        extras' address index; answers are shared per index state).
+
+        The hot path of a warm lookup: it reads the extras' arrays directly
+        and keeps names per node, so a lookup makes only its frames."""
         if self.extras_damaged:
             return None
         extras = self.extras
@@ -95,19 +108,21 @@ class GsymSource:
             file: str | None = None
             line = column = 0
         else:
-            file = self._path(file_index)
+            file = self._paths[file_index] if file_index in self._paths else self._path(file_index)
             line, column = extras.state_line[state], extras.state_column[state]
         path = extras.path(state)
+        names = self._names
         frames: list[SourceFrame] = []
         if not path:
-            root = extras.node(first)
-            frames.append(SourceFrame(root.linkage_name, root.name, file, line, column))
+            linkage, name = names.get(first) or self._node_names(first)
+            frames.append(SourceFrame(linkage, name, file, line, column))
+        call_file, call_line, call_column = extras.call_file, extras.call_line, extras.call_column
         for index in reversed(path):
             node = first + index
-            extra = extras.node(node)
-            frames.append(SourceFrame(extra.linkage_name, extra.name, file, line, column))
-            file = self._path(extras.call_file[node])
-            line, column = extras.call_line[node], extra.call_column
+            linkage, name = names.get(node) or self._node_names(node)
+            frames.append(SourceFrame(linkage, name, file, line, column))
+            file = self._path(call_file[node])
+            line, column = call_line[node], call_column[node]
         if len(self._states) > 65536:
             self._states.clear()
         self._states[state] = frames
@@ -125,20 +140,24 @@ class GsymSource:
             frames = self._elf.frames_at(address)
             self._remember(address, frames)
             return list(frames)
-        frames = list(found)
         symbol = self._elf.symtab.at(address)
-        if symbol is not None:
-            if not frames:
-                frames = [SourceFrame(symbol.name, None, symbol.file, 0, 0)]
-            else:
-                last = frames[-1]
-                frames[-1] = SourceFrame(
+        if symbol is None:
+            frames = found
+        elif not found:
+            frames = [SourceFrame(symbol.name, None, symbol.file, 0, 0)]
+        else:
+            # llvm names the outermost frame from the symbol table (`main.cold`).
+            last = found[-1]
+            frames = found[:-1]
+            frames.append(
+                SourceFrame(
                     symbol.name,
                     last.name,
                     last.file if last.file is not None else symbol.file,
                     last.line,
                     last.column,
                 )
+            )
         self._remember(address, frames)
         return list(frames)
 

@@ -13,12 +13,37 @@ Converters into GSYM live beside them (`from_dwarf`, `from_breakpad`).
 
 from __future__ import annotations
 
-from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, encode_gsym, reencode
-from stackmark.formats.gsym.function_info import FunctionInfo
-from stackmark.formats.gsym.inline_info import InlineInfo
-from stackmark.formats.gsym.line_table import LineEntry
-from stackmark.formats.gsym.lookup import GsymLookupError, LookupResult, SourceLocation
-from stackmark.formats.gsym.reader import GsymReader
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stackmark.formats.gsym.creator import (
+        GsymCreator,
+        GsymWriteError,
+        encode_gsym,
+        reencode,
+    )
+    from stackmark.formats.gsym.function_info import FunctionInfo
+    from stackmark.formats.gsym.inline_info import InlineInfo
+    from stackmark.formats.gsym.line_table import LineEntry
+    from stackmark.formats.gsym.lookup import GsymLookupError, LookupResult, SourceLocation
+    from stackmark.formats.gsym.reader import GsymReader
+
+# Names are imported on first use (PEP 562): a warm cache lookup reads GSYM
+# and never needs the writer, whose import costs tens of milliseconds.
+_MODULE_OF = {
+    "FunctionInfo": "function_info",
+    "GsymCreator": "creator",
+    "GsymLookupError": "lookup",
+    "GsymReader": "reader",
+    "GsymWriteError": "creator",
+    "InlineInfo": "inline_info",
+    "LineEntry": "line_table",
+    "LookupResult": "lookup",
+    "SourceLocation": "lookup",
+    "encode_gsym": "creator",
+    "reencode": "creator",
+}
 
 __all__ = [
     "FunctionInfo",
@@ -33,3 +58,10 @@ __all__ = [
     "encode_gsym",
     "reencode",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
