@@ -11,7 +11,7 @@ APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 \
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 
-.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean
+.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean fuzz
 
 all: test
 
@@ -63,6 +63,12 @@ pytest: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# Longer coverage-guided fuzzing, by hand: FUZZ_SECONDS per target, the corpus
+# kept in build/fuzz (`make test` runs each target for a few seconds).
+FUZZ_SECONDS ?= 300
+fuzz: setup
+	$(PY) -m tests.fuzz.run --all --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -28,7 +28,8 @@ Decoder (notes 5): malformed input never raises. Decoding stops and the
 backtrace is marked truncated, as Swift does; we also say why and where
 (`error`, `error_offset`). A bad info byte yields no frames at all. Data
 that ends without `end` counts as truncated. A `rep` whose count minus one
-exceeds 1 << 20 is rejected, as Swift's decoder does since PR #90842.
+exceeds 1 << 20 is rejected, as Swift's decoder does since PR #90842, and
+(ours) one that would make the backtrace longer than `MAX_DECODED_FRAMES`.
 
 The decoder fills two parallel lists (kinds and values) instead of building
 a `BacktraceFrame` per frame: that keeps it above a million frames per
@@ -72,6 +73,10 @@ MAX_REPEAT = 1 << 20
 """A rep whose copy count minus one exceeds this is rejected (Swift PR #90842)."""
 MAX_COUNT = (1 << 63) - 1
 """Counts are signed 64-bit values in Swift."""
+MAX_DECODED_FRAMES = 1 << 22
+"""Ours: a `rep` that would take the backtrace past this many frames is an
+error. Swift decodes lazily; we build lists, and each 4-byte rep adds a
+million frames, so a short hostile blob could otherwise ask for gigabytes."""
 
 _ADDRESS_BASE = {FrameKind.PC: OP_PC, FrameKind.RA: OP_RA, FrameKind.ASYNC: OP_ASYNC}
 _ADDRESS_KIND_BY_OPCODE: tuple[FrameKind | None, ...] = tuple(
@@ -327,6 +332,8 @@ def _decode_instructions(
             else:
                 end = pos + 1
                 copies = (op & 7) + 1
+            if len(kinds) + copies > MAX_DECODED_FRAMES:
+                return Ending.ERROR, pos, f"more than {MAX_DECODED_FRAMES} frames"
             kinds += [kinds[-1]] * copies
             values += [values[-1]] * copies
             pos = end

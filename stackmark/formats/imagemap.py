@@ -36,9 +36,10 @@ loses bits from n = 256 on; we write the bytes the code needs.
 Decoder (the newest Swift rules): the whole map is rejected (`FormatError`)
 for a bad info byte, a short or non-UTF-8 platform, more than 1<<20 images,
 a build ID longer than 1024 bytes, an end of text not above the base, or
-missing images. A path that cannot be decoded only loses that path (the
-image keeps its addresses and build ID); the problem is listed in
-`ImageMap.warnings`.
+missing images; and (ours) an end of text past the word size's address
+space, which would wrap below the base once masked. A path that cannot be
+decoded only loses that path (the image keeps its addresses and build ID);
+the problem is listed in `ImageMap.warnings`.
 """
 
 from __future__ import annotations
@@ -362,6 +363,12 @@ def decode_image_map(data: bytes | bytearray | memoryview, source: str | None = 
         if text_size <= 0:
             raise reader.fail(
                 f"image {index}: end of text is {text_size} bytes from its base", image_at
+            )
+        if base + text_size > mask:
+            raise reader.fail(
+                f"image {index}: end of text 0x{base + text_size:x} is past the end of the "
+                f"{bits}-bit address space",
+                image_at,
             )
         id_length = reader.varint(f"build ID length of image {index}", MAX_BUILD_ID)
         build_id = reader.take(id_length, f"build ID of image {index}") if id_length else None

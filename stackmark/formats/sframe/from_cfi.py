@@ -119,40 +119,49 @@ def generate_from_elf_bytes(
     source: str = "<memory>",
 ) -> GenerationResult:
     """Like `generate_from_file`, for an ELF image already in memory."""
-    from elftools.common.exceptions import ELFError  # lazy: slow to import
-    from elftools.elf.elffile import ELFFile
-
-    try:
-        dwarf = ELFFile(io.BytesIO(image)).get_dwarf_info(relocate_dwarf_sections=False)
-        entries: list[Any]
-        if dwarf.has_EH_CFI():
-            entries, cfi_source = list(dwarf.EH_CFI_entries()), ".eh_frame"
-        elif dwarf.has_CFI():
-            entries, cfi_source = list(dwarf.CFI_entries()), ".debug_frame"
-        else:
-            raise StackmarkError(f"{source}: no .eh_frame or .debug_frame to generate SFrame from")
-        converter = _Converter(abi, version)
-        fdes: list[FuncDescEntry] = []
-        skipped: list[SkippedFunction] = []
-        for entry in entries:
-            if not hasattr(entry, "cie") or entry.cie is None:
-                continue  # CIEs and terminators
-            start = entry.header["initial_location"]
-            size = entry.header["address_range"]
-            if size == 0:
-                continue
-            try:
-                fdes.extend(converter.function(entry, start, size))
-            except _Unsupported as why:
-                skipped.append(
-                    SkippedFunction(start, size, why.reason, why.pc, (names or {}).get(start))
-                )
-    except (ELFError, ValueError, KeyError, IndexError, AssertionError) as exc:
-        raise FormatError(f"cannot read the call-frame information: {exc}", source=source) from None
+    entries, cfi_source = _cfi_entries(image, source)
+    converter = _Converter(abi, version)
+    fdes: list[FuncDescEntry] = []
+    skipped: list[SkippedFunction] = []
+    for entry in entries:
+        if not hasattr(entry, "cie") or entry.cie is None:
+            continue  # CIEs and terminators
+        start = entry.header["initial_location"]
+        size = entry.header["address_range"]
+        if size == 0:
+            continue
+        try:
+            fdes.extend(converter.function(entry, start, size))
+        except _Unsupported as why:
+            skipped.append(
+                SkippedFunction(start, size, why.reason, why.pc, (names or {}).get(start))
+            )
     fdes.sort(key=lambda fde: fde.start)
     # v2 without FUNC_START_PCREL: binutils 2.41-2.44 reject the flag, 2.45+ read both.
     header = new_header(abi, version=version, sorted_fdes=True, pcrel=version >= spec.VERSION_3)
     return GenerationResult(SFrameSection(header, fdes, address), cfi_source, skipped)
+
+
+def _cfi_entries(image: bytes, source: str) -> tuple[list[Any], str]:
+    """pyelftools' CIEs and FDEs, and the section they come from.
+
+    pyelftools has no single error type for a damaged file (ELFError,
+    DWARFError, struct and construct errors, OverflowError, ...): whatever it
+    raises here becomes a FormatError naming the file.
+    """
+    from elftools.elf.elffile import ELFFile  # lazy: slow to import
+
+    try:
+        dwarf = ELFFile(io.BytesIO(image)).get_dwarf_info(relocate_dwarf_sections=False)
+        if dwarf.has_EH_CFI():
+            return list(dwarf.EH_CFI_entries()), ".eh_frame"
+        if dwarf.has_CFI():
+            return list(dwarf.CFI_entries()), ".debug_frame"
+    except Exception as exc:  # the pyelftools boundary (see above)
+        raise FormatError(
+            f"cannot read the call-frame information: {type(exc).__name__}: {exc}", source=source
+        ) from None
+    raise StackmarkError(f"{source}: no .eh_frame or .debug_frame to generate SFrame from")
 
 
 def _function_names(elf: ElfFile) -> dict[int, str]:
@@ -400,14 +409,14 @@ def _decoded_table(entry: Any, start: int) -> list[dict[Any, Any]]:
     decode a table that contains it (and its error message then fails to
     format), so it is dropped first: glibc's libc.so.6 has it.
     """
-    from elftools.common.exceptions import DWARFError  # lazy: slow to import
-
     for owner in (entry.cie, entry):
         owner.instructions = [i for i in owner.instructions if i.opcode != _DW_CFA_GNU_ARGS_SIZE]
     try:
         rows: list[dict[Any, Any]] = entry.get_decoded().table
-    except (DWARFError, ValueError, KeyError, IndexError, AssertionError) as exc:
-        raise _Unsupported(f"its call-frame instructions cannot be decoded: {exc}", start) from None
+    except Exception as exc:  # the pyelftools boundary, as in _cfi_entries
+        raise _Unsupported(
+            f"its call-frame instructions cannot be decoded: {type(exc).__name__}: {exc}", start
+        ) from None
     return rows
 
 
