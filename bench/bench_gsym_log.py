@@ -50,7 +50,7 @@ def lines_per_second(summary: Summary, lines: int, cpu: bool = False) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each warm command")
-    parser.add_argument("--cold-repeat", type=int, default=1, help="cold-cache runs")
+    parser.add_argument("--cold-repeat", type=int, default=1, help="cold-cache runs (0: warm only)")
     args = parser.parse_args()
 
     ensure_big()
@@ -79,13 +79,15 @@ def main() -> int:
             cold_runs.extend(measure(COLD_ROW, cold_cmd, big_log, 1).runs)
         finally:
             shutil.rmtree(cold_dir, ignore_errors=True)
-    cold = Summary(COLD_ROW, cold_runs)
     llvm, warm = rows
-    print(table([llvm, warm, cold]))
+    measured = [llvm, warm]
+    if cold_runs:
+        measured.append(Summary(COLD_ROW, cold_runs))
+    print(table(measured))
     print()
     print("| command | lines/s (wall) | lines/s (CPU) |")
     print("| --- | ---: | ---: |")
-    for s in (llvm, warm, cold):
+    for s in measured:
         print(
             f"| {s.label} | {lines_per_second(s, lines):,.0f} | "
             f"{lines_per_second(s, lines, cpu=True):,.0f} |"
@@ -96,11 +98,14 @@ def main() -> int:
         f"{llvm.cpu / warm.cpu:.2f}x by CPU time (target >= 2x); peak RSS "
         f"{warm.max_rss_mib / llvm.max_rss_mib:.2f} of llvm's (target <= 0.25)"
     )
-    print(
-        f"- cold vs llvm: {cold.wall / llvm.wall:.1f}x llvm's wall time, "
-        f"{cold.cpu / llvm.cpu:.1f}x its CPU time (target within 3x); "
-        f"peak RSS {cold.max_rss_mib:.0f} MiB (load average now {load_average()})"
-    )
+    if cold_runs:
+        cold = measured[2]
+        print(
+            f"- cold vs llvm: {cold.wall / llvm.wall:.1f}x llvm's wall time, "
+            f"{cold.cpu / llvm.cpu:.1f}x its CPU time (target within 3x); "
+            f"peak RSS {cold.max_rss_mib:.0f} MiB"
+        )
+    print(f"- load average at the end: {load_average()}")
     print(f"- warm cache entry: {GSYM_CACHE.relative_to(HERE.parent)}")
     return 0
 

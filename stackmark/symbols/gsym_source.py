@@ -43,8 +43,15 @@ class GsymSource:
         self.files = files
         self.gsym_path = gsym_path
         self.reader = GsymReader.open(gsym_path)
-        with open(extras_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            self.extras = Extras(m, self.reader.data, extras_path)
+        with open(extras_path, "rb") as f:
+            # Kept open: the extras' tables are views into it.
+            self._extras_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            self.extras = Extras(self._extras_map, self.reader.data, extras_path)
+        except BaseException:
+            self._extras_map.close()
+            self.reader.close()
+            raise
         self._elf: ElfSymbolSource = ElfSymbolSource(files)
         self._paths: dict[int, str | None] = {}
         self._answers: dict[int, list[SourceFrame]] = {}
@@ -170,6 +177,8 @@ class GsymSource:
         return self._elf.data_at(address)
 
     def close(self) -> None:
+        self.extras.release()
+        self._extras_map.close()
         self.reader.close()
         self._elf.close()
 

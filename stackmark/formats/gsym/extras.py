@@ -55,6 +55,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from stackmark.formats.gsym.codec import Buffer, RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
@@ -434,13 +435,23 @@ class Extras:
                 source=source,
             )
 
-        def take(typecode: str, count: int) -> array[int]:
+        # On a little-endian host the tables are views into `data` (an mmap
+        # in the cache): nothing is copied at open, and only the pages a
+        # lookup touches become resident. `release()` ends the views.
+        self._views: list[memoryview] = []
+
+        def take(typecode: Literal["I", "Q"], count: int) -> Sequence[int]:
             nonlocal pos
+            size = count * (8 if typecode == "Q" else 4)
+            if _LITTLE_HOST:
+                view = memoryview(data)[pos : pos + size].cast(typecode)
+                self._views.append(view)
+                pos += size
+                return view
             table = array(typecode)
-            table.frombytes(bytes(data[pos : pos + count * table.itemsize]))
-            if not _LITTLE_HOST:
-                table.byteswap()
-            pos += count * table.itemsize
+            table.frombytes(bytes(data[pos : pos + size]))
+            table.byteswap()
+            pos += size
             return table
 
         self.num_functions = nfuncs
@@ -515,7 +526,13 @@ class Extras:
             raise self.corrupt(f"bound {i} names a state that does not exist")
         return state
 
-    def path(self, state: int) -> array[int]:
+    def release(self) -> None:
+        """End the views into the buffer given at open (so that it can be closed)."""
+        for view in self._views:
+            view.release()
+        self._views.clear()
+
+    def path(self, state: int) -> Sequence[int]:
         """Node indexes (within the state's function) of the inline path, root first."""
         p = self.state_path[state]
         if p >= self.num_paths:
