@@ -19,6 +19,7 @@ unit's line table at most.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 from typing import TYPE_CHECKING
 
@@ -178,7 +179,9 @@ class GsymSource:
 
     def close(self) -> None:
         self.extras.release()
-        self._extras_map.close()
+        # A table slice still referenced somewhere keeps the mmap: it closes when that goes.
+        with contextlib.suppress(BufferError):
+            self._extras_map.close()
         self.reader.close()
         self._elf.close()
 
