@@ -218,5 +218,13 @@ step("stop", function()
   return { stopped = #ids }
 end)
 
+step("health", function()
+  vim.cmd("checkhealth stackmark")
+  wait_for("the health report", function()
+    return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"):find("stackmark", 1, true) ~= nil
+  end)
+  return { lines = vim.api.nvim_buf_get_lines(0, 0, -1, false) }
+end)
+
 save()
 vim.cmd("qall!")

@@ -18,11 +18,15 @@ from typing import Any
 
 import pytest
 
-from tests.editors.conftest import EDITORS, clean_env, require_file
+from tests.conftest import require_tool
+from tests.editors import terminal
+from tests.editors.conftest import EDITORS, SHOTS, clean_env, require_file
 from tests.editors.scenario import EditorLog
 from tests.support.build import REPO
 
 DRIVER = REPO / "tests" / "editors" / "nvim_driver.lua"
+PROBLEMS = REPO / "tests" / "editors" / "nvim_problems.lua"
+SCREEN = REPO / "tests" / "editors" / "nvim_screen.lua"
 NEOVIMS = {
     # Debian 12's neovim package (the Makefile's APT_PACKAGES).
     "0.7": Path("/usr/bin/nvim"),
@@ -169,3 +173,99 @@ def test_restart_attaches_a_new_server(nvim_run: dict[str, Any]) -> None:
     restarted = _step(nvim_run, "restart")
     assert restarted["new"] != restarted["old"]
     assert _step(nvim_run, "stop")["stopped"] == 1
+
+
+def test_checkhealth_names_the_python(nvim_run: dict[str, Any], server_python: str) -> None:
+    report = "\n".join(_step(nvim_run, "health")["lines"])
+    assert f"{server_python} (Python 3." in report
+    assert "has stackmark, its language server and pygls" in report
+
+
+BARE_PYTHON = Path("/usr/bin/python3")  # Debian's, without stackmark installed
+
+
+@pytest.fixture(scope="module", params=sorted(NEOVIMS), ids=lambda v: f"nvim-{v}")
+def nvim_problems(
+    request: pytest.FixtureRequest, editor_log: EditorLog, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    nvim = require_file(NEOVIMS[request.param], f"Neovim {request.param}")
+    require_file(BARE_PYTHON, "Debian's python3")
+    work = tmp_path_factory.mktemp(f"nvim-problems-{request.param}")
+    out = work / "observed.json"
+    scenario = {
+        "plugin": str(EDITORS / "nvim"),
+        "log": str(editor_log.path),
+        "missing_cmd": str(work / "no-such-stackmark"),
+        "bare_python": str(BARE_PYTHON),
+        "out": str(out),
+    }
+    (work / "scenario.json").write_text(json.dumps(scenario))
+    env = clean_env(STACKMARK_NVIM_SCENARIO=str(work / "scenario.json"), XDG_CONFIG_HOME=str(work))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-c", f"luafile {PROBLEMS}"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.exists(), f"the script wrote nothing:\n{proc.stdout}\n{proc.stderr}"
+    observed: dict[str, Any] = json.loads(out.read_text())
+    return observed
+
+
+def test_missing_server_command_is_reported(nvim_problems: dict[str, Any]) -> None:
+    missing = nvim_problems["missing"]
+    assert missing["filetype"] == "stackmark"
+    assert missing["clients"] == 0
+    (message,) = [n["message"] for n in nvim_problems["notified"]]
+    assert "no-such-stackmark" in message and "was not found" in message
+    assert "pip install 'stackmark[lsp]'" in message
+    assert any("no-such-stackmark was not found" in line for line in missing["health"])
+
+
+def test_python_without_the_server_is_reported(nvim_problems: dict[str, Any]) -> None:
+    report = "\n".join(nvim_problems["bare"]["health"])
+    assert f"{BARE_PYTHON} (Python 3." in report
+    assert "cannot import stackmark_lsp" in report
+    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in report
+
+
+def test_hover_on_screen_in_a_terminal(
+    editor_log: EditorLog, server_python: str, tmp_path: Path
+) -> None:
+    """Neovim 0.11 on a real terminal (tmux): the hover window and the inlay hints are
+    drawn on screen. Saves the screen as build/editors/screenshots/nvim-hover.png."""
+    require_tool("tmux")
+    chromium = require_file(Path("/usr/bin/chromium"), "Debian's chromium")
+    nvim = require_file(NEOVIMS["0.11"], "Neovim 0.11")
+    ready = tmp_path / "ready"
+    element = editor_log.hover
+    env = clean_env(
+        STACKMARK_NVIM_PLUGIN=str(EDITORS / "nvim"),
+        STACKMARK_NVIM_PYTHON=server_python,
+        STACKMARK_NVIM_LOG=str(editor_log.path),
+        STACKMARK_NVIM_DEBUG_DIR=str(editor_log.debug_dir),
+        STACKMARK_NVIM_LINE=str(element.line),
+        STACKMARK_NVIM_COL=str(element.column + 4),
+        STACKMARK_NVIM_READY=str(ready),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    command = [str(nvim), "--clean", "-n", "-c", f"luafile {SCREEN}", str(editor_log.path)]
+    screen, status = terminal.capture(command, env, ready, width=150, height=40)
+    assert status == "shown", terminal.plain(screen)
+    text = terminal.plain(screen)
+    assert re.search(r"frame #\d+", text), text
+    for frame in element.frames:
+        assert frame.function in text
+    # The hint after the hovered element's line: "→ inner (outer)".
+    line = next(row for row in text.splitlines() if element.text in row)
+    assert "→" in line and element.frames[0].function in line, line
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    png = terminal.to_png(
+        screen, SHOTS / "nvim-hover.png", chromium=chromium, width=1280, height=760
+    )
+    assert png.stat().st_size > 10_000

@@ -130,7 +130,6 @@ def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
     }
 
 
-
 @pytest.fixture(scope="module")
 def code_server(
     vsix: Path, editor_log: EditorLog, server_python: str, tmp_path_factory: pytest.TempPathFactory

@@ -1,8 +1,8 @@
 // The language client: one `stackmark lsp` process for the window, started
 // when the first markup log is open, restarted on demand or when a
 // `stackmark.server.*` setting changes. vscode-languageclient restarts a server
-// that crashes (up to 4 times in 3 minutes) and shows its stderr in the
-// output channel.
+// that crashes (unless it crashed 5 times in 3 minutes) and shows its stderr
+// in the output channel.
 
 import * as vscode from "vscode";
 import {

@@ -186,13 +186,19 @@ page.on("console", (message) => {
 
 try {
   await step("open", async () => {
+    const started = Date.now();
+    const marks = {};
+    const mark = (name) => { marks[name] = (Date.now() - started) / 1000; };
     await page.goto(`${scenario.url}/?folder=${encodeURIComponent(scenario.folder)}`);
     await page.locator(".monaco-workbench").first().waitFor({ timeout: TIMEOUT * 2 });
+    mark("workbench");
     const attempts = await openFile(scenario.log_name);
+    mark("file");
     // The server answered: its code lenses are on screen.
     await page.locator(".codelens-decoration").first().waitFor({ timeout: TIMEOUT * 2 });
+    mark("code_lens");
     const mode = clean(await page.locator("[id='status.editor.mode']").first().textContent());
-    return { attempts, mode, tab: await activeTab() };
+    return { attempts, mode, tab: await activeTab(), marks };
   });
 
   await step("hints", async () => {
