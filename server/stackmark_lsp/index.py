@@ -27,7 +27,7 @@ else to the core.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -139,6 +139,10 @@ class Index:
         self._live: Epoch = Epoch(None, 0)
         self._reread: OrderedDict[int, LineElements] = OrderedDict()
         self.generation = 0  # bumped whenever epochs are replayed (caches of them expire)
+        # How many module elements declare each build ID (kept as epochs come and go).
+        self.build_ids: Counter[str] = Counter()
+        self._added: list[Epoch] = []
+        self._dropped: list[Epoch] = []
         self.rebuild()
 
     # -- building -------------------------------------------------------------------
@@ -151,7 +155,22 @@ class Index:
             chunk.epochs = []
             chunk.entry = None
         self._reread.clear()
+        self.build_ids.clear()
+        self._dropped.clear()
         self._pass(0, None, Epoch(None, 0))
+
+    def _settle(self) -> None:
+        """Count the modules of the epochs a pass made, uncount those it dropped."""
+        for epoch in self._dropped:
+            for _, _, build_id in epoch.modules.values():
+                self.build_ids[build_id] -= 1
+                if self.build_ids[build_id] <= 0:
+                    del self.build_ids[build_id]
+        for epoch in self._added:
+            for _, _, build_id in epoch.modules.values():
+                self.build_ids[build_id] += 1
+        self._dropped.clear()
+        self._added.clear()
 
     def edit(self, edit: Edit) -> None:
         """Catch up with an edit of the document (`Document.replace`)."""
@@ -172,6 +191,7 @@ class Index:
         chunk.infos = kept
         chunk.problems = None
         gone = {id(entry) for _, entry in removed}
+        self._dropped.extend(e for e in chunk.epochs if id(e.start) in gone)
         chunk.epochs = [e for e in chunk.epochs if id(e.start) not in gone]
         line = chunk.start + first
         old_tail = pending_of(next((e for k, e in removed if k == first + old_count - 1), None))
@@ -184,6 +204,7 @@ class Index:
             self._replay_around(line, line + edit.new_count)
         else:
             self._reread_lines(line, line + edit.new_count, old_tail)
+        self._settle()
         self.document.rebalance(chunk)
 
     def _replay_around(self, first: int, stop: int) -> None:
@@ -251,7 +272,11 @@ class Index:
         index = doc.chunk_index(start_line)
         local = start_line - doc.chunks[index].start
         pending = self._pending_before(start_line)
-        if start_line == 0:
+        if start_line == 0 and epoch.start is None:  # a new top epoch (before any reset)
+            top = doc.chunks[0].entry
+            if top is not None and top is not epoch:
+                self._dropped.append(top)
+            self._added.append(epoch)
             doc.chunks[0].entry = epoch
         while index < len(doc.chunks):
             chunk = doc.chunks[index]
@@ -259,9 +284,10 @@ class Index:
                 chunk.entry = self._live
             stopped, pending = self._pass_chunk(chunk, local, stop_after, pending)
             if stopped:
-                return
+                break
             index += 1
             local = 0
+        self._settle()
 
     def _pass_chunk(
         self, chunk: Chunk, local: int, stop_after: int | None, pending: Pending | None
@@ -277,15 +303,15 @@ class Index:
         else:
             stop_at, pending = self._pass_text(chunk, local, stop_line, old, infos, pending)
         chunk.problems = None
+        kept = {id(e) for e in chunk.epochs}  # the new ones, and those before `local`
         if stop_at >= 0:
             infos.update((k, v) for k, v in old.items() if k >= stop_at)
-            chunk.epochs.extend(
-                e for e in old_epochs if e.start is not None and e.start.local >= stop_at
-            )
-            chunk.infos = infos
-            return True, None
+            after = [e for e in old_epochs if e.start is not None and e.start.local >= stop_at]
+            chunk.epochs.extend(after)
+            kept.update(id(e) for e in after)
+        self._dropped.extend(e for e in old_epochs if id(e) not in kept)
         chunk.infos = infos
-        return False, pending
+        return (True, None) if stop_at >= 0 else (False, pending)
 
     @staticmethod
     def _stops_at(line: int, stop_line: int | None, old: dict[int, Entry]) -> bool:
@@ -468,6 +494,7 @@ class Index:
     def _new_epoch(self, info: LineInfo, column: int) -> Epoch:
         epoch = Epoch(info, column)
         info.chunk.epochs.append(epoch)
+        self._added.append(epoch)
         self._live = epoch
         return epoch
 

@@ -13,6 +13,7 @@ from lsprotocol import types
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import ModuleElement
 from stackmark.model import Module
+from stackmark.symbols.api import ModuleResolution
 from stackmark_lsp.epochs import Position
 from stackmark_lsp.logs import OpenLog
 from stackmark_lsp.messages import Messages
@@ -74,19 +75,28 @@ def _convert(log: OpenLog, line: int, diag: Diagnostic, t: Messages) -> types.Di
 def module_diagnostics(
     log: OpenLog, records: ModuleRecords, service: SymbolService, t: Messages
 ) -> tuple[list[types.Diagnostic], list[Module]]:
-    """(warnings for modules known to have no binary, modules not looked for yet)."""
-    found: list[types.Diagnostic] = []
-    unknown: list[Module] = []
-    for build_id, declared in records.by_build_id(log).items():
+    """(warnings for modules known to have no binary, modules not looked for yet).
+
+    The index counts the build IDs the log declares, so a log whose modules were
+    all found costs one question per build ID; the module elements themselves are
+    only gathered (`records`) when some build ID is unresolved or missing.
+    """
+    unknown: list[str] = []
+    missing: list[tuple[str, ModuleResolution]] = []
+    for build_id in log.index.build_ids:
         if not build_id:
             continue
-        resolution = service.resolved(declared[0][0])
+        resolution = service.resolved_build_id(build_id)
         if resolution is None:
-            unknown.append(declared[0][0])
-            continue
-        if resolution.binary is not None:
-            continue
-        for module, (info, column) in declared:
+            unknown.append(build_id)
+        elif resolution.binary is None:
+            missing.append((build_id, resolution))
+    if not unknown and not missing:
+        return [], []
+    declared = records.by_build_id(log)
+    found: list[types.Diagnostic] = []
+    for build_id, resolution in missing:
+        for module, (info, column) in declared.get(build_id, ()):
             line = info.chunk.start + info.local
             span = _build_id_range(log, line, column)
             message = t("diag.no_binary", build_id=build_id, id=module.id, name=module.name)
@@ -103,8 +113,9 @@ def module_diagnostics(
                 )
             )
             if len(found) >= MAX_DIAGNOSTICS:
-                return found, unknown
-    return found, unknown
+                break
+    to_find = [declared[b][0][0] for b in unknown if declared.get(b)]
+    return found, to_find
 
 
 def _build_id_range(log: OpenLog, line: int, column: int) -> types.Range:

@@ -258,6 +258,11 @@ class SymbolService:
         with self._meta:
             return self._resolved.get(key)
 
+    def resolved_build_id(self, build_id: str) -> ModuleResolution | None:
+        """The resolution of the modules with `build_id`, if known already (never blocks)."""
+        with self._meta:
+            return self._resolved.get(build_id.lower())
+
     def code(self, module: Module, address: int) -> CodeLookup:
         """The inline chain at module-relative `address` (thread-safe)."""
         resolution = self.resolve(module)

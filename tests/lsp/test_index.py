@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from stackmark_lsp import scan
 from stackmark_lsp.document import Document, PositionCodec
 from stackmark_lsp.index import Index
 
+from stackmark.markup.context import MarkupContext
 from stackmark.markup.elements import (
     BtElement,
     DataElement,
@@ -30,6 +32,7 @@ from stackmark.markup.elements import (
 )
 from stackmark.markup.parser import MarkupParser
 from stackmark.markup.syntax import MULTILINE_TAGS
+from stackmark.model import Module
 from tests.lsp.reference import lsp_lines, problems
 
 # -- pieces of logs ------------------------------------------------------------------
@@ -256,6 +259,28 @@ def random_edit(rng: random.Random, text: str) -> tuple[tuple[int, int], tuple[i
     return a, b, rng.choice(INSERTS)
 
 
+def declared_build_ids(text: str) -> Counter[str]:
+    """Build IDs of the module elements the core accepts, counted, from scratch."""
+    found: Counter[str] = Counter()
+    parser = MarkupParser(MULTILINE_TAGS)
+    context = MarkupContext()
+    pending = None
+    for number, line in enumerate(lsp_lines(text)):
+        parsed = parser.parse(line, number, pending)
+        pending = parsed.pending
+        for element in parsed.elements:
+            typed = decode(element)
+            if not typed.ok:
+                continue
+            if isinstance(typed, ResetElement):
+                context = MarkupContext()
+            elif isinstance(typed, ModuleElement) and isinstance(
+                context.declare_module(typed), Module
+            ):
+                found[typed.build_id] += 1
+    return found
+
+
 def check_edits(text: str, seed: int, count: int, chunk_target: int | None = None) -> None:
     rng = random.Random(seed)
     document = Document("file:///t.log", text)
@@ -277,6 +302,9 @@ def check_edits(text: str, seed: int, count: int, chunk_target: int | None = Non
         assert document.text == text
         assert len(document) == len(lsp_lines(text))
         assert index_problems(index) == problems(text), (start, end, new)
+        assert index.build_ids == declared_build_ids(text)
+        top = document.chunks[0].entry
+        assert top is not None and top.start is None  # the epoch before any reset
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
