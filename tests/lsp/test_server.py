@@ -23,7 +23,7 @@ from lsprotocol import types
 
 from tests.conftest import require_tool
 from tests.lsp import oracle
-from tests.lsp.session import Session
+from tests.lsp.session import Session, capabilities
 from tests.support.build import REPO
 from tests.support.markup_programs import ProgramLog, program_log
 
@@ -780,3 +780,43 @@ async def test_requests_are_answered_while_the_view_renders(
         assert answered == 20 and not view.done()  # twenty hovers while one view renders
         result = await view
         assert result["text"].count("\n") > len(frames) * 1500
+
+
+# -- a client with few capabilities ----------------------------------------------------
+
+
+# Neovim 0.7 answers workspace/configuration without advertising it: the server asks anyway.
+@pytest.mark.filterwarnings("ignore:Client does not support 'workspace/configuration'")
+async def test_a_client_like_neovim_0_7(programs: dict[str, ProgramLog], tmp_path: Path) -> None:
+    """Neovim 0.7's capabilities (no virtual documents, no `workspace.configuration`
+    advertised, yet it answers): settings still arrive, and the symbolize command hands
+    the text over instead of opening a view; a plain-text, Location-only client gets those."""
+    import pytest_lsp
+
+    program = programs["pie"]
+    path = log_path(program)
+    text = path.read_text()
+    spot = next(s for s in oracle.spots(text) if s.tag == "bt" and s.module_name == "markup_prog")
+    neovim = pytest_lsp.client_capabilities("neovim@v0.7.0")
+    async with Session(
+        tmp_path / "xdg", configuration=settings(program, tmp_path), client_capabilities=neovim
+    ) as session:
+        uri = session.open(path)
+        await session.diagnostics(uri)
+        assert session.registrations == []
+        hover = await session.hover_text(uri, spot.line, spot.column + 3)
+        assert hover is not None and "### frame #" in hover  # the configured debug directory
+        result = await session.command("stackmark.symbolize", uri, spot.line)
+        assert "text" in result and session.client.shown_documents == []
+    plain = capabilities(markdown=False, links=False)
+    async with Session(
+        tmp_path / "xdg2", configuration=settings(program, tmp_path), client_capabilities=plain
+    ) as session:
+        uri = session.open(path)
+        await session.diagnostics(uri)
+        found = await session.hover(uri, spot.line, spot.column + 3)
+        assert found is not None and isinstance(found.contents, types.MarkupContent)
+        assert found.contents.kind == types.MarkupKind.PlainText
+        assert "`" not in found.contents.value and "frame #" in found.contents.value
+        links = await session.definition(uri, spot.line, spot.column + 3)
+        assert links and all(isinstance(link, types.Location) for link in links)
