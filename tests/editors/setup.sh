@@ -14,6 +14,13 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
+# code-server 4.100.3 runs on Node 20 only (its postinstall refuses others).
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || true)"
+if [ "$node_major" != 20 ]; then
+  echo "editors: the editor tests need Node.js 20 and npm (found: ${node_major:-no node})" >&2
+  exit 1
+fi
+
 # node-gyp builds code-server's native modules against the local Node headers
 # (it would otherwise download them).
 if [ -z "${npm_config_nodedir:-}" ]; then

@@ -33,6 +33,8 @@ from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_f
 from tests.editors.scenario import EditorLog
 from tests.support.build import REPO
 
+pytestmark = pytest.mark.slow  # code-server's start and a browser session: about a minute
+
 EXTENSION = EDITORS / "vscode"
 CODE_SERVER = HARNESS / "node_modules" / ".bin" / "code-server"
 DRIVER = HARNESS / "vscode_driver.mjs"
@@ -79,6 +81,9 @@ def vsix() -> Path:
         )
         assert proc.returncode == 0, f"npm run package failed:\n{proc.stdout}\n{proc.stderr}"
         partial.replace(out)
+        for old in VSIX_CACHE.glob("stackmark-*.vsix"):  # builds of older sources
+            if old != out:
+                old.unlink(missing_ok=True)
     return out
 
 
@@ -126,6 +131,7 @@ def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
         # One definition target jumps straight to it (several would open a peek).
         "editor.gotoLocation.multipleDefinitions": "goto",
         "stackmark.server.pythonPath": python,
+        "stackmark.server.logLevel": "debug",  # in the output channel, read when a step fails
         "stackmark.debugFileDirectories": [str(editor_log.debug_dir)],
     }
 
@@ -240,7 +246,11 @@ def _step(observed: dict[str, Any], name: str) -> dict[str, Any]:
     result: dict[str, Any] = observed[name]
     if "error" in result:
         log = Path(observed["server_log"]).read_text()[-3000:]
-        pytest.fail(f"{name} failed in VS Code: {result['error']}\ncode-server log:\n{log}")
+        output = "\n".join(result.get("server_output", []))
+        pytest.fail(
+            f"{name} failed in VS Code: {result['error']}\nserver output:\n{output}\n"
+            f"code-server log:\n{log}"
+        )
     return result
 
 

@@ -37,6 +37,7 @@ async function step(name, body) {
   } catch (error) {
     out[name] = { error: String(error && error.stack ? error.stack : error) };
     await shot(`${name}-failed`).catch(() => undefined);
+    out[name].server_output = await serverOutput().catch((e) => [`(no output: ${e})`]);
   }
   out[name].seconds = (Date.now() - started) / 1000;
   out.steps.push(name);
@@ -112,6 +113,22 @@ async function runCommand(title) {
     .first()
     .waitFor({ timeout: TIMEOUT });
   await page.keyboard.press("Enter");
+}
+
+/** The last lines of the "Stackmark" output channel (the server's stderr), for a failed step. */
+async function serverOutput() {
+  await runCommand("Stackmark: Show Server Output");
+  const lines = page.locator(".part.panel .view-lines .view-line");
+  await lines.first().waitFor({ timeout: 10000 });
+  await runCommand("View: Toggle Maximized Panel");
+  const texts = await page.evaluate(() => {
+    const nodes = [...document.querySelectorAll(".part.panel .view-lines .view-line")];
+    nodes.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return nodes.map((node) => node.textContent.replace(/\u00a0/g, " "));
+  });
+  await runCommand("View: Toggle Maximized Panel");
+  await closeWidgets();
+  return texts;
 }
 
 /** Put the cursor at 1-based line:column through "Go to Line/Column". */
