@@ -366,7 +366,7 @@ class Index:
         """
         lines = chunk.text.split("\n")
         count = chunk.count
-        match = scan.ANY_OPENING.match
+        search = scan.ANY_OPENING.search
         bt, pc, data = scan.BT, scan.PC, scan.DATA
         mmap, module, reset = scan.MMAP, scan.MODULE, scan.RESET
         hexes = ("0x", "0X")
@@ -379,26 +379,25 @@ class Index:
             if line < skip_below:
                 continue  # read already, inside a multi-line element
             text = lines[line]
-            at = text.find("{{{")
             if stop_line is not None and self._stops_at(line, stop_line, old):
                 return line, None
-            m = match(text, at)
+            m = search(text)
             if m is not None and text.find("{{{", m.end()) < 0:  # the line's only element
                 kind = m.lastindex
                 # Most lines: a single frame, read right here when an mmap covers it.
                 if kind in (bt, pc, data):
                     if kind == bt:
-                        address = int(m.group(3), 16)
-                        if m.group(4) != "pc":  # llvm's -1 table (scan.lookup_address)
+                        address = int(m[3], 16)
+                        if m[4] != "pc":  # llvm's -1 table (scan.lookup_address)
                             address = (address - 1) & MASK64
-                        flags = F_BT | (int(m.group(2)) + 1) << 16
+                        flags = F_BT | (int(m[2]) + 1) << 16
                     elif kind == pc:
-                        address = int(m.group(6), 16)
-                        if m.group(7) == "ra":
+                        address = int(m[6], 16)
+                        if m[7] == "ra":
                             address = (address - 1) & MASK64
                         flags = F_PC
                     else:
-                        address = int(m.group(9), 16)
+                        address = int(m[9], 16)
                         flags = F_DATA
                     if self._live is not live:
                         live, low, high = self._live, 0, 0
@@ -414,30 +413,30 @@ class Index:
                 # Then contextual lines: one element each, accepted as a rule.
                 elif kind in (mmap, module, reset):
                     info = LineInfo(chunk, line)
-                    where = (info, at)
+                    where = (info, m.start())
                     epoch = self._live
                     if kind == mmap:
-                        size_text, id_text = m.group(12), m.group(13)
+                        size_text, id_text = m[12], m[13]
                         accepted = epoch.map(
-                            int(m.group(11), 16),
+                            int(m[11], 16),
                             int(size_text, 16) if size_text[:2] in hexes else int(size_text),
                             int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                            m.group(14).lower(),
-                            int(m.group(15), 16),
+                            m[14].lower(),
+                            int(m[15], 16),
                             where,
                         )
                         info.flags = F_CTX
                     elif kind == module:
-                        id_text = m.group(17)
+                        id_text = m[17]
                         accepted = epoch.declare(
                             int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                            m.group(18),
-                            scan.build_id(m.group(19)),
+                            m[18],
+                            scan.build_id(m[19]),
                             where,
                         )
                         info.flags = F_CTX
                     else:
-                        self._new_epoch(info, at)
+                        self._new_epoch(info, m.start())
                         accepted = True
                         info.flags = F_CTX | F_RESET | F_RESET_FIRST
                     if accepted:
