@@ -240,6 +240,7 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
         "cacheDir": str(OUT / "cache"),
     }
     results: dict[str, Any] = {"log_lines": len(lines), "log_bytes": size}
+    (OUT / "server.log").unlink(missing_ok=True)
     client = Client(settings)
     started = time.perf_counter()
     pid = await client.start()
@@ -256,6 +257,7 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
             text_document=types.TextDocumentItem(uri=uri, language_id="log", version=1, text=text)
         )
     )
+    results["client_encode_s"] = time.perf_counter() - sent  # the client's JSON, not the server
     first = await client.next_publication(1)
     results["open_to_first_diagnostics_s"] = first - sent
     after = memory(pid)
@@ -367,6 +369,11 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
         results["hover_during_view"] = percentiles(times)
     results["peak_memory_mib"] = memory(pid)["VmHWM"]
     await client.stop()
+    opened = re.findall(
+        r"opened \S+: \d+ lines indexed in ([\d.]+) s", (OUT / "server.log").read_text()
+    )
+    if opened:
+        results["server_index_wall_s"] = float(opened[-1])
     return results
 
 
@@ -394,7 +401,12 @@ def report(results: dict[str, Any]) -> str:
         "| measure | result | target |",
         "| --- | ---: | ---: |",
         f"| open to first diagnostics | {results['open_to_first_diagnostics_s']:.2f} s | < 2 s |",
-        f"| (server CPU for the open) | {results['open_server_cpu_s']:.2f} s | |",
+        f"| (server CPU for the open: JSON, index, diagnostics) | "
+        f"{results['open_server_cpu_s']:.2f} s | |",
+        f"| (of which the index, wall, in the server) | "
+        f"{results.get('server_index_wall_s', float('nan')):.2f} s | |",
+        f"| (the client's encoding of the didOpen message) | "
+        f"{results['client_encode_s']:.2f} s | |",
         f"| open to module diagnostics (binaries looked for) | "
         f"{results['open_to_module_diagnostics_s']:.2f} s | |",
         f"| memory growth on open / log size | {m['growth_over_log']:.1f}x "
