@@ -136,6 +136,30 @@ def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
     }
 
 
+def _install(vsix: Path, dirs: list[str], env: dict[str, str]) -> None:
+    """`code-server --install-extension`; once more if a run hangs (seen once, under load)."""
+    output = ""
+    for _attempt in range(2):
+        proc = subprocess.Popen(
+            [CODE_SERVER, *dirs, "--install-extension", str(vsix), "--force"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            output, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            output += "\n(timed out after 60 s)"
+            continue
+        if "successfully installed" in output:
+            return
+    pytest.fail(f"code-server --install-extension failed:\n{output}")
+
+
 @pytest.fixture(scope="module")
 def code_server(
     vsix: Path, editor_log: EditorLog, server_python: str, tmp_path_factory: pytest.TempPathFactory
@@ -159,14 +183,7 @@ def code_server(
         EXTENSIONS_GALLERY=json.dumps({"serviceUrl": "", "itemUrl": ""}),
     )
     dirs = ["--user-data-dir", str(data), "--extensions-dir", str(extensions)]
-    install = subprocess.run(
-        [CODE_SERVER, *dirs, "--install-extension", str(vsix), "--force"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "successfully installed" in install.stdout, install.stdout + install.stderr
+    _install(vsix, dirs, env)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = work / "code-server.log"
