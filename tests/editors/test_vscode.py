@@ -40,6 +40,7 @@ CODE_SERVER = HARNESS / "node_modules" / ".bin" / "code-server"
 DRIVER = HARNESS / "vscode_driver.mjs"
 VSIX_CACHE = REPO / "build" / "editors"
 CHROMIUM = Path("/usr/bin/chromium")
+DETECTED = "service-output.txt"
 # What goes into the .vsix (dist/ and bundled/ are built from these).
 PACKAGED = ("src", "syntaxes", "l10n", "scripts")
 PACKAGED_FILES = (
@@ -172,6 +173,7 @@ def code_server(
     (data / "User").mkdir(parents=True)
     folder.mkdir()
     shutil.copy(editor_log.path, folder / editor_log.path.name)
+    shutil.copy(editor_log.path, folder / DETECTED)  # plain text by its name
     (data / "User" / "settings.json").write_text(
         json.dumps(_settings(editor_log, server_python), indent=1)
     )
@@ -242,6 +244,7 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
         "hints": [editor_log.hover.text, editor_log.definition.text],
         "symbolize": {"line": editor_log.symbolize.line + 1},
         "lens_title": "Symbolize",
+        "detect_name": DETECTED,
     }
     (work / "scenario.json").write_text(json.dumps(scenario))
     proc = subprocess.run(
@@ -334,3 +337,9 @@ def test_code_lens_opens_the_view_at_its_backtrace(
     view = _step(vscode_run, "code_lens")
     assert view["cursor"] == editor_log.symbolize.output[0]
     assert not any("{{{bt:" in line for line in view["lines"])
+
+
+def test_plain_text_with_markup_becomes_a_markup_log(vscode_run: dict[str, Any]) -> None:
+    detected = _step(vscode_run, "detected")
+    assert detected["mode"] == "Symbolizer markup log"
+    assert detected["hinted"] > 0  # the server attached: inlay hints on screen

@@ -355,6 +355,22 @@ try {
       lines: await visibleLines(),
     };
   });
+
+  await step("detected", async () => {
+    // A .txt file (plain text) whose first lines carry markup: the extension
+    // switches it to the "Symbolizer markup log" language and the server attaches.
+    await runCommand("View: Close All Editors");
+    await openFile(scenario.detect_name);
+    await page.waitForFunction(() => {
+      const item = document.querySelector("[id='status.editor.mode']");
+      return item && !/Plain Text/.test(item.textContent);
+    }, null, { timeout: TIMEOUT });
+    await page.locator(".editor-group-container.active .codelens-decoration").first()
+      .waitFor({ timeout: TIMEOUT });
+    const mode = clean(await page.locator("[id='status.editor.mode']").first().textContent());
+    const lines = await visibleLines();
+    return { mode, hinted: lines.filter((line) => line.includes("→")).length };
+  });
 } finally {
   save();
   await context.close().catch(() => undefined);
