@@ -41,6 +41,7 @@ DRIVER = HARNESS / "vscode_driver.mjs"
 VSIX_CACHE = REPO / "build" / "editors"
 CHROMIUM = Path("/usr/bin/chromium")
 DETECTED = "service-output.txt"
+BARE_PYTHON = Path("/usr/bin/python3")  # Debian's, without stackmark installed
 # What goes into the .vsix (dist/ and bundled/ are built from these).
 PACKAGED = ("src", "syntaxes", "l10n", "scripts")
 PACKAGED_FILES = (
@@ -96,7 +97,7 @@ def _free_port() -> int:
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"code-server exited with {proc.returncode}:\n{log.read_text()}")
@@ -150,11 +151,11 @@ def _install(vsix: Path, dirs: list[str], env: dict[str, str]) -> None:
             start_new_session=True,
         )
         try:
-            output, _ = proc.communicate(timeout=60)
+            output, _ = proc.communicate(timeout=240)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
-            output += "\n(timed out after 60 s)"
+            output += "\n(timed out after 240 s)"
             continue
         if "successfully installed" in output:
             return
@@ -211,7 +212,8 @@ def code_server(
         )
     try:
         _wait_healthy(url, proc, log)
-        yield {"url": url, "folder": folder, "work": work, "log": log}
+        settings = data / "User" / "settings.json"
+        yield {"url": url, "folder": folder, "work": work, "log": log, "settings": settings}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -245,6 +247,8 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
         "symbolize": {"line": editor_log.symbolize.line + 1},
         "lens_title": "Symbolize",
         "detect_name": DETECTED,
+        "settings_file": str(code_server["settings"]),
+        "bare_python": str(BARE_PYTHON),
     }
     (work / "scenario.json").write_text(json.dumps(scenario))
     proc = subprocess.run(
@@ -343,3 +347,12 @@ def test_plain_text_with_markup_becomes_a_markup_log(vscode_run: dict[str, Any])
     detected = _step(vscode_run, "detected")
     assert detected["mode"] == "Symbolizer markup log"
     assert detected["hinted"] > 0  # the server attached: inlay hints on screen
+
+
+def test_python_without_the_server_is_reported(vscode_run: dict[str, Any]) -> None:
+    shown = _step(vscode_run, "python_mismatch")
+    assert f"{BARE_PYTHON} (Python 3." in shown["text"]
+    assert "stackmark.server.pythonPath" in shown["text"]
+    assert "cannot import stackmark_lsp" in shown["text"]
+    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in shown["text"]
+    assert shown["buttons"] == ["Open Settings", "Show Output"]
