@@ -41,6 +41,7 @@ DRIVER = HARNESS / "vscode_driver.mjs"
 VSIX_CACHE = REPO / "build" / "editors"
 CHROMIUM = Path("/usr/bin/chromium")
 DETECTED = "service-output.txt"
+BARE_PYTHON = Path("/usr/bin/python3")  # Debian's, without stackmark installed
 # What goes into the .vsix (dist/ and bundled/ are built from these).
 PACKAGED = ("src", "syntaxes", "l10n", "scripts")
 PACKAGED_FILES = (
@@ -245,6 +246,7 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
         "symbolize": {"line": editor_log.symbolize.line + 1},
         "lens_title": "Symbolize",
         "detect_name": DETECTED,
+        "bare_python": str(BARE_PYTHON),
     }
     (work / "scenario.json").write_text(json.dumps(scenario))
     proc = subprocess.run(
@@ -343,3 +345,12 @@ def test_plain_text_with_markup_becomes_a_markup_log(vscode_run: dict[str, Any])
     detected = _step(vscode_run, "detected")
     assert detected["mode"] == "Symbolizer markup log"
     assert detected["hinted"] > 0  # the server attached: inlay hints on screen
+
+
+def test_python_without_the_server_is_reported(vscode_run: dict[str, Any]) -> None:
+    shown = _step(vscode_run, "python_mismatch")
+    assert f"{BARE_PYTHON} (Python 3." in shown["text"]
+    assert "stackmark.server.pythonPath" in shown["text"]
+    assert "cannot import stackmark_lsp" in shown["text"]
+    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in shown["text"]
+    assert shown["buttons"] == ["Open Settings", "Show Output"]

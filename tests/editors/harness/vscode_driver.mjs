@@ -371,6 +371,30 @@ try {
     const lines = await visibleLines();
     return { mode, hinted: lines.filter((line) => line.includes("→")).length };
   });
+
+  await step("python_mismatch", async () => {
+    // The user points stackmark.server.pythonPath at a Python without the server:
+    // the extension restarts the server, checks that Python, and says what is wrong.
+    // Through the Settings editor, as a person would.
+    await runCommand("Preferences: Open User Settings");
+    await page.locator(".settings-editor").first().waitFor({ timeout: TIMEOUT });
+    await page.keyboard.type("stackmark.server.pythonPath");
+    // A machine-scoped setting: in code-server (a remote window) it is set for the remote.
+    await page.locator(".settings-editor .settings-tabs-widget .action-label", { hasText: "Remote" })
+      .first().click();
+    const input = page.locator(".settings-editor .setting-item-contents", {
+      hasText: "Python Path",
+    }).locator("input").first();
+    await input.waitFor({ timeout: TIMEOUT });
+    await input.fill(scenario.bare_python);
+    await input.press("Enter");
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "stackmark" });
+    await toast.first().waitFor({ timeout: TIMEOUT });
+    const text = clean(await toast.first().innerText());
+    const buttons = await toast.first().locator(".monaco-button").allInnerTexts();
+    await shot("vscode-python-mismatch");
+    return { text, buttons: buttons.map(clean) };
+  });
 } finally {
   save();
   await context.close().catch(() => undefined);
