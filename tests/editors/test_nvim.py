@@ -27,6 +27,7 @@ from tests.support.build import REPO
 DRIVER = REPO / "tests" / "editors" / "nvim_driver.lua"
 PROBLEMS = REPO / "tests" / "editors" / "nvim_problems.lua"
 SCREEN = REPO / "tests" / "editors" / "nvim_screen.lua"
+ENABLE = REPO / "tests" / "editors" / "nvim_enable.lua"
 NEOVIMS = {
     # Debian 12's neovim package (the Makefile's APT_PACKAGES).
     "0.7": Path("/usr/bin/nvim"),
@@ -269,3 +270,38 @@ def test_hover_on_screen_in_a_terminal(
         screen, SHOTS / "nvim-hover.png", chromium=chromium, width=1280, height=760
     )
     assert png.stat().st_size > 10_000
+
+
+def test_vim_lsp_config_recipe_on_0_11(
+    editor_log: EditorLog, server_python: str, tmp_path: Path
+) -> None:
+    """The documented 0.11 set-up: lsp/stackmark.lua, vim.lsp.config, vim.lsp.enable."""
+    nvim = require_file(NEOVIMS["0.11"], "Neovim 0.11")
+    out = tmp_path / "observed.json"
+    element = editor_log.hover
+    env = clean_env(
+        STACKMARK_NVIM_PLUGIN=str(EDITORS / "nvim"),
+        STACKMARK_NVIM_PYTHON=server_python,
+        STACKMARK_NVIM_LOG=str(editor_log.path),
+        STACKMARK_NVIM_DEBUG_DIR=str(editor_log.debug_dir),
+        STACKMARK_NVIM_LINE=str(element.line),
+        STACKMARK_NVIM_COL=str(element.column + 4),
+        STACKMARK_NVIM_OUT=str(out),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-c", f"luafile {ENABLE}"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.exists(), proc.stderr
+    observed = json.loads(out.read_text())
+    assert observed["filetypes"] == ["stackmark"]  # from the plugin's lsp/stackmark.lua
+    assert observed["filetype"] == "stackmark"
+    assert observed["attached"] is True
+    for frame in element.frames:
+        assert f"{frame.file}:{frame.line}:{frame.column}" in observed["hover"]
