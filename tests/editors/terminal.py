@@ -183,6 +183,7 @@ def to_png(screen: str, out: Path, *, chromium: Path, width: int, height: int) -
             capture_output=True,
             timeout=120,
             check=True,
+            env={**os.environ, "XDG_CONFIG_HOME": work, "XDG_CACHE_HOME": work},
         )
     if not out.exists():
         raise RuntimeError(f"chromium wrote no {out}")

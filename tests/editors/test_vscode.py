@@ -252,7 +252,10 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
     proc = subprocess.run(
         ["node", str(DRIVER), str(work / "scenario.json")],
         cwd=HARNESS,
-        env=clean_env(),
+        # Chromium keeps its crash database under XDG_CONFIG_HOME: keep it in the test's folder.
+        env=clean_env(
+            XDG_CONFIG_HOME=str(work / "browser-config"), XDG_CACHE_HOME=str(work / "browser-cache")
+        ),
         capture_output=True,
         text=True,
         timeout=900,
