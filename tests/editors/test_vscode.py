@@ -33,7 +33,10 @@ from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_f
 from tests.editors.scenario import EditorLog
 from tests.support.build import REPO
 
-pytestmark = pytest.mark.slow  # code-server's start and a browser session: about a minute
+# code-server's start and a browser session: about a minute on an idle machine.
+# The driver itself may take up to 900 s (see `vscode_run`), so pytest's global
+# 600 s per-test timeout must not cut the module fixture short on a loaded one.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 EXTENSION = EDITORS / "vscode"
 CODE_SERVER = HARNESS / "node_modules" / ".bin" / "code-server"
