@@ -383,6 +383,14 @@ class _CodeTables:
         self.abbrevs = unit.abbrevs
         self.enc = unit.enc
         size = max(self.abbrevs, default=0) + 1
+        if size > 2 * len(self.abbrevs) + 4096:
+            # Producers number abbreviations 1..N; the lists below are indexed by
+            # code, so a damaged table with a huge code would ask for gigabytes.
+            raise unit.info.error(
+                f"abbreviation code {size - 1} in a table of {len(self.abbrevs)} "
+                "abbreviations (codes this sparse are not supported)",
+                unit.offset,
+            )
         self.kind = [-1] * size  # -1: not compiled yet
         self.children = [False] * size
         self.abbrev: list[Abbrev | None] = [None] * size

@@ -52,7 +52,7 @@ from stackmark.markup.elements import (
 from stackmark.markup.fastpath import bt_line
 from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
-from stackmark.markup.parser import MarkupParser, Pending
+from stackmark.markup.parser import MAX_ELEMENTS_PER_LINE, MarkupParser, Pending
 from stackmark.markup.report import DiagnosticPrinter
 from stackmark.markup.resolve import CodeResult, Resolver
 from stackmark.markup.styled import StyledWriter
@@ -147,6 +147,18 @@ class StackmarkFilter:
             self._held_lines.clear()
         parsed = self._parser.parse(text, self._line_no, self._pending)
         self._pending = parsed.pending
+        if parsed.capped is not None:
+            self._report(
+                Diagnostic(
+                    Severity.WARNING,
+                    f"more than {MAX_ELEMENTS_PER_LINE} elements on one line: "
+                    "the rest of the line is kept as it is, not symbolized",
+                    self._line_no,
+                    parsed.capped,
+                    parsed.capped + 3,
+                    "too-many-elements",
+                )
+            )
         if parsed.pending is not None:
             self._held_lines[self._line_no] = (text, eol)
         spans = parsed.spans

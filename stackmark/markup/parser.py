@@ -41,6 +41,13 @@ _SGR = re.compile("\x1b\\[([01]|3[0-7])m")
 # A multi-line element that has not closed after this many lines is given up
 # (its lines are plain text); this bounds memory on a stray `{{{hexdict:`.
 MAX_MULTILINE_LINES = 4096
+# ... or holds more characters than this (a stray one followed by huge lines).
+MAX_MULTILINE_CHARS = 1 << 20
+
+# Elements recognised on one line; the rest of a line with more is plain text
+# (`ParsedLine.capped`). Bounds the time and memory one hostile line costs:
+# each element is a few hundred bytes of objects and a lookup.
+MAX_ELEMENTS_PER_LINE = 10_000
 
 
 @dataclass(slots=True)
@@ -51,6 +58,7 @@ class Pending:
     line: int  # line of its `{{{`
     start: int  # column of its `{{{`
     pieces: tuple[str, ...]  # its text so far, one entry per line
+    size: int = 0  # characters in `pieces`
 
 
 @dataclass(slots=True)
@@ -60,7 +68,9 @@ class ParsedLine:
     `pending` is the multi-line element still open after this line (pass it
     to the next `parse` call). `abandoned` is set when an element that was
     open before this line turned out not to be one: its lines, from
-    `abandoned.line` to this line's predecessor, are plain text.
+    `abandoned.line` to this line's predecessor, are plain text. `capped`
+    is the column from which the line was left as plain text because it
+    holds more than `MAX_ELEMENTS_PER_LINE` elements.
     """
 
     line: int
@@ -68,6 +78,7 @@ class ParsedLine:
     spans: tuple[Span, ...]
     pending: Pending | None = None
     abandoned: Pending | None = None
+    capped: int | None = None
 
     @property
     def elements(self) -> list[Element]:
@@ -140,8 +151,15 @@ class MarkupParser:
                 full = "\n".join((*pending.pieces, text[: close + 3]))
                 spans.append(make_element(full, pending.line, pending.start))
                 pos = close + 3
-            elif not reopened and len(pending.pieces) < MAX_MULTILINE_LINES:
-                grown = Pending(pending.tag, pending.line, pending.start, (*pending.pieces, text))
+            elif (
+                not reopened
+                and len(pending.pieces) < MAX_MULTILINE_LINES
+                and pending.size + len(text) <= MAX_MULTILINE_CHARS
+            ):
+                pieces = (*pending.pieces, text)
+                grown = Pending(
+                    pending.tag, pending.line, pending.start, pieces, pending.size + len(text)
+                )
                 cont = (Continuation(text, line, 0),) if text else ()
                 return ParsedLine(line, text, cont, grown)
             else:
@@ -150,6 +168,7 @@ class MarkupParser:
             return ParsedLine(line, text, (Text(text, line, 0),) if text else ())
 
         search = pos
+        count = 0
         while True:
             begin = text.find("{{{", search)
             if begin < 0:
@@ -160,6 +179,10 @@ class MarkupParser:
             search = close + 3
             if text.startswith(":", begin + 3) or close == begin + 3:
                 continue  # empty tag: the braces are plain text
+            if count == MAX_ELEMENTS_PER_LINE:
+                _text_spans(text[pos:], line, pos, spans)
+                return ParsedLine(line, text, tuple(spans), None, abandoned, capped=begin)
+            count += 1
             _text_spans(text[pos:begin], line, pos, spans)
             spans.append(make_element(text[begin:search], line, begin))
             pos = search
@@ -172,7 +195,7 @@ class MarkupParser:
             if colon and tag in self.multiline_tags:
                 _text_spans(rest[:opener], line, pos, spans)
                 spans.append(Continuation(rest[opener:], line, pos + opener))
-                new_pending = Pending(tag, line, pos + opener, (rest[opener:],))
+                new_pending = Pending(tag, line, pos + opener, (rest[opener:],), len(rest) - opener)
                 return ParsedLine(line, text, tuple(spans), new_pending, abandoned)
         _text_spans(rest, line, pos, spans)
         return ParsedLine(line, text, tuple(spans), None, abandoned)

@@ -6,8 +6,9 @@ the problem. On a terminal, `error:` is bold red, `warning:` bold magenta,
 the caret green; for the field-count checks llvm colours the whole message.
 
 stackmark's own style adds the input name, line and column in front
-(`log.txt:12:7: error: ...`) and puts the caret under the character, so it
-lines up on screen with non-ASCII text before it.
+(`log.txt:12:7: error: ...`), puts the caret under the character, so it
+lines up on screen with non-ASCII text before it, and echoes only the part
+of a long line around the problem.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.styled import RESET_CODE, colour_code
 
 _SEVERITY_COLOUR = {Severity.ERROR: 1, Severity.WARNING: 5, Severity.NOTE: 0}
+
+ECHO_CONTEXT = 100
+"""stackmark style: characters of a long line echoed on each side of the
+problem (a line with a million elements would otherwise be echoed whole for
+each of its errors: terabytes of stderr)."""
 
 
 def stream_wants_colour(fd: int) -> bool:
@@ -34,6 +40,19 @@ def stream_wants_colour(fd: int) -> bool:
 def byte_column(text: str, column: int) -> int:
     """Byte offset of character `column` of a line decoded with surrogateescape."""
     return len(text[:column].encode("utf-8", "surrogateescape"))
+
+
+def echo_window(text: str, column: int) -> tuple[str, int]:
+    """The part of `text` echoed under a diagnostic at `column`, and the
+    caret's column in it: the whole line, or for a long one `ECHO_CONTEXT`
+    characters on each side of `column`, with "..." where it was cut."""
+    if len(text) <= 2 * ECHO_CONTEXT + 6:
+        return text, column
+    start = max(0, column - ECHO_CONTEXT)
+    end = min(len(text), column + ECHO_CONTEXT)
+    head = "..." if start else ""
+    tail = "..." if end < len(text) else ""
+    return head + text[start:end] + tail, column - start + len(head)
 
 
 class DiagnosticPrinter:
@@ -76,11 +95,12 @@ class DiagnosticPrinter:
         else:
             parts.append(f"{prefix}{diag.message}\n")
         if diag.column is not None:
-            parts.append(line_text + (eol or "\n"))
             if self.llvm_style:
+                parts.append(line_text + (eol or "\n"))
                 indent = byte_column(line_text, diag.column)
             else:
-                indent = diag.column
+                shown, indent = echo_window(line_text, diag.column)
+                parts.append(shown + (eol or "\n"))
             caret = f"{colour_code(2, False)}^{RESET_CODE}" if self.colour else "^"
             parts.append(" " * indent + caret + "\n")
         self._write("".join(parts))

@@ -285,6 +285,7 @@ def run_breakpad(data: bytes) -> None:
 
 def _prepare_elf() -> None:
     from stackmark.elf import ElfFile
+    from stackmark.formats.gsym import convert  # noqa: F401
     from stackmark.symbols import elf_source, symtab  # noqa: F401
     from tests.fuzz.seeds import elf_programs
 
@@ -305,6 +306,7 @@ def _write(data: bytes, name: str) -> str:
 
 def run_elf(data: bytes) -> None:
     from stackmark.elf import ElfFile
+    from stackmark.formats.gsym.convert import convert_elf
     from stackmark.symbols.elf_source import ElfSymbolSource
     from stackmark.symbols.source import ModuleFiles
 
@@ -339,6 +341,8 @@ def run_elf(data: bytes) -> None:
                 pass
     finally:
         source.close()
+    with contextlib.suppress(StackmarkError):
+        convert_elf(path)  # what the GSYM cache does with a downloaded file
 
 
 def run_cfi(data: bytes) -> None:

@@ -14,9 +14,12 @@ import pytest
 
 from stackmark.errors import FormatError
 from stackmark.formats import cbf
+from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.imagemap import decode_image_map
 from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes
 from stackmark.formats.sframe.spec import AbiArch
+from stackmark.symbols.elf_source import ElfSymbolSource
+from stackmark.symbols.source import ModuleFiles
 
 CRASHES = Path(__file__).resolve().parents[1] / "fuzz" / "crashes"
 
@@ -59,3 +62,23 @@ def test_cfi_of_a_damaged_elf_is_a_format_error() -> None:
     with pytest.raises(FormatError, match="cannot read the call-frame information") as caught:
         generate_from_elf_bytes(data, AbiArch.AMD64_LITTLE, source="damaged.so")
     assert caught.value.source == "damaged.so"
+
+
+def test_dwarf_abbreviation_code_of_two_quadrillion() -> None:
+    """A mutated abbreviation code (2.2e15) sized per-code lists: MemoryError in
+    both DWARF walks (symbol lookups and GSYM conversion)."""
+    path = CRASHES / "elf" / "sparse-abbreviation-code"
+    source = ElfSymbolSource(ModuleFiles("", str(path)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="abbreviation code 2201288022420987") as caught:
+            for address in range(0x1000, 0x1400, 0x10):
+                source.frames_at(address)
+        with pytest.raises(FormatError, match="codes this sparse are not supported"):
+            convert_elf(str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        source.close()
+    assert caught.value.source == str(path)
+    assert peak < 50 * 1024 * 1024

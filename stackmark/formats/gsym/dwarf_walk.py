@@ -178,6 +178,12 @@ class UnitWalk:
     def _kinds(self) -> tuple[list[int], list[Plan | None], list[Abbrev | None]]:
         abbrevs = self.unit.abbrevs
         size = max(abbrevs, default=0) + 1
+        if size > 2 * len(abbrevs) + 4096:  # a damaged table: see dwarf/functions.py
+            raise self.unit.info.error(
+                f"abbreviation code {size - 1} in a table of {len(abbrevs)} "
+                "abbreviations (codes this sparse are not supported)",
+                self.unit.offset,
+            )
         kinds = [_JUMP] * size
         plans: list[Plan | None] = [None] * size
         table: list[Abbrev | None] = [None] * size

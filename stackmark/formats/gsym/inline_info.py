@@ -67,6 +67,21 @@ class InlineFrame:
     index: int = 0  # depth-first position in the tree (the root is 0)
 
 
+MAX_INLINE_DEPTH = 500
+"""Deeper inline trees are rejected as corrupt. The walks below recurse once
+per level, and Python stops at 1000 frames (callers such as GDB or the
+language server already use some): past that, a RecursionError would escape
+instead of a RecordError."""
+
+
+def _too_deep(cur: Cursor) -> RecordError:
+    return RecordError(
+        f"inline tree nests more than {MAX_INLINE_DEPTH} levels deep",
+        offset=cur.pos,
+        source=cur.source,
+    )
+
+
 def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
     count = cur.uleb("missing InlineInfo address ranges data")
     ranges: list[Range] = []
@@ -79,10 +94,8 @@ def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
 
 def _decode_node(cur: Cursor, base: int, depth: int) -> InlineInfo | None:
     """A node, or None for the empty-ranges node that ends a sibling list."""
-    if depth > 10_000:
-        raise RecordError(
-            "inline tree nests more than 10000 levels deep", offset=cur.pos, source=cur.source
-        )
+    if depth > MAX_INLINE_DEPTH:
+        raise _too_deep(cur)
     if cur.at_end():
         raise cur.fail("missing InlineInfo address ranges data")
     ranges = _decode_ranges(cur, base)
@@ -108,8 +121,10 @@ def decode_inline_info(cur: Cursor, base_addr: int) -> InlineInfo | None:
     return _decode_node(cur, base_addr, 0)
 
 
-def _skip_node(cur: Cursor) -> int:
+def _skip_node(cur: Cursor, depth: int = 0) -> int:
     """Skip one node and its subtree; the number of nodes (0: the list terminator)."""
+    if depth > MAX_INLINE_DEPTH:
+        raise _too_deep(cur)
     count = cur.uleb("missing InlineInfo address ranges data")
     if count == 0:
         return 0
@@ -123,7 +138,7 @@ def _skip_node(cur: Cursor) -> int:
     nodes = 1
     if has_children:
         while True:
-            skipped = _skip_node(cur)
+            skipped = _skip_node(cur, depth + 1)
             if not skipped:
                 break
             nodes += skipped
@@ -134,10 +149,8 @@ def _lookup_node(
     cur: Cursor, base: int, addr: int, path: list[InlineFrame], depth: int, counter: list[int]
 ) -> bool:
     """Walk one node like LLVM's lookup; True ends the sibling scan."""
-    if depth > 10_000:
-        raise RecordError(
-            "inline tree nests more than 10000 levels deep", offset=cur.pos, source=cur.source
-        )
+    if depth > MAX_INLINE_DEPTH:
+        raise _too_deep(cur)
     ranges = _decode_ranges(cur, base)
     if not ranges:
         return True
@@ -151,7 +164,7 @@ def _lookup_node(
         cur.uleb("missing ULEB128 for InlineInfo call line")
         if has_children:
             while True:
-                skipped = _skip_node(cur)
+                skipped = _skip_node(cur, depth + 1)
                 if not skipped:
                     break
                 counter[0] += skipped
