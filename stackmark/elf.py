@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 import struct
 import zlib
 from collections.abc import Iterator
@@ -154,11 +155,18 @@ class ElfFile:
         """Open `path`; raise `FormatError` (not OSError) for unreadable or non-ELF files."""
         name = os.fspath(path)
         try:
-            with open(name, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size == 0:
+            # O_NONBLOCK: a FIFO (or device) where a file was expected must
+            # not block the open; it is refused below.
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise FormatError("not a regular file", source=name)
+                if st.st_size == 0:
                     raise FormatError("empty file, not ELF", source=name)
-                data: bytes | mmap.mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                data: bytes | mmap.mmap = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise FormatError(f"cannot read: {exc.strerror or exc}", source=name) from None
         return cls(data, name)
@@ -600,7 +608,12 @@ def _zstd_decompress(payload: bytes, size: int, section: str, source: str, offse
 def is_elf(path: str | os.PathLike[str]) -> bool:
     """True when `path` is a readable file starting with the ELF magic."""
     try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, 4, 0) == b"\x7fELF"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -16,15 +16,19 @@ extras first, then the GSYM. A builder holds an exclusive `flock` on the
 entry's lock file and checks again, under the lock, whether another
 process finished the entry meanwhile. Readers never lock: they validate
 what they open (the GSYM header and UUID against the build ID, the extras
-against the GSYM's size and CRC), and a failed validation (a torn pair,
-a corrupt or truncated file) sends them to rebuild the entry under the lock.
+against the GSYM's size and CRC, and their own CRC), and a failed
+validation (a torn pair, a corrupt or truncated file, something other than
+a regular file) sends them to rebuild the entry under the lock. Temporary
+files of a builder that was killed are removed by a later build once stale.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import mmap
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.extras import check_extras_header
 from stackmark.formats.gsym.reader import GsymReader
+from stackmark.symbols.buildid import is_valid_build_id
 
 if TYPE_CHECKING:
     from stackmark.formats.gsym.convert import ProgressSink
@@ -54,7 +59,8 @@ class CacheEntry:
 
 
 def _valid_build_id(build_id: str) -> bool:
-    return len(build_id) >= 4 and all(c in "0123456789abcdef" for c in build_id)
+    """Canonical (lower-case hex, whole bytes, at most 64) and long enough for the layout."""
+    return len(build_id) >= 4 and build_id == build_id.lower() and is_valid_build_id(build_id)
 
 
 class GsymCache:
@@ -79,6 +85,8 @@ class GsymCache:
         """The entry for `build_id` if it exists and is sound, else None."""
         gsym_path, extras_path, _ = self.entry_paths(build_id)
         try:
+            if not (gsym_path.is_file() and extras_path.is_file()):
+                return None  # missing, or a FIFO or directory (opening a FIFO would block)
             with GsymReader.open(gsym_path) as reader:
                 uuid = reader.uuid.hex()
                 if uuid and not build_id.startswith(uuid):
@@ -108,6 +116,7 @@ class GsymCache:
                 entry = self.validate(build_id)
                 if entry is not None:
                     return entry
+                _remove_stale_temporaries(lock_path.parent)
                 self._build(dwarf_file, gsym_path, extras_path, progress)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
@@ -137,3 +146,16 @@ class GsymCache:
         )
         write_atomically(str(extras_path), builder.encode(result.data))
         write_atomically(str(gsym_path), result.data)
+
+
+STALE_TEMPORARY_SECONDS = 3600
+"""A temporary file (`write_atomically`'s `.gsym-*.tmp`) this old was left by
+a builder that was killed: writing one takes seconds."""
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    cutoff = time.time() - STALE_TEMPORARY_SECONDS
+    for path in directory.glob(".gsym-*.tmp"):
+        with contextlib.suppress(OSError):
+            if path.lstat().st_mtime < cutoff:
+                path.unlink()

@@ -43,6 +43,7 @@ LastResort = Callable[[str, bool, list[str]], Iterable[tuple[str, str]]]
 build ID, whether a file with the code is wanted too (nothing matched
 locally) and the `searched` list to note failures in; yields (path, how)."""
 _MAX_INDEXED_FILES = 20000  # per symbol path: a guard against pointing at "/"
+_HEX_DIGITS = frozenset("0123456789abcdef")
 _SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".build-id"})
 
 
@@ -198,6 +199,11 @@ class SymbolStore:
             if module_path:
                 return self._without_build_id(module_path, lookup)
             lookup.error = "module has no build ID"
+            return lookup
+        if len(build_id) % 2 or not _HEX_DIGITS.issuperset(build_id):
+            # It becomes part of paths below: no `../` or `/` from a log. (Any
+            # length: ld writes what --build-id=0x... says, llvm finds it.)
+            lookup.error = f"invalid build ID {build_id[:80]!r}: not hexadecimal bytes"
             return lookup
         matches: list[tuple[_Candidate, str]] = []
         seen: set[str] = set()

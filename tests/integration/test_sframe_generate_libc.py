@@ -14,11 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes, generate_from_file
+from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes
 from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import parse_sframe
 from stackmark.formats.sframe.spec import AbiArch
-from stackmark.formats.sframe.writer import encode_sframe
 from stackmark.unwind.rules import RuleKind
 from tests.conftest import require_tool
 from tests.support.build import compile_program
@@ -66,14 +65,42 @@ def _llvm_rows(path: Path) -> tuple[list[tuple[int, int]], list[tuple[int, int, 
     return fdes, rows
 
 
+def _skipped_from_output(stdout: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, name, reason) of each function the command reported."""
+    found = []
+    for line in stdout.splitlines():
+        match = re.match(
+            r"^  (?:(\S+) )?\[0x([0-9a-f]+), 0x([0-9a-f]+)\): at 0x[0-9a-f]+: (.*)$", line
+        )
+        if match:
+            name, start, end, reason = match.groups()
+            found.append((int(start, 16), int(end, 16), name or "", reason))
+    return found
+
+
 def test_generate_on_libc_matches_llvm_rows_and_reports_the_rest(tmp_path: Path) -> None:
-    result = generate_from_file(LIBC)
-    table = SFrameTable(parse_sframe(encode_sframe(result.section)))
+    """The command on libc.so.6, its rows checked against llvm-dwarfdump's table."""
+    out = tmp_path / "libc.sframe"
+    command = ["sframe", "generate", str(LIBC), "--raw", "-o", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "stackmark", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "from .eh_frame" in proc.stdout and "could not be expressed in SFrame" in proc.stdout
+    table = SFrameTable(parse_sframe(out.read_bytes()))
+    assert len(table.section.fdes) > 3000
+    skipped = _skipped_from_output(proc.stdout)
+    assert skipped, proc.stdout
+    # __vfork keeps its return address in a register across the vfork
+    assert any(name == "__vfork" and "REGISTER" in reason for _s, _e, name, reason in skipped)
     fdes, rows = _llvm_rows(LIBC)
-    skipped = [(s.start, s.start + s.size) for s in result.skipped]
 
     def is_skipped(pc: int) -> bool:
-        return any(start <= pc < end for start, end in skipped)
+        return any(start <= pc < end for start, end, _name, _reason in skipped)
 
     compared = 0
     for pc, register, offset, rbp in rows:
@@ -97,24 +124,6 @@ def test_generate_on_libc_matches_llvm_rows_and_reports_the_rest(tmp_path: Path)
         if end > start and table.find_fde(start) is None and not is_skipped(start)
     ]
     assert lost == []
-    # __vfork keeps its return address in a register across the vfork
-    assert any(s.name == "__vfork" and "REGISTER" in s.reason for s in result.skipped)
-
-
-def test_generate_command_on_libc(tmp_path: Path) -> None:
-    out = tmp_path / "libc.sframe"
-    command = ["sframe", "generate", str(LIBC), "--raw", "-o", str(out)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "stackmark", *command],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "functions" in proc.stdout and "could not be expressed in SFrame" in proc.stdout
-    assert "Traceback" not in proc.stderr
-    section = parse_sframe(out.read_bytes())
-    assert len(section.fdes) > 3000
 
 
 def test_gnu_args_size_changes_no_row() -> None:

@@ -10,7 +10,7 @@ lookup is one binary search:
 
     header (64 bytes, little-endian)
       0  4  magic "SMGX"
-      4  2  version (1)
+      4  2  version (2)
       6  2  zero
       8  8  size of the paired GSYM file
      16  4  CRC-32 of the paired GSYM file
@@ -21,7 +21,9 @@ lookup is one binary search:
      36  4  number of path entries
      40  4  number of paths
      44  4  string table size
-     48 16  zero
+     48  4  CRC-32 of everything after the header (version 2: a damaged
+            file must not name the wrong functions)
+     52 12  zero
     u32 first_node[functions + 1]  nodes of function i: first_node[i]..first_node[i+1]
     u32 linkage[nodes]              string offset + 1 (0: none)
     u32 name[nodes]                 string offset + 1 (0: none)
@@ -63,10 +65,10 @@ from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.ranges import Range
 
 MAGIC = b"SMGX"
-VERSION = 1
+VERSION = 2
 NO_COLUMN = 0xFFFFFFFF
 NO_STATE = 0xFFFFFFFF
-_HEADER = struct.Struct("<4sHHQIIIIIIII16x")
+_HEADER = struct.Struct("<4sHHQIIIIIIIII12x")
 _LITTLE_HOST = sys.byteorder == "little"
 
 
@@ -336,38 +338,49 @@ class ExtrasBuilder:
             self.path_first,
             self.path_node,
         ]
-        parts = [
-            _HEADER.pack(
-                MAGIC,
-                VERSION,
-                0,
-                size,
-                crc,
-                len(self.first_node) - 1,
-                len(self.linkage),
-                len(self.bound_address),
-                len(states),
-                len(self.path_node),
-                len(self.path_first) - 1,
-                len(self._strtab),
-            )
-        ]
+        parts = []
         for table in tables:
             copy = array(table.typecode, table)
             if not _LITTLE_HOST:
                 copy.byteswap()
             parts.append(copy.tobytes())
         parts.append(bytes(self._strtab))
-        return b"".join(parts)
+        body = b"".join(parts)
+        header = _HEADER.pack(
+            MAGIC,
+            VERSION,
+            0,
+            size,
+            crc,
+            len(self.first_node) - 1,
+            len(self.linkage),
+            len(self.bound_address),
+            len(states),
+            len(self.path_node),
+            len(self.path_first) - 1,
+            len(self._strtab),
+            zlib.crc32(body) & 0xFFFFFFFF,
+        )
+        return header + body
+
+
+def _check_body(data: Buffer, body_crc: int, source: str) -> None:
+    """The tables and strings are the ones written (CRC-32 in the header)."""
+    with memoryview(data) as whole, whole[_HEADER.size :] as body:
+        actual = zlib.crc32(body) & 0xFFFFFFFF
+    if actual != body_crc:
+        raise RecordError(
+            "extras file is damaged (CRC mismatch)", offset=_HEADER.size, source=source
+        )
 
 
 def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") -> None:
-    """Check magic, version, size and pairing with `gsym` without loading the tables."""
+    """Check magic, version, size, CRC and pairing with `gsym` without loading the tables."""
     if len(data) < _HEADER.size:
         raise RecordError("extras file is shorter than its header", offset=0, source=source)
     fields = _HEADER.unpack_from(data, 0)
     magic, version, _, size, crc, nfuncs, nnodes, nbounds, nstates, nentries, npaths = fields[:11]
-    strsize = fields[11]
+    strsize, body_crc = fields[11:]
     if magic != MAGIC:
         raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
     if version != VERSION:
@@ -389,6 +402,7 @@ def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") ->
             offset=_HEADER.size,
             source=source,
         )
+    _check_body(data, body_crc, source)
 
 
 class Extras:
@@ -411,6 +425,7 @@ class Extras:
             npath_nodes,
             npaths,
             strsize,
+            body_crc,
         ) = _HEADER.unpack_from(data, 0)
         if magic != MAGIC:
             raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
@@ -434,6 +449,7 @@ class Extras:
                 offset=pos,
                 source=source,
             )
+        _check_body(data, body_crc, source)
 
         # On a little-endian host the tables are views into `data` (an mmap
         # in the cache): nothing is copied at open, and only the pages a
