@@ -200,9 +200,13 @@ def test_server_killed_mid_batch(builds: dict[str, Build], tmp_path: Path) -> No
         {f"/buildid/{alpha.build_id}/debuginfo": Serve(alpha.executable.read_bytes()), hang: Hang()}
     )
 
+    alpha_cached = tmp_path / "cache" / alpha.build_id / "debuginfo"
+
     def kill_when_asked() -> None:
+        # The fetches run in parallel: stop once the hanging one is pending and
+        # alpha's download is complete (the cache renames a finished file in).
         for _ in range(1200):
-            if scripted.count(hang):
+            if scripted.count(hang) and alpha_cached.exists():
                 scripted.stop()
                 return
             threading.Event().wait(0.05)
