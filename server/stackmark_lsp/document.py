@@ -23,7 +23,7 @@ import bisect
 import itertools
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -122,10 +122,17 @@ class Edit:
 
 
 class PositionCodec:
-    """Client columns (UTF-16 units by default) <-> Python string indexes."""
+    """Client columns (UTF-16 units by default) <-> Python string indexes.
+
+    A line's conversion table (where its wide characters are) is built once and
+    kept for the last few lines: semantic tokens convert thousands of columns
+    on one long line, and summing widths from the line start each time made
+    that quadratic (a 90 KB line of emoji and elements took a minute).
+    """
 
     def __init__(self, encoding: str = "utf-16") -> None:
         self.encoding = encoding
+        self._tables: OrderedDict[str, _WideCharacters] = OrderedDict()
 
     def to_index(self, line: str, column: int) -> int:
         """The string index of client column `column` in `line` (clamped to the line)."""
@@ -133,20 +140,24 @@ class PositionCodec:
             return 0
         if self.encoding == "utf-32" or line.isascii():
             return min(column, len(line))
-        units = 0
-        for index, char in enumerate(line):
-            units += self._width(char)
-            if units > column:
-                return index
-            if units == column:
-                return index + 1
-        return len(line)
+        return self._table(line).to_index(column, len(line))
 
     def to_client(self, line: str, index: int) -> int:
         """The client column of string index `index` in `line`."""
         if self.encoding == "utf-32" or line.isascii():
             return index
-        return sum(self._width(char) for char in line[:index])
+        return self._table(line).to_client(min(max(index, 0), len(line)))
+
+    def _table(self, line: str) -> _WideCharacters:
+        table = self._tables.get(line)
+        if table is None:
+            table = _WideCharacters(line, self._width)
+            self._tables[line] = table
+            if len(self._tables) > _KEPT_LINE_TABLES:
+                self._tables.popitem(last=False)
+        else:
+            self._tables.move_to_end(line)
+        return table
 
     def _width(self, char: str) -> int:
         code = ord(char)
@@ -155,6 +166,47 @@ class PositionCodec:
         if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
             return 1
         return len(char.encode("utf-8", "surrogatepass"))
+
+
+_KEPT_LINE_TABLES = 16
+
+
+class _WideCharacters:
+    """The characters of one line that take more than one client unit: their
+    string indexes and the extra units counted up to and including each, so a
+    column converts by bisection."""
+
+    __slots__ = ("columns", "extra", "indexes")
+
+    def __init__(self, line: str, width: Callable[[str], int]) -> None:
+        self.indexes: list[int] = []
+        self.extra: list[int] = []  # extra units of the wide characters 0..k
+        self.columns: list[int] = []  # client column where wide character k starts
+        total = 0
+        for index, char in enumerate(line):
+            if char.isascii():
+                continue
+            units = width(char)
+            if units > 1:
+                self.indexes.append(index)
+                self.columns.append(index + total)
+                total += units - 1
+                self.extra.append(total)
+
+    def to_client(self, index: int) -> int:
+        before = bisect.bisect_left(self.indexes, index)  # wide characters before `index`
+        return index + (self.extra[before - 1] if before else 0)
+
+    def to_index(self, column: int, length: int) -> int:
+        """A column inside a wide character gives the index of that character."""
+        k = bisect.bisect_left(self.columns, column) - 1  # the last wide char starting before
+        if k < 0:
+            return min(column, length)
+        char_start = self.columns[k]
+        units = self.extra[k] - (self.extra[k - 1] if k else 0) + 1
+        if column < char_start + units:
+            return self.indexes[k]
+        return min(column - self.extra[k], length)
 
 
 class Document:

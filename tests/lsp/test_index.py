@@ -344,6 +344,40 @@ def test_position_codec() -> None:
     assert utf8.to_index(line, 5) == 2 and utf8.to_index(line, 99) == 5
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("a:{}\u00e9\u20ac\U0001f600\udc80"), max_size=40))
+def test_position_codec_agrees_with_the_encoders(line: str) -> None:
+    """Every index and column, against the lengths Python's own encoders give."""
+    for encoding, codec in (
+        ("utf-16-le", PositionCodec("utf-16")),
+        ("utf-8", PositionCodec("utf-8")),
+    ):
+        unit = 2 if encoding == "utf-16-le" else 1
+
+        def units(text: str, encoding: str = encoding, unit: int = unit) -> int:
+            return (
+                len(text.encode(encoding, "surrogateescape" if unit == 1 else "surrogatepass"))
+                // unit
+            )
+
+        for index in range(len(line) + 1):
+            column = units(line[:index])
+            assert codec.to_client(line, index) == column
+            assert codec.to_index(line, column) == index
+            if index < len(line) and units(line[index]) > 1:  # inside a wide character
+                assert codec.to_index(line, column + 1) == index
+
+
+def test_position_codec_is_linear_on_a_long_line() -> None:
+    """Converting every token column of one long line reuses one table for it."""
+    line = "\U0001f600{{{pc:0x1}}}" * 20_000
+    codec = PositionCodec("utf-16")
+    indexes = range(0, len(line), 13)
+    columns = [codec.to_client(line, i) for i in indexes]
+    assert columns[-1] == len(line[: indexes[-1]].encode("utf-16-le")) // 2
+    assert len(codec._tables) == 1
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(logs(), st.integers(0, 2**32))
 def test_edits_with_tiny_chunks(text: str, seed: int) -> None:
