@@ -18,6 +18,7 @@ with a non-zero status. Reproduce one with --replay. A summary line
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "tests.fuzz.run", name, "--seconds", str(args.seconds)]
             command += ["--runs", str(args.runs), "--timeout", str(args.timeout)]
             command += ["--rss-mb", str(args.rss_mb)]
-            status |= subprocess.run(command, cwd=REPO, check=False).returncode
+            status |= run_and_record(name, command, args.seconds)
         return 1 if status else 0
     if args.target not in TARGETS:
         print(f"unknown target {args.target!r}; --list shows them", file=sys.stderr)
@@ -133,6 +134,36 @@ def _report_at_exit(name: str, corpus: Path, started: float) -> None:
         )
 
     atexit.register(summary)
+
+
+def run_and_record(name: str, command: list[str], seconds: float) -> int:
+    """Run one target's fuzzer, passing its output on, and append its figures
+    (executions, status, wall time) to build/fuzz/runs.jsonl."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True, errors="replace")
+    assert proc.stderr is not None
+    captured: list[str] = []
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        captured.append(line)
+    status = proc.wait()
+    record_run(name, seconds, executions("".join(captured)), status, time.monotonic() - started)
+    return status
+
+
+def record_run(name: str, seconds: float, runs: int | None, status: int, wall: float) -> None:
+    """One line of build/fuzz/runs.jsonl: the figures docs/reliability.md reports."""
+    FUZZ_ROOT.mkdir(parents=True, exist_ok=True)
+    record = {
+        "target": name,
+        "seconds": seconds,
+        "executions": runs,
+        "status": status,
+        "wall": round(wall, 1),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    with open(FUZZ_ROOT / "runs.jsonl", "a") as log:
+        log.write(json.dumps(record) + "\n")
 
 
 _DONE = re.compile(r"Done (\d+) runs in (\d+) second")

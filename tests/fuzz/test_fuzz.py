@@ -13,7 +13,6 @@ are replayed so that the fixes stay fixed.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz.run import FUZZ_ROOT, executions
+from tests.fuzz.run import executions, record_run
 from tests.fuzz.targets import TARGETS
 from tests.support.build import REPO
 
@@ -47,17 +46,7 @@ def test_fuzz_target(target: str, tmp_path: Path) -> None:
         command, cwd=REPO, capture_output=True, text=True, timeout=SECONDS * 4 + 240
     )
     runs = executions(proc.stderr)
-    FUZZ_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(FUZZ_ROOT / "runs.jsonl", "a") as log:
-        record = {
-            "target": target,
-            "seconds": SECONDS,
-            "executions": runs,
-            "status": proc.returncode,
-            "wall": round(time.monotonic() - started, 1),
-            "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        }
-        log.write(json.dumps(record) + "\n")
+    record_run(target, SECONDS, runs, proc.returncode, time.monotonic() - started)
     assert proc.returncode == 0, f"fuzz target {target} failed:\n{_tail(proc.stderr)}"
     assert runs is not None and runs > 0, _tail(proc.stderr)
 
