@@ -213,7 +213,10 @@ class Unwinder:
         row: UnwindRow | None = None
         if not isinstance(table, NoTable):
             lookup_pc = state.pc if state.precise else state.pc - 1
-            row = table.row(lookup_pc - segment.start + segment.module_relative)
+            try:
+                row = table.row(lookup_pc - segment.start + segment.module_relative)
+            except StackmarkError as exc:  # rows decoded on first use (a damaged FRE list)
+                return Step(None, BY_SFRAME, None, f"{module.name}: {exc}", module=module)
         in_trampoline = row.signal_frame if row is not None else self._is_trampoline(state.pc)
         if in_trampoline:
             step = self._step_signal(state)
