@@ -262,6 +262,61 @@ def test_compressed_section_shorter_than_its_claim_is_an_error() -> None:
     assert "decompressed to 1048576 bytes, header says 67108864" in caught.value.reason
 
 
+def _elf_with_gnu_zdebug_info(claimed: int, payload: bytes) -> bytes:
+    """The older GNU style (`-gz=zlib-gnu`): `.zdebug_info` = "ZLIB", size (big-endian), zlib."""
+    data = b"ZLIB" + struct.pack(">Q", claimed) + payload
+    info = RawSection(".zdebug_info", SHT_PROGBITS, 0, data)
+    return elf_file([build_id_note(bytes(range(20))), info])
+
+
+def test_gnu_zdebug_section_claiming_too_much_is_refused_at_once() -> None:
+    data = _elf_with_gnu_zdebug_info(1 << 62, zlib_of_zeros(1024))
+    with ElfFile.from_bytes(data, "bomb.debug") as elf, pytest.raises(FormatError) as caught:
+        elf.section_data(".debug_info")
+    assert "over the" in caught.value.reason and caught.value.source == "bomb.debug"
+
+
+def test_gnu_zdebug_section_expanding_past_its_claim_stops_there(tmp_path: Path) -> None:
+    """256 MB of zeros in 250 KB behind a `.zdebug_info` claiming 8 MB."""
+    bomb = tmp_path / "bomb.debug"
+    bomb.write_bytes(_elf_with_gnu_zdebug_info(8 * MB, zlib_of_zeros(256 * MB)))
+    tracemalloc.start()
+    try:
+        with ElfFile.open(bomb) as elf:
+            assert len(elf.section_data(".debug_info")) == 8 * MB
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * MB
+
+
+ZSTD_FRAME_OF_ZEROS = bytes.fromhex(
+    "28b52ffd00684c000008000100fcff39100202001000020010000200100002001000020010000200100003001000"
+)
+"""A zstd frame without a content size that inflates to 1 MiB of zeros (made
+with `zstd -19 --no-content-size`; `zstd -d` gives back 1,048,576 bytes)."""
+
+
+def test_zstd_section_is_bounded_by_its_claim_or_refused() -> None:
+    """A zstd-compressed section (`-gz=zstd`) claiming less than it holds: with the
+    optional `zstandard` package inflating stops at the claim (a mismatch, an
+    error); without it, the message says what to install. Never more memory."""
+    header = struct.pack("<IIQQ", 2, 0, 4096, 1)  # ELFCOMPRESS_ZSTD, 4 KB claimed
+    info = RawSection(".debug_info", SHT_PROGBITS, SHF_COMPRESSED, header + ZSTD_FRAME_OF_ZEROS)
+    data = elf_file([build_id_note(bytes(range(20))), info])
+    tracemalloc.start()
+    try:
+        with ElfFile.from_bytes(data, "zstd.debug") as elf:
+            try:
+                assert len(elf.section_data(".debug_info")) == 4096
+            except FormatError as exc:
+                assert exc.source == "zstd.debug" and ".debug_info" in exc.reason
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 1024  # the 1 MiB it holds was never inflated
+
+
 def test_symbolize_with_a_bomb_for_a_module(tmp_path: Path) -> None:
     """The front end: one clear warning for the module, the line kept, bounded memory."""
     bomb = tmp_path / "bomb.debug"
