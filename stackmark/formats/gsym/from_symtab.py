@@ -10,7 +10,8 @@ As llvm-gsymutil's object-file step does it:
   ranges and symbols that start outside them are dropped;
 - functions: `.symtab` (never `.dynsym`) STT_FUNC symbols that start in a
   text range, with their raw names and `st_size` (0 allowed); an undefined
-  symbol counts as address 0, so a canonical PLT entry is not a function.
+  symbol counts as address 0, so a canonical PLT entry is not a function;
+  a symbol without a name (its st_name past the string table) is skipped.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def add_symbol_table(creator: GsymCreator, elf: ElfFile) -> int:
     clear_thumb_bit = elf.machine in (EM_ARM, EM_MIPS)
     added = 0
     for sym in elf.symbols(".symtab"):
-        if sym.type != STT_FUNC:
-            continue
+        if sym.type != STT_FUNC or not sym.name:
+            continue  # no name (llvm: an st_name past the string table is skipped)
         # LLVM reads an undefined symbol's value as 0 (not a text address), even
         # when st_value holds a canonical PLT address.
         value = 0 if sym.shndx == SHN_UNDEF else sym.value
