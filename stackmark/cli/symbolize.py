@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol
@@ -41,9 +42,19 @@ class LineFilter(Protocol):
     @property
     def errors(self) -> int: ...
 
+    @property
+    def passes_plain_lines(self) -> bool: ...
+
+    def skip_plain_lines(self, count: int) -> None: ...
+
     def feed(self, text: str, eol: str) -> str: ...
 
     def finish(self) -> str: ...
+
+
+READ_SIZE = 1 << 18
+"""Bytes asked of the input at a time (less when less is there: a pipe that
+delivers line by line is still answered line by line)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -279,33 +290,94 @@ def run_streams(
             from stackmark.markup.filter import StackmarkFilter
 
             line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
-        batch: list[str] = []  # output is written a few hundred lines at a time
         try:
-            for text, eol in _lines(stream):
-                produced = line_filter.feed(text, eol)
-                if records is not None:
+            if records is not None:
+                for text, eol in _lines(stream):
+                    line_filter.feed(text, eol)
                     _write_records(out, records)
-                elif produced:
-                    batch.append(produced)
-                    if flush_each_line or len(batch) >= 256:
-                        out.write("".join(batch).encode("utf-8", "surrogateescape"))
-                        batch.clear()
-                        if flush_each_line:
-                            out.flush()
+            else:
+                _pump(line_filter, stream, out, flush_each_line)
         except BrokenPipeError:
             raise  # the reader went away: main() ends quietly
         except OSError as exc:
             err_write(f"stackmark symbolize: error: {source}: {exc.strerror or exc}\n")
             status = EXIT_USAGE
-        batch.append(line_filter.finish())
+        tail = line_filter.finish()
         if records is not None:
             _write_records(out, records)
         else:
-            out.write("".join(batch).encode("utf-8", "surrogateescape"))
+            out.write(tail.encode("utf-8", "surrogateescape"))
         if line_filter.errors and not compat and status == EXIT_OK:
             status = EXIT_ELEMENT_ERRORS
     out.flush()
     return status
+
+
+def _pump(line_filter: LineFilter, stream: BinaryIO, out: BinaryIO, flush: bool) -> None:
+    """Filter `stream` to `out` a block at a time.
+
+    Lines without `{{{` or ESC (most of a log) are copied as bytes, never
+    decoded, whenever the filter says it would print them unchanged; every
+    other line is decoded and fed to the filter. Output is written once
+    per block read (and flushed then when `flush`)."""
+    read = getattr(stream, "read1", None) or stream.read
+    held: list[bytes] = []  # the start of a line not ended yet
+    while True:
+        chunk = read(READ_SIZE)
+        if not chunk:
+            break
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:
+            held.append(chunk)
+            continue
+        if held:
+            held.append(chunk)
+            chunk = b"".join(held)
+            cut = chunk.rfind(b"\n") + 1
+            held = []
+        if cut < len(chunk):
+            held.append(chunk[cut:])
+        out.write(_filter_block(line_filter, chunk, cut))
+        if flush:
+            out.flush()
+    if held:
+        last = b"".join(held)  # the last line, without a line feed
+        produced = line_filter.feed(last.decode("utf-8", "surrogateescape"), "")
+        out.write(produced.encode("utf-8", "surrogateescape"))
+
+
+_MARKUP_OR_ESCAPE = re.compile(rb"\{\{\{|\x1b")
+
+
+def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
+    """The output for `data[:end]`, whole lines each ending in a line feed."""
+    parts: list[bytes] = []
+    search = _MARKUP_OR_ESCAPE.search
+    pos = 0
+    produced: list[str] = []
+    while pos < end:
+        if line_filter.passes_plain_lines:
+            found = search(data, pos, end)
+            line_start = end if found is None else data.rfind(b"\n", pos, found.start()) + 1
+            if line_start > pos:
+                if produced:
+                    parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+                    produced.clear()
+                line_filter.skip_plain_lines(data.count(b"\n", pos, line_start))
+                parts.append(data[pos:line_start])
+                pos = line_start
+                if pos >= end:
+                    break
+        newline = data.index(b"\n", pos)
+        if newline > pos and data[newline - 1] == 13:  # b"\r"
+            text, eol = data[pos : newline - 1], "\r\n"
+        else:
+            text, eol = data[pos:newline], "\n"
+        produced.append(line_filter.feed(text.decode("utf-8", "surrogateescape"), eol))
+        pos = newline + 1
+    if produced:
+        parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+    return b"".join(parts)
 
 
 def _write_records(out: BinaryIO, records: list[Record]) -> None:

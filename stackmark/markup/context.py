@@ -132,8 +132,12 @@ class MarkupContext:
         """Add a module; a duplicate ID is refused (the first definition stays)."""
         if element.module_id in self.modules:
             return error_at_field("duplicate module ID", element.element.fields[0], "duplicate-id")
-        module = Module(element.module_id, element.name, element.build_id)
-        self.modules[element.module_id] = module
+        return self.add_module(element.module_id, element.name, element.build_id)
+
+    def add_module(self, module_id: int, name: str, build_id: str) -> Module:
+        """Add a module whose ID is not taken (`declare_module` checks that)."""
+        module = Module(module_id, name, build_id)
+        self.modules[module_id] = module
         return module
 
     def check_mmap(self, element: MmapElement) -> Diagnostic | None:
@@ -157,15 +161,23 @@ class MarkupContext:
         problem = self.check_mmap(element)
         if problem is not None:
             return problem
-        index = bisect.bisect_left(self._starts, element.start)
-        if index < len(self._starts) and self._starts[index] == element.start:
+        return self.add_mapping(
+            element.start, element.size, element.mode, element.module_id, element.module_relative
+        )
+
+    def add_mapping(
+        self, start: int, size: int, mode: str, module_id: int, module_relative: int
+    ) -> Mapping:
+        """Add a mapping that passed `check_mmap`'s checks."""
+        index = bisect.bisect_left(self._starts, start)
+        if index < len(self._starts) and self._starts[index] == start:
             # Only a zero-size mapping can share a start without overlapping;
             # llvm keeps the first one and hands it back.
             return self._mappings[index]
-        module = self.modules[element.module_id]
-        segment = Segment(element.start, element.size, element.mode, element.module_relative)
+        module = self.modules[module_id]
+        segment = Segment(start, size, mode, module_relative)
         mapping = Mapping(segment, module)
-        self._starts.insert(index, element.start)
+        self._starts.insert(index, start)
         self._mappings.insert(index, mapping)
         module.segments.append(segment)
         return mapping

@@ -1,59 +1,176 @@
-"""The common backtrace line, without the general machinery.
+"""The common markup lines, without the general machinery.
 
 Most markup lines in a real log are one `{{{bt:N:ADDR[:ra|:pc]}}}` with
-plain text around it. `bt_line` renders such a line directly (colour off)
-and returns None for anything else, or for anything that needs a
-diagnostic, so that the filter's general path handles it: the output is
-the same either way (tests/unit/test_markup_properties.py checks that),
-only faster.
+plain text around it, or a context line holding exactly one well-formed
+`{{{reset}}}`, `{{{module:...}}}` or `{{{mmap:...}}}`. The classes here
+recognise those with one regular expression each and answer directly
+(colour off); anything else, or anything that needs a diagnostic, gets
+None, so that the filter's general path handles it: the output is the
+same either way (tests/unit/test_markup_properties.py checks that), only
+faster. A fast path changes nothing before it is sure it applies.
 """
 
 from __future__ import annotations
 
-from stackmark.markup.context import MarkupContext
-from stackmark.markup.fields import U64_MASK, parse_address, parse_frame_number
-from stackmark.markup.layout import plain_bt_frames
+import re
+from collections.abc import Sequence
+
+from stackmark.markup.context import Mapping, MarkupContext
+from stackmark.markup.fields import U64_MASK
+from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.resolve import Resolver
+from stackmark.model import Module
+
+# Field forms accepted here are a subset of what fields.py accepts (the
+# general path takes the rest): hex addresses of 1-16 digits after `0x`;
+# `%i` numbers in decimal without a leading zero (at most 19 digits, so
+# below 2^64) or `0x` hex of 1-16 digits.
+_NUMBER = r"(0|[1-9][0-9]{0,18}|0[xX][0-9a-fA-F]{1,16})"
+_BT = re.compile(r"\{\{\{bt:([0-9]{1,20}):0x([0-9a-fA-F]{1,16})(?::(ra|pc))?\}\}\}")
+_MODULE = re.compile(r"\{\{\{module:" + _NUMBER + r":([^:{}]*):elf:([0-9a-fA-F]+)\}\}\}")
+_MMAP = re.compile(
+    r"\{\{\{mmap:0x([0-9a-fA-F]{1,16}):"
+    + _NUMBER
+    + r":load:"
+    + _NUMBER
+    + r":([rR]?[wW]?[xX]?):0x([0-9a-fA-F]{1,16})\}\}\}"
+)
+RESET_LINE = "{{{reset}}}"
+
+_CACHE_LIMIT = 1 << 16
 
 
-def bt_line(
-    text: str,
-    context: MarkupContext,
-    resolver: Resolver,
-    naming: Naming,
-    eol: str,
-    show_invalid: bool,
-) -> str | None:
-    """`text` with its one `bt` element symbolized, or None (use the general path)."""
-    start = text.find("{{{bt:")
-    if start < 0 or "\x1b" in text:
-        return None
-    end = text.find("}}}", start + 6)
-    if end < 0 or "{{{" in text[:start] or "{{{" in text[end + 3 :]:
-        return None
-    fields = text[start + 6 : end].split(":")
-    if len(fields) == 3:
-        kind = fields[2]
-        if kind not in ("ra", "pc"):
+def _number(text: str) -> int:
+    """A `%i` field matched by `_NUMBER`."""
+    return int(text[2:], 16) if text[:2] in ("0x", "0X") else int(text)
+
+
+class BtLines:
+    """Renders a line holding one `bt` element (see the module docstring).
+
+    The frame text after the address (`FUNCTION FILE:LINE:COLUMN
+    (MODULE+0xOFFSET)`, one per inline frame) is made once per (build ID,
+    module name, module-relative address): a log repeats the same frames
+    in crash after crash, at different load addresses and frame numbers.
+    """
+
+    __slots__ = ("_texts", "naming", "resolver", "show_invalid")
+
+    def __init__(self, resolver: Resolver, naming: Naming, show_invalid: bool) -> None:
+        self.resolver = resolver
+        self.naming = naming
+        self.show_invalid = show_invalid
+        self._texts: dict[tuple[str, str, int], list[tuple[str, str]]] = {}
+
+    def line(self, text: str, context: MarkupContext, eol: str) -> str | None:
+        """`text` with its one `bt` element symbolized, or None (use the general path)."""
+        match = _BT.search(text)
+        if match is None:
             return None
-    elif len(fields) == 2:
-        kind = "ra"
-    else:
-        return None
-    number = parse_frame_number(fields[0])
-    address = parse_address(fields[1])
-    if number is None or address is None:
-        return None
-    if kind == "ra":
-        address = (address - 1) & U64_MASK
-    result = resolver.code(context, address)
-    placement = result.placement
-    if placement is None or result.error is not None:
-        return None
-    module = placement.module
-    frames = naming.frame_texts((module.build_id, placement.module_relative), result.frames)
-    rendered = plain_bt_frames(
-        number, address, frames, module.name, placement.module_relative, eol, show_invalid
-    )
-    return text[:start] + rendered + text[end + 3 :]
+        start, end = match.span()
+        if text.find("{{{") != start or text.find("{{{", end) >= 0 or "\x1b" in text:
+            return None
+        number_text, address_text, kind = match.groups()
+        number = int(number_text)
+        if number > U64_MASK:
+            return None
+        address = int(address_text, 16)
+        if kind != "pc":
+            address = (address - 1) & U64_MASK
+        mapping = context.find(address)
+        if mapping is None:
+            return None
+        relative = mapping.to_module_relative(address)
+        module = mapping.module
+        key = (module.build_id, module.name, relative)
+        pieces = self._texts.get(key)
+        if pieces is None:
+            pieces = self._pieces(context, address, module, relative)
+            if pieces is None:
+                return None
+        header = f"#{number}".rjust(6)
+        middle = f" 0x{address:016x} "
+        if len(pieces) == 1:
+            marker, rest = pieces[0]
+            return f"{text[:start]}{header}{marker}{middle}{rest}{text[end:]}"
+        rendered = eol.join([f"{header}{marker}{middle}{rest}" for marker, rest in pieces])
+        return f"{text[:start]}{rendered}{text[end:]}"
+
+    def _pieces(
+        self, context: MarkupContext, address: int, module: Module, relative: int
+    ) -> list[tuple[str, str]] | None:
+        """(marker, text after the address) per frame line, or None when the
+        lookup needs a diagnostic."""
+        result = self.resolver.code(context, address)
+        if result.placement is None or result.error is not None:
+            return None
+        frames = self.naming.frame_texts_for(result.frames)
+        pieces = frame_pieces(frames, module.name, relative, self.show_invalid)
+        if len(self._texts) >= _CACHE_LIMIT:
+            self._texts.clear()
+        self._texts[(module.build_id, module.name, relative)] = pieces
+        return pieces
+
+
+def frame_pieces(
+    frames: Sequence[FrameText], module_name: str, relative: int, show_invalid: bool
+) -> list[tuple[str, str]]:
+    """What `layout.plain_bt_frames` prints per frame around the header and
+    address: the inline marker (`.K` or blanks) and the rest of the line."""
+    tail = f"({module_name}+0x{relative:x})"
+    last = len(frames) - 1
+    return [
+        ("   " if index == last else f".{index + 1:<2}", frame.where(show_invalid) + tail)
+        for index, frame in enumerate(frames)
+    ]
+
+
+class ContextLine:
+    """One well-formed contextual element alone on a line, decoded and checked
+    against the context without building elements (see the module docstring).
+
+    `kind` is "reset", "module" or "mmap"; `module` is the module declared
+    (not yet added) or mapped; `mapping` the mapping added for an mmap.
+    """
+
+    __slots__ = ("kind", "mapping", "module")
+
+    def __init__(self, kind: str, module: Module | None, mapping: Mapping | None) -> None:
+        self.kind = kind
+        self.module = module
+        self.mapping = mapping
+
+
+def context_line(text: str, context: MarkupContext) -> ContextLine | None:
+    """Replay `text` on `context` if it is one plain contextual element that
+    takes effect without any diagnostic; None (and the context untouched)
+    otherwise. A reset is left to the caller (llvm 19 prints it only when
+    there is something to forget)."""
+    if text == RESET_LINE:
+        return ContextLine("reset", None, None)
+    if text.startswith("{{{module:"):
+        match = _MODULE.fullmatch(text)
+        if match is None:
+            return None
+        module_id = _number(match.group(1))
+        if module_id in context.modules:
+            return None  # duplicate module ID: an error
+        build_id = match.group(3).lower()
+        if len(build_id) % 2:
+            build_id = "0" + build_id
+        return ContextLine("module", context.add_module(module_id, match.group(2), build_id), None)
+    if text.startswith("{{{mmap:"):
+        match = _MMAP.fullmatch(text)
+        if match is None:
+            return None
+        start_text, size_text, id_text, mode, relative_text = match.groups()
+        module_id = _number(id_text)
+        if not mode or module_id not in context.modules:
+            return None
+        start, size = int(start_text, 16), _number(size_text)
+        if context.overlapping(start, size) is not None:
+            return None
+        mapping = context.add_mapping(start, size, mode.lower(), module_id, int(relative_text, 16))
+        return ContextLine("mmap", mapping.module, mapping)
+    return None

@@ -49,7 +49,7 @@ from stackmark.markup.elements import (
     TypedElement,
     decode,
 )
-from stackmark.markup.fastpath import bt_line
+from stackmark.markup.fastpath import BtLines, context_line
 from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MAX_ELEMENTS_PER_LINE, MarkupParser, Pending
@@ -105,6 +105,7 @@ class StackmarkFilter:
         self.context = MarkupContext()
         self.out = StyledWriter(colour)
         self.fast_paths = fast_paths  # off: every line takes the general path (tests)
+        self._bt_lines = BtLines(resolver, naming, show_invalid=False)
         self._parser = MarkupParser(MULTILINE_TAGS)
         self._pending: Pending | None = None
         self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
@@ -120,6 +121,24 @@ class StackmarkFilter:
         return self.printer.errors
 
     # --- driving -------------------------------------------------------------
+
+    @property
+    def passes_plain_lines(self) -> bool:
+        """True when a whole line without `{{{` or ESC would come out exactly as it
+        came in (with its terminator): the caller may then copy such lines itself
+        and only count them with `skip_plain_lines`."""
+        out = self.out
+        return (
+            self.fast_paths
+            and self._pending is None
+            and self._info is None
+            and out.colour is None
+            and not out.bold
+        )
+
+    def skip_plain_lines(self, count: int) -> None:
+        """`count` lines were passed through by the caller (see `passes_plain_lines`)."""
+        self._line_no += count
 
     def feed(self, text: str, eol: str) -> str:
         """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""
@@ -138,7 +157,18 @@ class StackmarkFilter:
             return text + eol  # plain text, the common case: nothing to do
         out.reset_state()
         if self.fast_paths and self._pending is None and not out.enabled and self.records is None:
-            fast = bt_line(text, self.context, self.resolver, self.naming, eol or "\n", False)
+            if text.startswith("{{{"):
+                replayed = context_line(text, self.context)
+                if replayed is not None:
+                    if replayed.kind == "reset":
+                        self.context.reset()
+                        self._fold_reset("", "reset", [])
+                    elif replayed.mapping is not None:
+                        self._fold_mapping("", replayed.mapping)
+                    elif replayed.module is not None:
+                        self._fold_module("", replayed.module)
+                    return out.take()
+            fast = self._bt_lines.line(text, self.context, eol or "\n")
             if fast is not None:
                 self._end_info_line()
                 out.write(fast + eol)
@@ -301,27 +331,39 @@ class StackmarkFilter:
         lead = spans[0].text if spans and isinstance(spans[0], Text) else ""
         for item in applied:
             if isinstance(item.typed, ResetElement):
-                self._end_info_line()
-                self.out.write(lead)
-                layout.raw_element(self.out, item.typed.element)
-                self.out.write(self._eol)
+                element = item.typed.element
+                self._fold_reset(lead, element.tag, [f.text for f in element.fields])
             elif isinstance(item.typed, ModuleElement) and item.module is not None:
-                self._end_info_line()
-                self.out.write(lead)
-                self._info = _InfoLine(item.module, self._eol)
-                layout.module_info_begin(self.out, item.module)
-                layout.module_build_id(self.out, item.module)
+                self._fold_module(lead, item.module)
             elif item.mapping is not None:
-                if self._info is None or self._info.module is not item.mapping.module:
-                    self._end_info_line()
-                    self.out.write(lead)
-                    self._info = _InfoLine(item.mapping.module, self._eol)
-                    layout.module_info_begin(self.out, item.mapping.module)
-                    layout.module_adds(self.out)
-                self._info.mappings.append(item.mapping)
+                self._fold_mapping(lead, item.mapping)
             else:
                 continue
             lead = ""
+
+    def _fold_reset(self, lead: str, tag: str, fields: list[str]) -> None:
+        self._end_info_line()
+        self.out.write(lead)
+        layout.raw_text(self.out, tag, fields)
+        self.out.write(self._eol)
+
+    def _fold_module(self, lead: str, module: Module) -> None:
+        self._end_info_line()
+        self.out.write(lead)
+        self._info = _InfoLine(module, self._eol)
+        layout.module_info_begin(self.out, module)
+        layout.module_build_id(self.out, module)
+
+    def _fold_mapping(self, lead: str, mapping: Mapping) -> None:
+        """Add `mapping` to the open info line of its module, or start an `adds`
+        line for it (after `lead`)."""
+        if self._info is None or self._info.module is not mapping.module:
+            self._end_info_line()
+            self.out.write(lead)
+            self._info = _InfoLine(mapping.module, self._eol)
+            layout.module_info_begin(self.out, mapping.module)
+            layout.module_adds(self.out)
+        self._info.mappings.append(mapping)
 
     def _end_info_line(self) -> None:
         if self._info is None:
@@ -468,8 +510,7 @@ class StackmarkFilter:
         if placement is None:
             layout.raw_element(self.out, typed.element)
             return
-        key = (placement.module.build_id, placement.module_relative)
-        frames = self.naming.frame_texts(key, result.frames)
+        frames = self.naming.frame_texts_for(result.frames)
         layout.bt_frames(
             self.out,
             typed.frame,

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from stackmark.markup.context import Mapping
 from stackmark.markup.styled import StyledWriter
@@ -27,7 +27,6 @@ class FrameText:
     file: str | None
     line: int = 0
     column: int = 0
-    _where: tuple[str, str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def known(self) -> bool:
@@ -35,15 +34,14 @@ class FrameText:
 
     def where(self, show_invalid: bool) -> str:
         """`FUNCTION FILE:LINE:COLUMN ` as a bt frame prints it ("" when nothing is
-        known); `show_invalid=False` drops ` <invalid>:0:0` when there is no file."""
-        if self._where is None:
-            if not self.known:
-                self._where = ("", "")
-            else:
-                name = (self.function or "<invalid>") + " "
-                place = f"{self.file or '<invalid>'}:{self.line}:{self.column} "
-                self._where = (name + place, name + place if self.file is not None else name)
-        return self._where[0] if show_invalid else self._where[1]
+        known); `show_invalid=False` drops ` <invalid>:0:0` when there is no file.
+        (Not cached: the bt fast path keeps whole frame texts per address.)"""
+        if not self.known:
+            return ""
+        name = (self.function or "<invalid>") + " "
+        if self.file is None and not show_invalid:
+            return name
+        return f"{name}{self.file or '<invalid>'}:{self.line}:{self.column} "
 
 
 def module_info_begin(w: StyledWriter, module: Module) -> None:
@@ -80,12 +78,17 @@ def module_info_end(w: StyledWriter, mappings: Sequence[Mapping], eol: str) -> N
 
 def raw_element(w: StyledWriter, element: Element) -> None:
     """`[[[tag:field:...]]]`: an element shown as it came, when nothing better is known."""
+    raw_text(w, element.tag, [item.text for item in element.fields])
+
+
+def raw_text(w: StyledWriter, tag: str, fields: Sequence[str]) -> None:
+    """`raw_element` from the tag and the fields' texts."""
     w.highlight()
     w.write("[[[")
-    w.value(element.tag)
-    for item in element.fields:
+    w.value(tag)
+    for text in fields:
         w.write(":")
-        w.value(item.text)
+        w.value(text)
     w.write("]]]")
     w.restore()
 

@@ -33,7 +33,7 @@ from stackmark.markup.elements import (
     SymbolElement,
     decode,
 )
-from stackmark.markup.fastpath import bt_line
+from stackmark.markup.fastpath import BtLines, context_line
 from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MarkupParser
@@ -70,6 +70,7 @@ class Llvm19Filter:
         self.context = MarkupContext()
         self.out = StyledWriter(colour)
         self.fast_paths = fast_paths  # off: every line takes the general path (tests)
+        self._bt_lines = BtLines(resolver, naming, show_invalid=True)
         self._parser = MarkupParser(frozenset())
         self._info: _InfoLine | None = None
         self._line_no = -1
@@ -96,7 +97,17 @@ class Llvm19Filter:
             return text + self._eol  # plain text, the common case: nothing to do
         out.reset_state()
         if self.fast_paths and not out.enabled:
-            fast = bt_line(text, self.context, self.resolver, self.naming, self._eol, True)
+            if text.startswith("{{{"):
+                replayed = context_line(text, self.context)
+                if replayed is not None:
+                    if replayed.kind == "reset":
+                        self._reset_now("reset", [])
+                    elif replayed.mapping is not None:
+                        self._add_mapping(replayed.mapping, [])
+                    elif replayed.module is not None:
+                        self._module_line(replayed.module, [])
+                    return out.take()
+            fast = self._bt_lines.line(text, self.context, self._eol)
             if fast is not None:
                 self._end_info_line()
                 out.write(fast + self._eol)
@@ -124,6 +135,17 @@ class Llvm19Filter:
     @property
     def errors(self) -> int:
         return self.printer.errors
+
+    @property
+    def passes_plain_lines(self) -> bool:
+        """True when a whole line without `{{{` or ESC, ending in a line feed, would
+        come out exactly as it came in: the caller may copy such lines itself and
+        count them with `skip_plain_lines`."""
+        out = self.out
+        return self.fast_paths and self._info is None and out.colour is None and not out.bold
+
+    def skip_plain_lines(self, count: int) -> None:
+        self._line_no += count
 
     # --- helpers -------------------------------------------------------------
 
@@ -185,21 +207,30 @@ class Llvm19Filter:
         if isinstance(result, Diagnostic):
             self._report(result)
             return
-        if self._info is None or self._info.module is not result.module:
+        self._add_mapping(result, deferred)
+
+    def _add_mapping(self, mapping: Mapping, deferred: list[Span]) -> None:
+        if self._info is None or self._info.module is not mapping.module:
             self._end_info_line()
             self._flush(deferred)
-            self._begin_info_line(result.module)
+            self._begin_info_line(mapping.module)
             layout.module_adds(self.out)
         assert self._info is not None
-        self._info.mappings.append(result)
+        self._info.mappings.append(mapping)
 
     def _reset(self, typed: ResetElement, deferred: list[Span]) -> None:
         self._report_all(typed.diagnostics)  # only a warning is possible
+        element = typed.element
+        self._reset_now(element.tag, [f.text for f in element.fields], deferred)
+
+    def _reset_now(self, tag: str, fields: list[str], deferred: list[Span] | None = None) -> None:
+        """Forget the context, printing `[[[reset]]]`, unless there is nothing to forget."""
         if self.context.empty:
             return
         self._end_info_line()
-        self._flush(deferred)
-        layout.raw_element(self.out, typed.element)
+        if deferred:
+            self._flush(deferred)
+        layout.raw_text(self.out, tag, fields)
         self.out.write(self._eol)
         self.context.reset()
 
@@ -210,10 +241,13 @@ class Llvm19Filter:
         if isinstance(result, Diagnostic):
             self._report(result)
             return
+        self._module_line(result, deferred)
+
+    def _module_line(self, module: Module, deferred: list[Span]) -> None:
         self._end_info_line()
         self._flush(deferred)
-        self._begin_info_line(result)
-        layout.module_build_id(self.out, result)
+        self._begin_info_line(module)
+        layout.module_build_id(self.out, module)
 
     # --- everything else -------------------------------------------------------
 
@@ -277,8 +311,7 @@ class Llvm19Filter:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)
             return
-        key = (placement.module.build_id, placement.module_relative)
-        frames = self.naming.frame_texts(key, result.frames)
+        frames = self.naming.frame_texts_for(result.frames)
         layout.bt_frames(
             self.out,
             typed.frame,

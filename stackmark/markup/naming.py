@@ -80,13 +80,17 @@ class Naming:
         repeat frames, and names cost a demangling each."""
         texts = self._texts.get(key)
         if texts is None:
-            texts = [
-                FrameText(self.function(f), self.file(f), f.line, f.column) for f in frames
-            ] or [FrameText(None, None)]
+            texts = self.frame_texts_for(frames)
             if len(self._texts) >= 1 << 16:
                 self._texts.clear()
             self._texts[key] = texts
         return texts
+
+    def frame_texts_for(self, frames: Sequence[SourceFrame]) -> list[FrameText]:
+        """`frame_texts` without its cache (for callers that keep their own)."""
+        return [FrameText(self.function(f), self.file(f), f.line, f.column) for f in frames] or [
+            FrameText(None, None)
+        ]
 
     def pc_function(self, frames: Sequence[SourceFrame]) -> str | None:
         """The name a `pc` element shows: physical function, or innermost for short names."""
