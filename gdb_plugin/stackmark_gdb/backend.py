@@ -46,6 +46,18 @@ _FRAME_KINDS = {
     gdb.TAILCALL_FRAME: RawFrameKind.SYNTHETIC,
 }
 
+# Why GDB found no caller of a frame, when that is a problem (gdb/unwind_stop_reasons.def:
+# the reasons from UNWIND_FIRST_ERROR on), not the end of the stack.
+_ERROR_STOPS = frozenset(
+    {
+        gdb.FRAME_UNWIND_UNAVAILABLE,
+        gdb.FRAME_UNWIND_INNER_ID,
+        gdb.FRAME_UNWIND_SAME_ID,
+        gdb.FRAME_UNWIND_NO_SAVED_PC,
+        gdb.FRAME_UNWIND_MEMORY_ERROR,
+    }
+)
+
 # `info proc mappings` rows: start end size offset [perms] objfile (may have spaces)
 _MAPPING = re.compile(
     r"^\s*0x(?P<start>[0-9a-f]+)\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x(?P<offset>[0-9a-f]+)"
@@ -71,6 +83,9 @@ class GdbBackend:
     """The selected inferior of the running GDB, as a `DebuggerBackend`."""
 
     name = "gdb"
+
+    def __init__(self) -> None:
+        self._stop: str | None = None  # why the last `frames()` list ended early
 
     # -- target ------------------------------------------------------------
 
@@ -242,6 +257,7 @@ class GdbBackend:
     def frames(
         self, thread: ThreadInfo | None = None, past_main: bool = False, symbols: bool = False
     ) -> list[RawFrame]:
+        self._stop = None
         with self._on_thread(thread):
             if not past_main:
                 return self._walk(symbols)
@@ -250,8 +266,10 @@ class GdbBackend:
             ):
                 return self._walk(symbols)
 
-    @staticmethod
-    def _walk(symbols: bool) -> list[RawFrame]:
+    def unwind_stop(self) -> str | None:
+        return self._stop
+
+    def _walk(self, symbols: bool) -> list[RawFrame]:
         result = []
         frame: gdb.Frame | None = gdb.newest_frame()
         while frame is not None:
@@ -264,10 +282,32 @@ class GdbBackend:
             else:
                 result.append(RawFrame(pc, kind))
             try:
-                frame = frame.older()
-            except gdb.error:  # "previous frame identical", unreadable memory, ...
+                older = frame.older()
+            except gdb.error as exc:  # "previous frame identical", unreadable memory, ...
+                self._stop = str(exc)
                 break
+            if older is None:
+                self._stop = self._stop_reason(frame)
+            frame = older
         return result
+
+    @staticmethod
+    def _stop_reason(frame: gdb.Frame) -> str | None:
+        """Why GDB found no caller of `frame`, when that is an error (what `bt`
+        prints as "Backtrace stopped: ..."); None for the outermost frame or main."""
+        reason = frame.unwind_stop_reason()
+        if reason not in _ERROR_STOPS:
+            return None
+        # `bt` prints the detailed reason ("Cannot access memory at address 0x10");
+        # the Python API has only the generic one. `-1`: only the outermost frame.
+        try:
+            text = gdb.execute(
+                "backtrace -frame-arguments none -frame-info location -1", to_string=True
+            )
+        except gdb.error:
+            text = ""
+        found = re.search(r"^Backtrace stopped: (.+)$", text, re.MULTILINE)
+        return found.group(1) if found else gdb.frame_stop_reason_string(reason)
 
     def registers(self, thread: ThreadInfo | None = None) -> RegisterState:
         arch = self.arch()

@@ -15,7 +15,7 @@ from stackmark.debugger.session import Session
 from stackmark_gdb.backend import GdbBackend
 from stackmark_gdb.commands import register
 from stackmark_gdb.events import connect_once
-from stackmark_gdb.unwinder import UNWINDER_COMMAND, install_unwinder
+from stackmark_gdb.unwinder import UNWINDER_COMMAND, install_unwinder, the_unwinder
 
 _session: Session | None = None
 
@@ -39,6 +39,7 @@ def _forget_modules(_event: object) -> None:
 def install() -> None:
     """Register the commands, the unwinder and the event hooks."""
     current = session()
+    current.unwinder_problems = lambda: the_unwinder().problems()
     register(current, GROUPS, [*COMMANDS, UNWINDER_COMMAND])
     install_unwinder()
     connect_once(_forget_modules, gdb.events.new_objfile, gdb.events.clear_objfiles)

@@ -39,7 +39,7 @@ from stackmark.debugger.backend import DebuggerBackend
 from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.modules import loaded_modules
 from stackmark.debugger.session import Session
-from stackmark.debugger.sframe import sframe_table
+from stackmark.debugger.sframe import UNREADABLE, sframe_table
 from stackmark.elf import PT_GNU_SFRAME, ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
@@ -61,6 +61,7 @@ from stackmark_gdb.events import connect_once
 UNWINDER_NAME = "stackmark-sframe"
 CFI_SECTIONS = (".eh_frame", ".debug_frame")
 MIN_CFI_SIZE = 16  # an .eh_frame holding only its terminator is 4 bytes
+LEFT_TO_GDB = "its frames are left to GDB's own unwinders"
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +308,7 @@ class _Process:
         self.code: dict[int, bool] = {}  # return addresses seen: in loaded code?
         self.trampolines: dict[int, bool] = {}
         self.interrupted: set[tuple[int, int]] = set()  # (pc, SP) a signal interrupted
+        self.errors: dict[str, str] = {}  # module name -> why its rows could not be read
         self.inferior = gdb.selected_inferior()
         self.pc_type: gdb.Type | None = None
         self.sp_type: gdb.Type | None = None
@@ -322,8 +324,12 @@ class _Process:
             module, segment = found
             table = self.by_module[id(module)]
             lookup = segment.to_module_relative(pc if precise else pc - 1)
-            fde = table.table.find_fde(lookup) if table.claims and table.table else None
-            row = table.row(lookup) if fde is not None else None
+            try:
+                fde = table.table.find_fde(lookup) if table.claims and table.table else None
+                row = table.row(lookup) if fde is not None else None
+            except StackmarkError as exc:  # a damaged FDE or FRE list, read lazily
+                self.errors.setdefault(module.name, str(exc))
+                fde = row = None
             if fde is not None and row is not None:
                 start = gdb.Value(fde.start + module.load_bias)
                 slots = _simple_slots(row, self.arch)
@@ -369,6 +375,17 @@ class _Process:
         if sp is not None:
             self.interrupted.add((frame.pc, sp))
 
+    def problems(self, policy: Policy) -> list[str]:
+        """The tables the unwinder needed and could not read (whole, or some rows)."""
+        found = []
+        for table in self.tables:
+            wanted = policy.everywhere or not table.has_cfi
+            if table.table is None and wanted and table.source.startswith(UNREADABLE):
+                found.append(f"{table.module.name}: SFrame {table.source}; {LEFT_TO_GDB}")
+        for name, error in self.errors.items():
+            found.append(f"{name}: SFrame unreadable: {error}; {LEFT_TO_GDB}")
+        return found
+
 
 # -- the GDB unwinder -----------------------------------------------------------------
 
@@ -388,6 +405,11 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
     def forget(self) -> None:
         """Drop the process layout (object files came or went, the process changed)."""
         self._process = None
+
+    def problems(self) -> list[str]:
+        """What `stackmark bt` warns about: tables the unwinder could not read."""
+        process = self._process
+        return process.problems(self.policy) if process is not None and self.enabled else []
 
     def resumed(self) -> None:
         """The inferior runs again: the frames it had, signal frames included, are gone."""
@@ -637,6 +659,8 @@ def _status(unwinder: SFrameUnwinder) -> Iterator[str]:
     process = unwinder.process() if unwinder.enabled else None
     if process is None:
         return
+    for problem in process.problems(unwinder.policy):
+        yield f"problem: {problem}"
     width = max((len(t.module.name) for t in process.tables), default=0)
     for table in process.tables:
         if table.claims:

@@ -24,6 +24,9 @@ LLDB quirks handled here (notes/debuggers.md, section 3):
   name (LLDB's own trap-handler names plus `target.trap-handler-names`).
 - `SBProcess.ReadMemory` may return fewer bytes than asked without an
   error (core files): a short read is unreadable memory.
+- After `process kill` and a new `process launch` in the same target, the
+  target lists the dynamic linker twice, both loaded at the same address:
+  an image is taken once per header address.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ class LldbBackend:
         self._debugger = debugger
         self._context: lldb.SBExecutionContext | None = None
         self._interpreters: dict[str, str | None] = {}  # executable -> its PT_INTERP
+        self._stop: str | None = None  # why the last `frames()` list ended early
 
     @contextmanager
     def bound(self, debugger: lldb.SBDebugger, context: lldb.SBExecutionContext) -> Iterator[None]:
@@ -233,11 +237,15 @@ class LldbBackend:
         main_path = executable.fullpath if executable.IsValid() else None
         interpreter = self._interpreter(main_path)
         images = []
+        seen: set[int] = set()
         for module in target.module_iter():
             header = module.GetObjectFileHeaderAddress()
             address = header.GetLoadAddress(target) if header.IsValid() else INVALID_ADDRESS
             if address == INVALID_ADDRESS:
                 continue  # known to the target, not loaded in the process
+            if address in seen:
+                continue  # a stale copy: after a relaunch LLDB lists ld.so twice, both loaded
+            seen.add(address)
             path = module.GetFileSpec().fullpath or ""
             if module.GetFileSpec().GetFilename() == VDSO_NAME:
                 path = VDSO_NAME
@@ -328,10 +336,13 @@ class LldbBackend:
     def frames(
         self, thread: ThreadInfo | None = None, past_main: bool = False, symbols: bool = False
     ) -> list[RawFrame]:
+        self._stop = None
         trampolines = self._trap_handler_names()
         result: list[RawFrame] = []
         run_pc: int | None = None  # the pc of the inline frames above a concrete frame
+        last: lldb.SBFrame | None = None
         for frame in self._thread(thread):
+            last = frame
             if frame.IsArtificial():
                 result.append(RawFrame(frame.GetPC(), RawFrameKind.SYNTHETIC))
                 continue
@@ -349,8 +360,25 @@ class LldbBackend:
                 run_pc = None
             result.append(self._raw(frame, pc, kind) if symbols else RawFrame(pc, kind))
             if not past_main and kind is RawFrameKind.NORMAL and self._is_main(frame, symbol):
-                break
+                return result
+        if last is not None:
+            self._stop = self._stop_reason(last)
         return result
+
+    def unwind_stop(self) -> str | None:
+        return self._stop
+
+    def _stop_reason(self, frame: lldb.SBFrame) -> str | None:
+        """Why LLDB found no caller of its last frame, when it is plain why: the
+        frame's stack pointer is unreadable (LLDB reports no stop reason)."""
+        sp = frame.GetSP()
+        error = lldb.SBError()
+        self._process().ReadMemory(sp, 1, error)
+        if error.Success():
+            return None
+        name = frame.GetFunctionName() or frame.GetSymbol().GetName()
+        where = f"0x{frame.GetPC():x}" + (f" ({name})" if name else "")
+        return f"no caller of {where}: its stack pointer 0x{sp:x} points to unreadable memory"
 
     @staticmethod
     def _is_main(frame: lldb.SBFrame, symbol: str) -> bool:

@@ -137,6 +137,12 @@ class DebuggerBackend(Protocol):
         """
         ...
 
+    def unwind_stop(self) -> str | None:
+        """Why the list of the last `frames()` call ends where it does, when the
+        debugger's unwinding stopped on a problem (memory it could not read, a
+        corrupt stack) rather than at the outermost frame or `main`; else None."""
+        ...
+
     def registers(self, thread: ThreadInfo | None = None) -> RegisterState:
         """Registers of the innermost frame of `thread` (the selected one when None)."""
         ...

@@ -42,6 +42,7 @@ PLATFORM = "linux"
 class ThreadBacktrace:
     thread: ThreadInfo
     frames: list[PhysicalFrame]
+    stopped: str | None = None  # why the debugger's unwinding stopped early (bad memory...)
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,25 @@ def collect(
     threads = backend.threads()
     if not all_threads:
         threads = [t for t in threads if t.selected] or threads[:1]
-    traces = [
-        ThreadBacktrace(t, physical_frames(backend.frames(t, past_main=past_main, symbols=symbols)))
-        for t in threads
-    ]
-    return Snapshot(backend.arch(), loaded_modules(backend), traces)
+    modules = loaded_modules(backend)
+    traces = []
+    for thread in threads:
+        frames = physical_frames(backend.frames(thread, past_main=past_main, symbols=symbols))
+        stopped = backend.unwind_stop()
+        if stopped is None and frames:
+            last = frames[-1]
+            if module_for_address(modules, last.frame.lookup_address) is None:
+                address = last.frame.address
+                stopped = f"frame #{last.index} at 0x{address:x} is in no loaded module"
+        traces.append(ThreadBacktrace(thread, frames, stopped))
+    return Snapshot(backend.arch(), modules, traces)
+
+
+def stop_note(trace: ThreadBacktrace) -> Iterator[str]:
+    """A plain-text line after a backtrace that ended early, saying why (markup
+    filters pass it through)."""
+    if trace.stopped:
+        yield f"(backtrace stopped: {trace.stopped})"
 
 
 def thread_title(thread: ThreadInfo) -> str:
@@ -80,6 +95,7 @@ def markup_lines(snapshot: Snapshot) -> Iterator[str]:
         if several:
             yield thread_title(trace.thread)
         yield from frame_lines(f.frame for f in trace.frames)
+        yield from stop_note(trace)
 
 
 def image_map(snapshot: Snapshot) -> ImageMap:
@@ -104,6 +120,7 @@ def cbf_lines(snapshot: Snapshot, session: Session) -> Iterator[str]:
         yield f"cbf: {encode_base64(data)}"
         yield f"images: {encode_base64(images)}"
         yield from decoded_listing(session, data, images)
+        yield from stop_note(trace)
 
 
 def _hex(value: int) -> str:
@@ -152,18 +169,21 @@ def _frame_record(frame: PhysicalFrame, modules: Sequence[Module]) -> dict[str, 
 
 def json_lines(snapshot: Snapshot) -> Iterator[str]:
     """The snapshot as one indented JSON document."""
+    threads = []
+    for trace in snapshot.threads:
+        record: dict[str, object] = {
+            "number": trace.thread.number,
+            "name": trace.thread.name,
+            "selected": trace.thread.selected,
+            "frames": [_frame_record(f, snapshot.modules) for f in trace.frames],
+        }
+        if trace.stopped:
+            record["stopped"] = trace.stopped
+        threads.append(record)
     document = {
         "arch": snapshot.arch.value,
         "modules": [_module_record(m) for m in snapshot.modules],
-        "threads": [
-            {
-                "number": trace.thread.number,
-                "name": trace.thread.name,
-                "selected": trace.thread.selected,
-                "frames": [_frame_record(f, snapshot.modules) for f in trace.frames],
-            }
-            for trace in snapshot.threads
-        ],
+        "threads": threads,
     }
     yield from json.dumps(document, indent=2).splitlines()
 
@@ -215,6 +235,8 @@ def _run_bt(session: Session, args: argparse.Namespace) -> Iterable[str]:
         past_main=args.full,
         symbols=args.format == "json",
     )
+    for problem in session.unwinder_problems():
+        session.warn(f"stackmark bt: warning: {problem}\n")
     if args.format == "json":
         return json_lines(snapshot)
     if args.format == "cbf":

@@ -32,6 +32,9 @@ class Session:
     def __init__(self, backend: DebuggerBackend, warn: Callable[[str], None] = _stderr):
         self.backend = backend
         self.warn = warn
+        self.unwinder_problems: Callable[[], list[str]] = list
+        """What went wrong in the debugger's own SFrame unwinding (GDB's unwinder
+        hook sets this): tables it could not read, so frames it left to the debugger."""
         self._symbolizers: dict[tuple[tuple[str, ...], ...], Symbolizer] = {}
 
     def forget_modules(self) -> None:

@@ -27,6 +27,9 @@ from stackmark.unwind.tables import NoTable, SFrameTables
 
 ReadMemory = Callable[[int, int], bytes]
 
+UNREADABLE = "unreadable: "
+"""How `sframe_table` starts the reason for a table that is there but damaged."""
+
 
 def sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable | None, str]:
     """The module's SFrame table, from its file, else from the PT_GNU_SFRAME segment
@@ -34,7 +37,7 @@ def sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable |
     try:
         found = SFrameTables()(module)  # the file, checked against the build ID
     except StackmarkError as exc:
-        return None, f"unreadable: {exc}"
+        return None, f"{UNREADABLE}{exc}"
     if isinstance(found, SFrameTable):
         return found, f"sframe v{found.header.version}"
     reason = found.reason if isinstance(found, NoTable) else "no table"
@@ -42,7 +45,7 @@ def sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable |
         try:
             loaded = read_sframe_from_image(read_memory, module.segments[0].start)
         except FormatError as exc:
-            return None, f"{reason}; in memory: {exc.reason}"
+            return None, f"{reason}; in memory: {UNREADABLE}{exc}"
         if loaded is not None and loaded.load_bias == module.load_bias:
             return loaded.table, f"sframe v{loaded.table.header.version} (from memory)"
         reason += "; no PT_GNU_SFRAME in memory"
@@ -67,9 +70,14 @@ def _info(session: Session) -> Iterator[str]:
             continue
         section = table.section
         address = section.address + module.load_bias
+        try:
+            rows = section.num_fres  # decodes every function's FREs
+        except StackmarkError as exc:
+            yield f"{module.name:<{width}}  SFrame v{section.version} at 0x{address:x}: {exc}"
+            continue
         yield (
             f"{module.name:<{width}}  SFrame v{section.version} at 0x{address:x}: "
-            f"{len(section.fdes)} functions, {section.num_fres} rows, "
+            f"{len(section.fdes)} functions, {rows} rows, "
             f"{'sorted' if table.binary_search else 'unsorted'}, {section.arch.value}"
         )
 
@@ -93,7 +101,12 @@ def _dump(session: Session, names: list[str]) -> Iterator[str]:
                 yield f"{module.name}: no SFrame: {table}"
             continue
         shown += 1
-        yield from objdump_text(table.section, module.path or module.name).splitlines()
+        try:
+            text = objdump_text(table.section, module.path or module.name)
+        except StackmarkError as exc:  # FREs are decoded as they are dumped
+            yield f"{module.name}: SFrame {UNREADABLE}{exc}"
+            continue
+        yield from text.splitlines()
     if not shown and not names:
         yield "no loaded module has SFrame data"
 
@@ -113,7 +126,11 @@ def _lookup(session: Session, expression: str, as_return_address: bool) -> Itera
     if isinstance(table, str):
         yield f"{where}: no SFrame: {table}"
         return
-    match = table.find(relative)
+    try:
+        match = table.find(relative)
+    except StackmarkError as exc:  # the function's FREs are decoded now
+        yield f"{where}: SFrame {UNREADABLE}{exc}"
+        return
     if match is None:
         yield f"{where}: no SFrame row covers this address"
         return
