@@ -172,6 +172,23 @@ def outcomes(result: Completed) -> list[Outcome]:
     return found
 
 
+KILL_FROM_OUTSIDE = "exec({!r})".format(
+    "import os, signal, time\n"
+    "pid = {pid}\n"
+    "os.kill(pid, signal.SIGKILL)\n"
+    "for _ in range(200):  # until it is a zombie (GDB) or reaped (lldb-server)\n"
+    "    try:\n"
+    "        stat = open(f'/proc/{{pid}}/stat').read()\n"
+    "    except OSError:\n"
+    "        break\n"
+    "    if stat.rsplit(')', 1)[1].split()[0] in 'ZX':\n"
+    "        break\n"
+    "    time.sleep(0.05)\n"
+)
+"""Python for a debugger's `python`/`script` command: SIGKILL the inferior, wait
+until it is dead (the debugger is not told until it next waits for it)."""
+
+
 def no_traceback(result: Completed) -> None:
     for marker in ("Traceback", "Python Exception", "internal error"):
         assert marker not in result.output, result.output
@@ -255,8 +272,7 @@ def test_gdb_unreadable_memory_and_a_target_that_goes_away(
         "kill",
         "run",
         # the process killed with SIGKILL from outside: GDB does not know yet
-        "python import os, signal, time; "
-        "os.kill(gdb.selected_inferior().pid, signal.SIGKILL); time.sleep(0.3)",
+        "python " + KILL_FROM_OUTSIDE.format(pid="gdb.selected_inferior().pid"),
         *each("stackmark bt", "symbolize {{{pc:0x1234}}}", "stackmark sframe info", *after),
         "kill",
         # no process any more
@@ -388,8 +404,7 @@ def test_lldb_unreadable_memory_and_a_target_that_goes_away(
         "sp = t.GetFrameAtIndex(0).GetSP(); e = lldb.SBError(); "
         "p.WriteMemory(sp, (0x10).to_bytes(8, 'little'), e); print('WROTE', e.Success())",
         *each("stackmark sframe-bt --notes", *after),
-        "script import os, signal, time; "
-        "os.kill(lldb.process.GetProcessID(), signal.SIGKILL); time.sleep(0.3)",
+        "script " + KILL_FROM_OUTSIDE.format(pid="lldb.process.GetProcessID()"),
         *each("stackmark bt", "stackmark sframe-bt", "symbolize {{{pc:0x1234}}}", *after),
         lldb_capture("process kill"),
         *each("stackmark bt", "stackmark sframe-bt", "stackmark sframe info"),
