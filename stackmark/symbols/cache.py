@@ -134,17 +134,20 @@ class GsymCache:
     ) -> None:
         # The converter is imported here, not at the top: a warm lookup
         # (the common case) never needs it, and it costs ~30 ms to import.
-        from stackmark.formats.gsym.convert import convert_elf, write_atomically
+        from stackmark.formats.gsym.convert import convert_elf, gc_paused, write_atomically
         from stackmark.formats.gsym.extras import ExtrasBuilder
         from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 
-        collector = ExtrasCollector()
-        result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
-        builder = ExtrasBuilder(collector.column_points())
-        builder.add_functions(
-            result.functions, [collector.function_nodes(info) for info in result.functions]
-        )
-        write_atomically(str(extras_path), builder.encode(result.data))
+        with gc_paused():
+            collector = ExtrasCollector()
+            result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
+            builder = ExtrasBuilder(collector.column_points())
+            builder.add_functions(
+                result.functions, [collector.function_nodes(info) for info in result.functions]
+            )
+            extras_data = builder.encode(result.data)
+            del builder, collector
+        write_atomically(str(extras_path), extras_data)
         write_atomically(str(gsym_path), result.data)
 
 

@@ -249,10 +249,16 @@ class Writer:
             self.u64(value)
 
     def uleb(self, value: int) -> None:
-        self.buf += uleb_bytes(value)
+        if 0 <= value < 0x80:  # one byte: most values a GSYM writes
+            self.buf.append(value)
+        else:
+            self.buf += uleb_bytes(value)
 
     def sleb(self, value: int) -> None:
-        self.buf += sleb_bytes(value)
+        if -0x40 <= value < 0x40:
+            self.buf.append(value & 0x7F)
+        else:
+            self.buf += sleb_bytes(value)
 
     def raw(self, data: Buffer) -> None:
         self.buf += data

@@ -15,8 +15,10 @@ a failed conversion leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
@@ -33,6 +35,26 @@ from stackmark.formats.gsym.from_symtab import (
     text_ranges,
 )
 from stackmark.formats.gsym.function_info import FunctionInfo
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a conversion.
+
+    A conversion allocates millions of small objects (DIE values, rows,
+    inline nodes) and frees almost none of them until it ends, so every
+    collection scans an ever larger heap and finds nothing: about a third
+    of the merge step's time on a large binary. Reference counting still
+    frees what is dropped; the collector is resumed (if it was running)
+    afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ProgressSink(Protocol):
@@ -66,6 +88,18 @@ def convert_elf(
     With `extras`, also collects what the cache's extras file needs; the
     final functions, in file order, are in `result.functions`.
     """
+    with gc_paused():
+        return _convert_elf(path, jobs=jobs, progress=progress, little=little, extras=extras)
+
+
+def _convert_elf(
+    path: str,
+    *,
+    jobs: int,
+    progress: ProgressSink | None,
+    little: bool | None,
+    extras: ExtrasCollector | None,
+) -> ConversionResult:
     from stackmark.formats.gsym.dwarf_units import convert_dwarf
 
     elf = ElfFile.open(path)
@@ -208,6 +242,7 @@ __all__ = [
     "convert_breakpad",
     "convert_elf",
     "convert_file",
+    "gc_paused",
     "log_text",
     "write_atomically",
 ]

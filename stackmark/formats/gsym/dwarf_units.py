@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from stackmark.dwarf.reader import DwarfReader
@@ -110,12 +111,16 @@ class _Recorder:
         return found
 
 
-_Tree = tuple[int, tuple[Range, ...], int, int, tuple["_Tree", ...]]
-
-
 @dataclass(slots=True)
 class _Chunk:
-    """What a worker sends back (compact, so that pickling stays cheap)."""
+    """What a worker sends back: flat arrays, so that pickling stays cheap.
+
+    Per function: start, size, name, the number of its line rows (-1: no
+    line table) and of its inline nodes (0: no tree). Rows are three
+    parallel arrays. Inline trees are flattened depth first into `nodes`,
+    one record per node: name, call file, call line, child count, range
+    count, then the ranges' (start, end) pairs.
+    """
 
     events: list[tuple[bool, str]]
     starts: array[int] = field(default_factory=lambda: array("Q"))
@@ -125,20 +130,27 @@ class _Chunk:
     row_addrs: array[int] = field(default_factory=lambda: array("Q"))
     row_files: array[int] = field(default_factory=lambda: array("I"))
     row_lines: array[int] = field(default_factory=lambda: array("I"))
-    trees: list[_Tree | None] = field(default_factory=list)
+    node_counts: array[int] = field(default_factory=lambda: array("I"))
+    nodes: array[int] = field(default_factory=lambda: array("Q"))
     extras: list[list[NodeExtra]] | None = None
     columns: list[tuple[int, int]] = field(default_factory=list)
     report: DwarfReport = field(default_factory=DwarfReport)
 
 
-def _tree(node: InlineInfo) -> _Tree:
-    return (
-        node.name,
-        tuple(node.ranges),
-        node.call_file,
-        node.call_line,
-        tuple(_tree(c) for c in node.children),
-    )
+def _flatten_tree(root: InlineInfo, out: array[int]) -> int:
+    """Append `root`'s subtree to `out` depth first (see `_Chunk`); returns its node count."""
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        count += 1
+        out.extend((node.name, node.call_file, node.call_line, len(node.children)))
+        out.append(len(node.ranges))
+        for low, high in node.ranges:
+            out.append(low)
+            out.append(high)
+        stack.extend(reversed(node.children))
+    return count
 
 
 def _convert_chunk(
@@ -148,6 +160,18 @@ def _convert_chunk(
     want_extras: bool,
 ) -> _Chunk:
     """Worker: convert the units at `offsets` of the ELF file at `path`."""
+    from stackmark.formats.gsym.convert import gc_paused
+
+    with gc_paused():
+        return _convert_units(path, offsets, text_ranges, want_extras)
+
+
+def _convert_units(
+    path: str,
+    offsets: list[int],
+    text_ranges: list[Range] | None,
+    want_extras: bool,
+) -> _Chunk:
     from stackmark.formats.gsym.creator import GsymCreator
 
     validity = GsymCreator()
@@ -175,11 +199,13 @@ def _convert_chunk(
             chunk.row_counts.append(-1)
         else:
             chunk.row_counts.append(len(rows))
-            for addr, file, line in rows:
-                chunk.row_addrs.append(addr)
-                chunk.row_files.append(file)
-                chunk.row_lines.append(line)
-        chunk.trees.append(None if info.inline is None else _tree(info.inline))
+            chunk.row_addrs.extend([row[0] for row in rows])
+            chunk.row_files.extend([row[1] for row in rows])
+            chunk.row_lines.extend([row[2] for row in rows])
+        if info.inline is None:
+            chunk.node_counts.append(0)
+        else:
+            chunk.node_counts.append(_flatten_tree(info.inline, chunk.nodes))
     if collector is not None:
         chunk.extras = [collector.function_nodes(info) for info in functions]
         chunk.columns = collector.columns
@@ -222,6 +248,10 @@ def _convert_parallel(
                 progress.update("converting DWARF units", done + 1, len(futures))
 
 
+_line_entry = partial(tuple.__new__, LineEntry)
+"""LineEntry from an (addr, file, line) tuple without Python-level __new__."""
+
+
 def _merge(
     chunk: _Chunk, creator: GsymCreator, report: DwarfReport, extras: ExtrasCollector | None
 ) -> None:
@@ -235,33 +265,74 @@ def _merge(
             strings.append(creator.insert_string(text))
     report.merge(chunk.report)
 
-    def tree(t: _Tree) -> InlineInfo:
-        return InlineInfo(strings[t[0]], list(t[1]), files[t[2]], t[3], [tree(c) for c in t[4]])
-
+    addrs, lines = chunk.row_addrs, chunk.row_lines
+    row_files = array("I", map(files.__getitem__, chunk.row_files))
+    nodes = chunk.nodes
     row = 0
-    addrs, row_files, lines = chunk.row_addrs, chunk.row_files, chunk.row_lines
+    at = 0  # in `nodes`
     for i, start in enumerate(chunk.starts):
         info = FunctionInfo(start, chunk.sizes[i], strings[chunk.names[i]])
         count = chunk.row_counts[i]
         if count >= 0:
-            info.line_table = [
-                LineEntry(addrs[k], files[row_files[k]], lines[k]) for k in range(row, row + count)
-            ]
-            row += count
-        t = chunk.trees[i]
-        if t is not None:
-            info.inline = tree(t)
+            end = row + count
+            info.line_table = list(
+                map(
+                    _line_entry,
+                    zip(addrs[row:end], row_files[row:end], lines[row:end], strict=True),
+                )
+            )
+            row = end
+        node_count = chunk.node_counts[i]
+        tree: list[InlineInfo] = []
+        if node_count:
+            info.inline, at = _unflatten_tree(nodes, at, strings, files, tree)
         creator.functions.append(info)
         if extras is not None and chunk.extras is not None and chunk.extras[i]:
-            nodes = chunk.extras[i]
-            extras.roots[id(info)] = nodes[0]
-            if info.inline is not None:
-                stack = list(reversed(info.inline.children))
-                k = 1
-                while stack:
-                    node = stack.pop()
-                    extras.nodes[id(node)] = nodes[k]
-                    k += 1
-                    stack.extend(reversed(node.children))
+            extra_nodes = chunk.extras[i]
+            extras.roots[id(info)] = extra_nodes[0]
+            # `tree` is the nodes in depth-first order, the root first.
+            for k in range(1, len(tree)):
+                extras.nodes[id(tree[k])] = extra_nodes[k]
     if extras is not None:
         extras.columns.extend(chunk.columns)
+
+
+def _unflatten_tree(
+    nodes: array[int], at: int, strings: list[int], files: list[int], order: list[InlineInfo]
+) -> tuple[InlineInfo, int]:
+    """The tree `_flatten_tree` wrote at `nodes[at]`, with global string and
+    file indexes; its nodes are also appended to `order`, depth first."""
+    # Open nodes still waiting for children: [node, children still to come].
+    open_nodes: list[list[object]] = []
+    root: InlineInfo | None = None
+    while True:
+        name, call_file, call_line, child_count, range_count = nodes[at : at + 5]
+        at += 5
+        pairs = nodes[at : at + 2 * range_count]
+        at += 2 * range_count
+        node = InlineInfo(
+            strings[name],
+            list(zip(pairs[::2], pairs[1::2], strict=True)),
+            files[call_file],
+            call_line,
+        )
+        order.append(node)
+        if open_nodes:
+            parent = open_nodes[-1]
+            parent_node = parent[0]
+            assert isinstance(parent_node, InlineInfo)
+            parent_node.children.append(node)
+            left = parent[1]
+            assert isinstance(left, int)
+            if left == 1:
+                open_nodes.pop()
+            else:
+                parent[1] = left - 1
+        else:
+            root = node
+        if child_count:
+            open_nodes.append([node, child_count])
+        # Close parents whose children are all read.
+        if not open_nodes:
+            assert root is not None
+            return root, at

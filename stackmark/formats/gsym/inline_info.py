@@ -200,24 +200,41 @@ def inline_path_in_tree(root: InlineInfo, addr: int) -> list[InlineFrame]:
 
 
 def encode_inline_info(w: Writer, node: InlineInfo, base_addr: int) -> None:
-    """Write `node` and its subtree; child ranges must lie inside the parent's."""
-    if not node.ranges:
+    """Write `node` and its subtree; child ranges must lie inside the parent's.
+
+    Values below 0x80 (one ULEB128 byte: nearly all of them) are appended
+    directly, since a large binary has hundreds of thousands of nodes.
+    """
+    ranges = node.ranges
+    if not ranges:
         raise ValueError("attempted to encode an InlineInfo without address ranges")
-    w.uleb(len(node.ranges))
-    for start, end in node.ranges:
+    buf = w.buf
+    append = buf.append
+    uleb = w.uleb
+    append(len(ranges)) if len(ranges) < 0x80 else uleb(len(ranges))
+    for start, end in ranges:
         if start < base_addr:
             raise ValueError(f"inline range 0x{start:x} starts before its base 0x{base_addr:x}")
-        w.uleb(start - base_addr)
-        w.uleb(end - start)
-    w.u8(1 if node.children else 0)
+        offset = start - base_addr
+        append(offset) if offset < 0x80 else uleb(offset)
+        size = end - start
+        append(size) if 0 <= size < 0x80 else uleb(size)
+    children = node.children
+    append(1 if children else 0)
     w.u32(node.name)
-    w.uleb(node.call_file)
-    w.uleb(node.call_line)
-    if node.children:
-        child_base = node.ranges[0][0]
-        for child in node.children:
+    call_file, call_line = node.call_file, node.call_line
+    append(call_file) if 0 <= call_file < 0x80 else uleb(call_file)
+    append(call_line) if 0 <= call_line < 0x80 else uleb(call_line)
+    if children:
+        child_base = ranges[0][0]
+        single = ranges[0] if len(ranges) == 1 else None
+        for child in children:
             for start, end in child.ranges:
-                if not contains_range(node.ranges, start, end):
+                if single is not None:
+                    inside = single[0] <= start < end <= single[1]
+                else:
+                    inside = contains_range(ranges, start, end)
+                if not inside:
                     raise ValueError("child range not contained in parent")
             encode_inline_info(w, child, child_base)
-        w.uleb(0)
+        append(0)

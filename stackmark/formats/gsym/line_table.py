@@ -24,6 +24,8 @@ window, special opcodes where they fit, and AdvancePC written even for 0.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
+from operator import sub
 from typing import NamedTuple
 
 from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
@@ -139,14 +141,10 @@ def _delta_window(lines: list[LineEntry]) -> tuple[int, int]:
     """(MinDelta, MaxDelta) as LLVM chooses them for `lines`."""
     if len(lines) == 1:
         min_delta = max_delta = 0
-        counts: dict[int, int] = {}
+        counts: Counter[int] = Counter()
     else:
-        counts = {}
-        prev = lines[0].line
-        for entry in lines[1:]:
-            delta = entry.line - prev
-            counts[delta] = counts.get(delta, 0) + 1
-            prev = entry.line
+        numbers = [entry[2] for entry in lines]
+        counts = Counter(map(sub, numbers[1:], numbers[:-1]))
         min_delta, max_delta = min(counts), max(counts)
     if max_delta - min_delta > MAX_LINE_RANGE:
         # The window of width <= 14 over the distinct deltas that covers the
@@ -168,45 +166,58 @@ def _delta_window(lines: list[LineEntry]) -> tuple[int, int]:
 
 
 def encode_line_table(w: Writer, lines: list[LineEntry], base_addr: int) -> None:
-    """Write the payload for `lines` (at least one row, addresses ascending)."""
+    """Write the payload for `lines` (at least one row, addresses ascending).
+
+    One pass with the byte buffer's own `append`: most rows become a single
+    special opcode, and this runs for millions of rows in a conversion.
+    """
     if not lines:
         raise ValueError("attempted to encode an empty line table")
     min_delta, max_delta = _delta_window(lines)
     line_range = max_delta - min_delta + 1
     w.sleb(min_delta)
     w.sleb(max_delta)
-    prev_line = lines[0].line
+    prev_line = lines[0][2]
     w.uleb(prev_line)
     prev_addr, prev_file = base_addr, 1
     buf = w.buf
+    append = buf.append
+    uleb = w.uleb
+    base_special = FIRST_SPECIAL - min_delta
     for addr, file, line in lines:
-        if addr < base_addr:
-            raise ValueError(
-                f"line entry address 0x{addr:x} is below the function start 0x{base_addr:x}"
-            )
         if addr < prev_addr:
+            if addr < base_addr:
+                raise ValueError(
+                    f"line entry address 0x{addr:x} is below the function start 0x{base_addr:x}"
+                )
             raise ValueError("line entries are not in ascending address order")
         addr_delta = addr - prev_addr
-        if line > prev_line:
+        if line == prev_line:
+            line_delta = 0
+        elif line > prev_line:
             line_delta = line - prev_line
-        elif prev_line > line:
+        else:
             diff = (prev_line - line) & _U32
             line_delta = -(diff - (1 << 32) if diff >> 31 else diff)
-        else:
-            line_delta = 0
         if file != prev_file:
-            buf.append(SET_FILE)
-            w.uleb(file)
-        special = -1
+            append(SET_FILE)
+            if file < 0x80:
+                append(file)
+            else:
+                uleb(file)
         if min_delta <= line_delta <= max_delta:
-            special = (line_delta - min_delta) + addr_delta * line_range + FIRST_SPECIAL
-        if 0 <= special <= 255:
-            buf.append(special)
+            special = line_delta + base_special + addr_delta * line_range
+            if special <= 255:
+                append(special)
+                prev_addr, prev_file, prev_line = addr, file, line
+                continue
+        if line_delta != 0:
+            append(ADVANCE_LINE)
+            w.sleb(line_delta)
+        append(ADVANCE_PC)
+        if addr_delta < 0x80:
+            append(addr_delta)
         else:
-            if line_delta != 0:
-                buf.append(ADVANCE_LINE)
-                w.sleb(line_delta)
-            buf.append(ADVANCE_PC)
-            w.uleb(addr_delta)
+            uleb(addr_delta)
         prev_addr, prev_file, prev_line = addr, file, line
-    buf.append(END_SEQUENCE)
+    append(END_SEQUENCE)
