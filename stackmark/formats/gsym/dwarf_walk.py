@@ -17,8 +17,8 @@ One pass per unit, using stackmark.dwarf's compiled abbreviation plans:
 - subtrees that cannot hold code (types other than class/struct/union,
   variables, parameters, call sites, declarations) are jumped over with
   DW_AT_sibling when present;
-- the parent of every subprogram, inlined call, namespace, class, struct,
-  union and lexical block is recorded, for `dwarf_names`.
+- the parent of every DIE the walk reaches (not those inside jumped-over
+  subtrees) is recorded, for `dwarf_names`.
 """
 
 from __future__ import annotations
@@ -217,7 +217,14 @@ class UnitWalk:
         top_abbrev, _, after_top = unit.die(unit.header.die_offset)
         if top_abbrev is None or not top_abbrev.has_children:
             return
-        kinds, plans, abbrevs = self._kinds()
+        try:
+            kinds, plans, abbrevs = self._kinds()
+        except ValueError as exc:  # an abbreviation using a form no DWARF version has
+            raise FormatError(
+                f"malformed abbreviations of the unit at 0x{unit.offset:x} ({exc})",
+                offset=unit.offset,
+                source=info.source,
+            ) from None
         ncodes = len(kinds)
         parents = self.parents
         functions = self.functions
@@ -245,6 +252,11 @@ class UnitWalk:
                 kind = kinds[code]
                 offset = die_pos - base
                 parent_offset, context = stack[-1]
+                # Every DIE the walk reaches gets its parent recorded, skipped
+                # ones too: member declarations inside classes are what
+                # qualified names climb through (dwarf_names), and finding
+                # their parents later would mean decoding whole levels again.
+                parents[offset] = parent_offset
                 if kind == _JUMP:
                     if abbrev.has_children:
                         pos = self._jump(buf, pos, plan, unit_start, base, die_pos, plans)
@@ -253,7 +265,6 @@ class UnitWalk:
                     else:
                         pos = skip_attributes(buf, pos, plan.skip, enc)
                     continue
-                parents[offset] = parent_offset
                 if kind in (_SUB_CODE, _INLINED):
                     values, pos = decode_attributes(buf, pos, plan, enc)
                     if kind == _INLINED and context is None:
