@@ -18,9 +18,15 @@ export function activate(context: vscode.ExtensionContext): void {
     if (isMarkupLog(document)) void client.get();
   };
   context.subscriptions.push(
+    // From the editor title bar VS Code passes (uri, {groupId}), from the palette
+    // nothing: only a number is a line.
     vscode.commands.registerCommand("stackmark.showSymbolizedLog",
-      (uri?: vscode.Uri, line?: number) =>
-        showSymbolizedLog(client, uri instanceof vscode.Uri ? uri : undefined, line)),
+      (uri?: unknown, line?: unknown) =>
+        showSymbolizedLog(
+          client,
+          uri instanceof vscode.Uri ? uri : undefined,
+          typeof line === "number" ? line : undefined,
+        )),
     vscode.commands.registerCommand("stackmark.restartServer", () => client.restart()),
     vscode.commands.registerCommand("stackmark.showOutput", () => output.show(true)),
     vscode.workspace.onDidOpenTextDocument(async (document) => {
