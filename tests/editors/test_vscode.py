@@ -21,6 +21,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,8 @@ VSIX_CACHE = REPO / "build" / "editors"
 CHROMIUM = Path("/usr/bin/chromium")
 DETECTED = "service-output.txt"
 BARE_PYTHON = Path("/usr/bin/python3")  # Debian's, without stackmark installed
+SERVER_SOURCES = (REPO / "server", REPO / "stackmark")  # what `stackmark lsp` runs
+VIEW_SCHEME = "stackmark-symbolized"
 # What goes into the .vsix (dist/ and bundled/ are built from these).
 PACKAGED = ("src", "syntaxes", "l10n", "scripts")
 PACKAGED_FILES = (
@@ -252,6 +255,7 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
         "bare_python": str(BARE_PYTHON),
     }
     (work / "scenario.json").write_text(json.dumps(scenario))
+    started = time.time()
     proc = subprocess.run(
         ["node", str(DRIVER), str(work / "scenario.json")],
         cwd=HARNESS,
@@ -267,7 +271,25 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
     observed: dict[str, Any] = json.loads(out.read_text())
     observed["driver_stderr"] = proc.stderr
     observed["server_log"] = code_server["log"]
+    observed["folder"] = str(code_server["folder"])
+    observed["edited_meanwhile"] = _sources_edited_since(started)
     return observed
+
+
+def _sources_edited_since(started: float) -> list[str]:
+    """The server's sources saved while the editor ran. The checkout is shared: a
+    server started between two saves of one change runs half of it (a view that
+    showed the raw log, cursor on line 2, was a view.py already taking the log's
+    chunks with a server.py still passing it the whole text)."""
+    edited = []
+    for folder in SERVER_SOURCES:
+        for path in sorted(folder.rglob("*.py")):
+            try:
+                if path.stat().st_mtime >= started:
+                    edited.append(str(path.relative_to(REPO)))
+            except FileNotFoundError:
+                edited.append(str(path.relative_to(REPO)))
+    return edited
 
 
 def _step(observed: dict[str, Any], name: str) -> dict[str, Any]:
@@ -275,9 +297,15 @@ def _step(observed: dict[str, Any], name: str) -> dict[str, Any]:
     if "error" in result:
         log = Path(observed["server_log"]).read_text()[-3000:]
         output = "\n".join(result.get("server_output", []))
+        edited = observed.get("edited_meanwhile") or []
+        torn = (
+            f"\nnote: server sources saved while VS Code ran (a half-edited checkout?): {edited}"
+            if edited
+            else ""
+        )
         pytest.fail(
             f"{name} failed in VS Code: {result['error']}\nserver output:\n{output}\n"
-            f"code-server log:\n{log}"
+            f"code-server log:\n{log}{torn}"
         )
     return result
 
@@ -335,14 +363,23 @@ def test_show_symbolized_log_opens_the_view_beside(
 ) -> None:
     view = _step(vscode_run, "symbolized_view")
     assert "Editor Group 2" in view["tab"]["aria"]  # beside the log
+    assert _shown_log(view["uri"]) == Path(vscode_run["folder"]) / editor_log.path.name
     assert view["cursor"] == editor_log.symbolize.output[0]
     assert not any("{{{bt:" in line for line in view["lines"])
+
+
+def _shown_log(uri: str) -> Path:
+    """The log a view's URI names (the server's virtual document, not an untitled copy)."""
+    scheme, _, path = uri.partition(":")
+    assert scheme == VIEW_SCHEME, uri
+    return Path(urllib.parse.unquote(path))
 
 
 def test_code_lens_opens_the_view_at_its_backtrace(
     vscode_run: dict[str, Any], editor_log: EditorLog
 ) -> None:
     view = _step(vscode_run, "code_lens")
+    assert _shown_log(view["uri"]) == Path(vscode_run["folder"]) / editor_log.path.name
     assert view["cursor"] == editor_log.symbolize.output[0]
     assert not any("{{{bt:" in line for line in view["lines"])
 

@@ -64,21 +64,47 @@ async function visibleLines() {
   });
 }
 
-/** The text of the line the cursor is on, in the active editor (found by its line number). */
-async function cursorLine() {
-  const selection = await statusSelection();
-  const match = /Ln (\d+)/.exec(selection);
-  if (!match) throw new Error(`no cursor position in the status bar: ${selection}`);
-  return page.evaluate((number) => {
-    const group = document.querySelector(".editor-group-container.active");
-    const numbers = [...group.querySelectorAll(".margin-view-overlays .line-numbers")];
-    const label = numbers.find((node) => node.textContent.trim() === number);
-    if (!label) return null;
-    const top = label.parentElement.style.top;
-    const line = [...group.querySelectorAll(".view-lines .view-line")]
-      .find((node) => node.style.top === top);
-    return line ? line.textContent.replace(/\u00a0/g, " ") : null;
-  }, match[1]);
+/** What the active editor group shows (run in the page): its document's URI
+ * (Monaco's `data-uri`), the cursor's line (Monaco marks its number
+ * `active-line-number` in the same render pass that draws the lines, unlike
+ * the status bar, which updates on its own schedule) and the visible lines.
+ * With `viewScheme`, null until the group shows a document of that scheme with
+ * symbolized frames on screen and the cursor's line drawn. */
+function inspectActiveGroup(viewScheme) {
+  const group = document.querySelector(".editor-group-container.active");
+  if (!group) return null;
+  const text = (node) => node.textContent.replace(/\u00a0/g, " ");
+  const uri = group.querySelector("[data-uri]")?.getAttribute("data-uri") ?? null;
+  const nodes = [...group.querySelectorAll(".view-lines .view-line")];
+  nodes.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+  const number = group.querySelector(".margin-view-overlays .line-numbers.active-line-number");
+  const top = number ? number.parentElement.style.top : null;
+  const line = top === null ? undefined : nodes.find((node) => node.style.top === top);
+  const seen = {
+    uri,
+    cursorNumber: number ? Number(number.textContent.trim()) : null,
+    cursor: line ? text(line) : null,
+    lines: nodes.map(text),
+  };
+  if (!viewScheme) return seen;
+  const ready = uri !== null && uri.startsWith(`${viewScheme}:`)
+    && seen.lines.some((l) => /#\d+\s+0x[0-9a-f]+ \S/.test(l))
+    && seen.cursor !== null;
+  return ready ? seen : null;
+}
+
+/** Wait until the active group shows the symbolized view, cursor drawn; on a
+ * timeout the error says what the group showed instead (a raw log, another tab). */
+async function waitForView() {
+  try {
+    const handle = await page.waitForFunction(inspectActiveGroup, "stackmark-symbolized",
+      { timeout: TIMEOUT });
+    return await handle.jsonValue();
+  } catch (error) {
+    const seen = await page.evaluate(inspectActiveGroup, null).catch(() => null);
+    const shown = seen ? { ...seen, lines: seen.lines.slice(0, 6) } : null;
+    throw new Error(`${String(error).split("\n")[0]}; the active group showed ${JSON.stringify(shown)}`);
+  }
 }
 
 async function statusSelection() {
@@ -127,6 +153,8 @@ async function serverOutput() {
     return nodes.map((node) => node.textContent.replace(/\u00a0/g, " "));
   });
   await runCommand("View: Toggle Maximized Panel");
+  // Give the editors their room back: the next steps look for code lenses in them.
+  await runCommand("View: Hide Panel").catch(() => undefined);
   await closeWidgets();
   return texts;
 }
@@ -317,17 +345,11 @@ try {
       null,
       { timeout: TIMEOUT },
     );
-    await page.waitForFunction(() => {
-      const group = document.querySelector(".editor-group-container.active");
-      const lines = group ? [...group.querySelectorAll(".view-line")] : [];
-      return lines.some((line) => /#\d+\s+0x[0-9a-f]+ \S/.test(line.textContent.replace(/\u00a0/g, " ")));
-    }, null, { timeout: TIMEOUT });
+    const view = await waitForView();
     const tab = await activeTab();
-    const selection = await statusSelection();
-    const lines = await visibleLines();
-    const cursor = await cursorLine();
     const screenshot = await shot("vscode-symbolized");
-    return { tab, selection, cursor, lines, screenshot };
+    return { tab, uri: view.uri, line: view.cursorNumber, cursor: view.cursor, lines: view.lines,
+      screenshot };
   });
 
   await step("code_lens", async () => {
@@ -343,17 +365,9 @@ try {
     const lens = page.locator(".codelens-decoration a", { hasText: scenario.lens_title }).first();
     await lens.waitFor({ timeout: TIMEOUT });
     await lens.click();
-    await page.waitForFunction(() => {
-      const group = document.querySelector(".editor-group-container.active");
-      const lines = group ? [...group.querySelectorAll(".view-line")] : [];
-      return lines.some((line) => /#\d+\s+0x[0-9a-f]+ \S/.test(line.textContent.replace(/\u00a0/g, " ")));
-    }, null, { timeout: TIMEOUT });
-    return {
-      tab: await activeTab(),
-      selection: await statusSelection(),
-      cursor: await cursorLine(),
-      lines: await visibleLines(),
-    };
+    const view = await waitForView();
+    return { tab: await activeTab(), uri: view.uri, line: view.cursorNumber, cursor: view.cursor,
+      lines: view.lines };
   });
 
   await step("detected", async () => {
