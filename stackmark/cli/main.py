@@ -2,18 +2,24 @@
 
 Subcommand modules are imported only when run, so that `stackmark
 symbolize` starts fast. Each module defines `add_arguments(parser)` and
-`run(args) -> int`.
+`run(args) -> int`; a module may also define `parse_quick(argv)`, which
+returns the arguments argparse would give for a common command line, or
+None (then argparse parses it, and prints help and errors): argparse and
+what it imports cost more start-up time than a short log takes to symbolize.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from stackmark import __version__
 from stackmark.errors import StackmarkError
+
+if TYPE_CHECKING:
+    import argparse
 
 # name -> (module, one-line help). Keep in the order `--help` shows them.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -30,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _top_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="stackmark",
         description="Turn raw crash addresses back into functions, files and lines.",
@@ -39,6 +47,15 @@ def _top_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def command_parser(name: str, module: object) -> argparse.ArgumentParser:
+    """The argparse parser of subcommand `name` (its module's `add_arguments`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"stackmark {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)  # type: ignore[attr-defined]
     return parser
 
 
@@ -53,9 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     name = args_list[0]
     module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"stackmark {name}", description=COMMANDS[name][1])
-    module.add_arguments(parser)
-    args = parser.parse_args(args_list[1:])
+    parse_quick = getattr(module, "parse_quick", None)
+    args = parse_quick(args_list[1:]) if parse_quick is not None else None
+    if args is None:
+        args = command_parser(name, module).parse_args(args_list[1:])
     try:
         return int(module.run(args))
     except StackmarkError as exc:

@@ -10,12 +10,13 @@ fast as before.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from stackmark.cli.progress import StatusLine
     from stackmark.symbols.debuginfod import DebuginfodClient
 
@@ -24,8 +25,34 @@ SEED_ATTRIBUTE = "debuginfod_seed"
 the arguments under this name; `make_client` seeds the worker's client."""
 
 
+DEFAULTS: dict[str, object] = {
+    "debuginfod_url": [],
+    "no_debuginfod": False,
+    "debuginfod": False,
+    "offline": False,
+    "debuginfod_timeout": None,
+    "debuginfod_cache": None,
+    "output_dir": None,
+    "jobs": None,
+}
+"""What `add_arguments` gives when none of its options is used (for commands
+that parse their common command lines without argparse)."""
+
+QUICK_OPTIONS: dict[str, tuple[str, object]] = {
+    "--debuginfod-url": ("debuginfod_url", "append"),
+    "--no-debuginfod": ("no_debuginfod", True),
+    "--debuginfod": ("debuginfod", True),
+    "--offline": ("offline", True),
+    "--debuginfod-cache": ("debuginfod_cache", "store"),
+    "--output-dir": ("output_dir", "store"),
+}
+"""The options of `add_arguments` a quick parser may take (see
+`stackmark.cli.symbolize.parse_quick`): (dest, "append" | "store" | flag value)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--debuginfod-url` and friends, and the batch options `-o` and `-j`."""
+    import argparse
     group = parser.add_argument_group(
         "debuginfod",
         "Servers that hand out debug files by build ID, asked after every local place "
@@ -90,6 +117,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _seconds(text: str) -> float:
+    import argparse
+
     try:
         return float(text)
     except ValueError:
@@ -97,6 +126,8 @@ def _seconds(text: str) -> float:
 
 
 def _positive(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:

@@ -16,12 +16,12 @@ With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from stackmark.cli import scale_args
 from stackmark.errors import StackmarkError
@@ -31,6 +31,8 @@ from stackmark.markup.resolve import Resolver
 from stackmark.symbols.api import SymbolizerAPI
 
 if TYPE_CHECKING:
+    import argparse
+
     from stackmark.markup.records import Record
     from stackmark.symbols.debuginfod import DebuginfodClient
     from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
@@ -52,12 +54,21 @@ class LineFilter(Protocol):
     def finish(self) -> str: ...
 
 
+SYMBOLIZER_ANSWERS = 256
+"""Answers the Symbolizer keeps: few, since the Resolver and the bt fast path
+above it keep theirs (a larger cache only holds the same frames again)."""
+
+RESOLVER_ANSWERS = 4096
+"""Frames the Resolver keeps per address: the bt fast path keeps their text."""
+
 READ_SIZE = 1 << 18
 """Bytes asked of the input at a time (less when less is there: a pipe that
 delivers line by line is still answered line by line)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Symbolize a log that carries LLVM symbolizer markup ({{{module}}}, {{{mmap}}},\n"
@@ -172,6 +183,113 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scale_args.add_arguments(parser)
 
 
+# --- the common command lines, without argparse ------------------------------------
+
+_DEFAULTS: dict[str, object] = {
+    "files": [],
+    "debug_file_directory": [],
+    "obj": [],
+    "symbol_path": [],
+    "gsym_cache": "use",
+    "gsym_cache_dir": None,
+    "color": "auto",
+    "demangle": True,
+    "functions": "linkage",
+    "basenames": False,
+    "relativenames": False,
+    "output_style": "llvm",
+    "compat": None,
+    "filter_markup": False,
+    **scale_args.DEFAULTS,
+}
+"""What argparse gives for an empty command line (a test checks that it still does)."""
+
+# option -> (dest, how): "append" and "store" take a value; a tuple of
+# choices is a value among them; "optional:<const>" may go without one; a
+# flag stores its value (True, or False for --no-demangle).
+_OPTIONS: dict[str, tuple[str, object]] = {
+    "--debug-file-directory": ("debug_file_directory", "append"),
+    "--obj": ("obj", "append"),
+    "--exe": ("obj", "append"),
+    "--symbol-path": ("symbol_path", "append"),
+    "--gsym-cache": ("gsym_cache", ("use", "build", "off")),
+    "--gsym-cache-dir": ("gsym_cache_dir", "store"),
+    "--color": ("color", ("always", "never", "auto")),
+    "--colour": ("color", ("always", "never", "auto")),
+    "--no-demangle": ("demangle", False),
+    "--demangle": ("demangle", True),
+    "-C": ("demangle", True),
+    "--functions": ("functions", ("linkage", "short", "none")),
+    "--basenames": ("basenames", True),
+    "-s": ("basenames", True),
+    "--relativenames": ("relativenames", True),
+    "--output-style": ("output_style", ("llvm", "json")),
+    "--compat": ("compat", ("llvm19",)),
+    "--filter-markup": ("filter_markup", True),
+    **scale_args.QUICK_OPTIONS,
+}
+_BARE_VALUE = {"--color": "always", "--colour": "always", "--functions": "linkage"}
+"""Options with an optional value (`nargs="?"`): what they mean alone."""
+
+
+def parse_quick(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The arguments argparse would give for `argv`, when that is certain without
+    it: long options spelled out, values that do not start with '-', files in
+    one run. None for anything else (help, errors, abbreviations, `--`, short
+    options with attached values...): argparse then parses the command line."""
+    values: dict[str, object] = {
+        key: list(value) if isinstance(value, list) else value for key, value in _DEFAULTS.items()
+    }
+    files: list[str] = []
+    files_done = False
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if token == "-" or not token.startswith("-"):
+            if files_done:
+                return None  # files on both sides of an option: argparse refuses them
+            files.append(token)
+            continue
+        if files:
+            files_done = True
+        name, equals, value = token.partition("=")
+        spec = _OPTIONS.get(name)
+        if spec is None:
+            return None
+        dest, how = spec
+        if isinstance(how, bool):
+            if equals:
+                return None
+            values[dest] = how
+            continue
+        if not equals:
+            following = argv[i] if i < len(argv) else None
+            if name in _BARE_VALUE and (
+                following is None or (following.startswith("--") and following != "--")
+            ):
+                values[dest] = _BARE_VALUE[name]
+                continue
+            if following is None or following.startswith("-"):
+                return None
+            value = following
+            i += 1
+        if how == "append":
+            cast("list[str]", values[dest]).append(value)
+        elif how == "store":
+            values[dest] = value
+        else:
+            if dest == "output_style":
+                value = value.lower()
+            if value not in cast("tuple[str, ...]", how):
+                return None
+            values[dest] = value
+    if values["basenames"] and values["relativenames"]:
+        return None  # mutually exclusive: argparse says so
+    values["files"] = files
+    return cast("argparse.Namespace", SimpleNamespace(**values))
+
+
 def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
     """(text, line ending) for each line; invalid UTF-8 survives via surrogateescape."""
     for raw in stream:
@@ -198,6 +316,8 @@ def _make_symbolizer(
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
         debuginfod=debuginfod or scale_args.make_client(args),
+        # The markup layer remembers each answer (and its text) itself.
+        cache_size=SYMBOLIZER_ANSWERS,
     )
     if args.gsym_cache != "off":
         options.source_factories = [
@@ -276,7 +396,7 @@ def run_streams(
     )
     err_colour = stream_wants_colour(2)
     flush_each_line = _is_tty(out)
-    resolver = Resolver(symbolizer)
+    resolver = Resolver(symbolizer, cache_size=RESOLVER_ANSWERS)
     status = EXIT_OK
     for source, stream in inputs:
         printer = DiagnosticPrinter(err_write, colour=err_colour, llvm_style=compat, source=source)

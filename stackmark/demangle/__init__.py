@@ -49,7 +49,8 @@ def _non_microsoft(name: str) -> str | None:
         from stackmark.demangle.itanium import demangle_itanium, is_itanium
 
         if is_itanium(name):
-            if name.startswith("_ZN"):
+            # A Rust legacy name ends in a 17-character hash component `h<16 hex>`.
+            if name.startswith("_ZN") and "17h" in name:
                 from stackmark.demangle.rust import demangle_rust_legacy
 
                 result = demangle_rust_legacy(name)

@@ -13,11 +13,9 @@ faster. A fast path changes nothing before it is sure it applies.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from stackmark.markup.context import Mapping, MarkupContext
 from stackmark.markup.fields import U64_MASK
-from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.resolve import Resolver
 from stackmark.model import Module
@@ -46,13 +44,22 @@ def _number(text: str) -> int:
     return int(text[2:], 16) if text[:2] in ("0x", "0X") else int(text)
 
 
+_HEADER, _ADDRESS = "\x00", "\x01"
+"""Placeholders in a cached frame text for the frame number and the address
+(names and paths never hold them: they come from NUL-terminated strings, and
+a text holding \x01 is not cached)."""
+
+_MARKERS = tuple(f".{k:<2}" for k in range(1, 100))
+
+
 class BtLines:
     """Renders a line holding one `bt` element (see the module docstring).
 
-    The frame text after the address (`FUNCTION FILE:LINE:COLUMN
-    (MODULE+0xOFFSET)`, one per inline frame) is made once per (build ID,
-    module name, module-relative address): a log repeats the same frames
-    in crash after crash, at different load addresses and frame numbers.
+    The frame lines (`FUNCTION FILE:LINE:COLUMN (MODULE+0xOFFSET)`, one per
+    inline frame) are made once per (build ID, module name, module-relative
+    address, line ending), as one template with placeholders for the frame
+    number and the address: a log repeats the same frames in crash after
+    crash, at different load addresses and frame numbers.
     """
 
     __slots__ = ("_texts", "naming", "resolver", "show_invalid")
@@ -61,7 +68,7 @@ class BtLines:
         self.resolver = resolver
         self.naming = naming
         self.show_invalid = show_invalid
-        self._texts: dict[tuple[str, str, int], list[tuple[str, str]]] = {}
+        self._texts: dict[tuple[str, str, int, str], str] = {}
 
     def line(self, text: str, context: MarkupContext, eol: str) -> str | None:
         """`text` with its one `bt` element symbolized, or None (use the general path)."""
@@ -83,47 +90,43 @@ class BtLines:
             return None
         relative = mapping.to_module_relative(address)
         module = mapping.module
-        key = (module.build_id, module.name, relative)
-        pieces = self._texts.get(key)
-        if pieces is None:
-            pieces = self._pieces(context, address, module, relative)
-            if pieces is None:
+        template = self._texts.get((module.build_id, module.name, relative, eol))
+        if template is None:
+            template = self._template(context, address, module, relative, eol)
+            if template is None:
                 return None
-        header = f"#{number}".rjust(6)
-        middle = f" 0x{address:016x} "
-        if len(pieces) == 1:
-            marker, rest = pieces[0]
-            return f"{text[:start]}{header}{marker}{middle}{rest}{text[end:]}"
-        rendered = eol.join([f"{header}{marker}{middle}{rest}" for marker, rest in pieces])
+        rendered = template.replace(_HEADER, f"#{number}".rjust(6)).replace(
+            _ADDRESS, f" 0x{address:016x} "
+        )
         return f"{text[:start]}{rendered}{text[end:]}"
 
-    def _pieces(
-        self, context: MarkupContext, address: int, module: Module, relative: int
-    ) -> list[tuple[str, str]] | None:
-        """(marker, text after the address) per frame line, or None when the
-        lookup needs a diagnostic."""
+    def _template(
+        self, context: MarkupContext, address: int, module: Module, relative: int, eol: str
+    ) -> str | None:
+        """The frame lines with placeholders, or None when the lookup needs a
+        diagnostic (or a name holds a placeholder character)."""
         result = self.resolver.code(context, address)
         if result.placement is None or result.error is not None:
             return None
         frames = self.naming.frame_texts_for(result.frames)
-        pieces = frame_pieces(frames, module.name, relative, self.show_invalid)
+        tail = f"({module.name}+0x{relative:x})"
+        last = len(frames) - 1
+        template = eol.join(
+            [
+                _HEADER
+                + ("   " if index == last else _MARKERS[index] if index < 99 else f".{index + 1}")
+                + _ADDRESS
+                + frame.where(self.show_invalid)
+                + tail
+                for index, frame in enumerate(frames)
+            ]
+        )
+        if template.count(_HEADER) != len(frames) or template.count(_ADDRESS) != len(frames):
+            return None
         if len(self._texts) >= _CACHE_LIMIT:
             self._texts.clear()
-        self._texts[(module.build_id, module.name, relative)] = pieces
-        return pieces
-
-
-def frame_pieces(
-    frames: Sequence[FrameText], module_name: str, relative: int, show_invalid: bool
-) -> list[tuple[str, str]]:
-    """What `layout.plain_bt_frames` prints per frame around the header and
-    address: the inline marker (`.K` or blanks) and the rest of the line."""
-    tail = f"({module_name}+0x{relative:x})"
-    last = len(frames) - 1
-    return [
-        ("   " if index == last else f".{index + 1:<2}", frame.where(show_invalid) + tail)
-        for index, frame in enumerate(frames)
-    ]
+        self._texts[(module.build_id, module.name, relative, eol)] = template
+        return template
 
 
 class ContextLine:

@@ -55,8 +55,9 @@ class Resolver:
     addresses.
     """
 
-    def __init__(self, symbolizer: SymbolizerAPI) -> None:
+    def __init__(self, symbolizer: SymbolizerAPI, cache_size: int = _CACHE_LIMIT) -> None:
         self.symbolizer = symbolizer
+        self.cache_size = cache_size
         self._code: dict[tuple[str, int], tuple[list[SourceFrame], str | None]] = {}
 
     def module(self, module: Module) -> ModuleResolution:
@@ -80,7 +81,7 @@ class Resolver:
         known = self._code.get(key)
         if known is None:
             known = self._ask_code(module, placement.module_relative, resolution)
-            if len(self._code) >= _CACHE_LIMIT:
+            if len(self._code) >= self.cache_size:
                 self._code.clear()
             self._code[key] = known
         result.frames, result.error = known[0], known[1]
