@@ -34,6 +34,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
 from typing import Protocol
 
 from stackmark.dwarf import constants as C
@@ -81,12 +83,20 @@ _FLAT_WIDTH: int | None = getattr(dwarf_lines, "WIDTH", None)
 column, is_stmt, end_sequence, discriminator), when it has one."""
 
 
-def _rows_in(table: LineTable, low: int, high: int) -> Iterator[tuple[int, int, int, bool]]:
+_Row = tuple[int, int, int, int]
+
+_new_line_entry = partial(tuple.__new__, LineEntry)
+"""A LineEntry from an (addr, file, line) tuple, without NamedTuple's Python-level
+__new__ (this runs once per row)."""
+
+
+def _rows_in(table: LineTable, low: int, high: int) -> Iterator[_Row]:
     """(address, file, line, end_sequence) of the rows llvm's lookupAddressRange
     gives for [low, high).
 
-    Reads stackmark.dwarf's flat row store directly when it has one (building
-    a row tuple per row costs more than the whole conversion step here),
+    Reads stackmark.dwarf's flat row store directly when it has one: each
+    sequence's part is cut out of the store column by column (array slices,
+    in C) and zipped, instead of building a row tuple per row in Python;
     else goes through `LineTable.rows_in`.
     """
     flat = getattr(table, "_flat", None)
@@ -94,13 +104,12 @@ def _rows_in(table: LineTable, low: int, high: int) -> Iterator[tuple[int, int, 
     highs = getattr(table, "_seq_highs", None)
     width = _FLAT_WIDTH
     if flat is None or addresses is None or highs is None or width is None:
-        for row in table.rows_in(low, high):
-            yield row[0], row[1], row[2], bool(row[5])
-        return
+        return ((row[0], row[1], row[2], int(row[5])) for row in table.rows_in(low, high))
+    runs: list[Iterator[_Row]] = []
     sequences = table.sequences
     i = bisect_right(highs, low)
     if i == len(sequences) or not sequences[i].low <= low:
-        return
+        return iter(())
     first = True
     while i < len(sequences) and sequences[i].low < high:
         seq = sequences[i]
@@ -112,9 +121,26 @@ def _rows_in(table: LineTable, low: int, high: int) -> Iterator[tuple[int, int, 
             stop = bisect_right(addresses, high - 1, seq.first + 1, seq.end - 1)
         else:
             stop = seq.end
-        for at in range(start * width, stop * width, width):
-            yield flat[at], flat[at + 1], flat[at + 2], bool(flat[at + 5])
+        a, b = start * width, stop * width
+        runs.append(
+            zip(
+                flat[a:b:width],
+                flat[a + 1 : b : width],
+                flat[a + 2 : b : width],
+                flat[a + 5 : b : width],
+                strict=True,
+            )
+        )
         i += 1
+    return runs[0] if len(runs) == 1 else chain.from_iterable(runs)
+
+
+def _merged(ranges: list[Range]) -> list[Range]:
+    """`ranges` without empty ones, merged (most DIEs have a single range)."""
+    if len(ranges) == 1:
+        low, high = ranges[0]
+        return [(low, high)] if low < high else []
+    return merged(r for r in ranges if r[0] < r[1])
 
 
 class ExtrasCollector:
@@ -270,7 +296,7 @@ class UnitConverter:
         if name is None:
             self.report.warn("Function has no name")
             return
-        all_ranges = merged(r for r in ranges if r[0] < r[1])
+        all_ranges = _merged(ranges)
         for low, high in ranges:
             if low >= high or low == self.highest:
                 break
@@ -292,33 +318,33 @@ class UnitConverter:
             out.append(info)
 
     def _line_table(self, function: DieFunction, low: int, high: int) -> list[LineEntry] | None:
+        """The rows for [low, high) (see the module docstring); the loop runs
+        for every row of every function, so it does no more than it must."""
         assert self.lines is not None
         rows: list[LineEntry] = []
-        found_any = False
-        prev_addr: int | None = None  # PrevRow.Address; None = a default (0) row
-        first_index = True
+        append = rows.append
+        new_entry = _new_line_entry
+        prev_addr = -1  # PrevRow.Address; -1: a default row, never compared
         cache = self._file_cache
         last_file = last_line = -1
+        addr = -1
         for addr, dwarf_file, line, end_sequence in _rows_in(self.lines, low, high):
-            found_any = True
             file_index = cache.get(dwarf_file)
             if file_index is None:
                 file_index = self.file_index(dwarf_file)
-            is_first = first_index
-            first_index = False
-            if file_index is None:
-                self.report.warn("Invalid file index in DWARF line table")
-                continue
-            row_addr = addr
-            if not low <= addr < high:
-                if addr < low:
-                    self.report.warn("Start address lies between valid Row table entries")
-                    row_addr = low
-                else:
+                if file_index is None:
+                    self.report.warn("Invalid file index in DWARF line table")
                     continue
+            if addr < low:
+                self.report.warn("Start address lies between valid Row table entries")
+                row_addr = low
+            elif addr >= high:
+                continue
+            else:
+                row_addr = addr
             line &= 0xFFFFFFFF
-            if not is_first and prev_addr is not None and addr < prev_addr:
-                if rows and rows[0] == LineEntry(row_addr, file_index, line):
+            if addr < prev_addr:
+                if rows and rows[0] == (row_addr, file_index, line):
                     self.report.warn("Duplicate line table detected")
                 else:
                     self.report.warn("Non-monotonically increasing addresses")
@@ -326,12 +352,12 @@ class UnitConverter:
             if file_index == last_file and line == last_line:
                 continue
             if end_sequence:
-                prev_addr = None
+                prev_addr = -1
             else:
-                rows.append(LineEntry(row_addr, file_index, line))
+                append(new_entry((row_addr, file_index, line)))
                 last_file, last_line = file_index, line
                 prev_addr = addr
-        if not found_any:
+        if addr == -1:  # no rows at all
             return self._decl_line_table(function, low)
         return rows or None
 
@@ -350,13 +376,22 @@ class UnitConverter:
     def _inline(
         self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
     ) -> None:
-        all_ranges = merged(r for r in call.ranges if r[0] < r[1])
+        all_ranges = _merged(call.ranges)
         ranges: list[Range] = []
-        for low, high in all_ranges:
-            if contains_range(parent.ranges, low, high):
-                insert_range(ranges, low, high)
+        parent_ranges = parent.ranges
+        if len(all_ranges) == 1 and len(parent_ranges) == 1:  # the common case
+            low, high = all_ranges[0]
+            parent_low, parent_high = parent_ranges[0]
+            if parent_low <= low and high <= parent_high:
+                ranges.append((low, high))
             elif not contains_range(all_parent_ranges, low, high):
                 self.report.warn("Function DIE has uncontained address range")
+        else:
+            for low, high in all_ranges:
+                if contains_range(parent_ranges, low, high):
+                    insert_range(ranges, low, high)
+                elif not contains_range(all_parent_ranges, low, high):
+                    self.report.warn("Function DIE has uncontained address range")
         if not ranges:
             return
         text, linkage, short = self.names_of(call)
