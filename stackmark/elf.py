@@ -19,10 +19,10 @@ import stat
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cached_property
 
 from stackmark.errors import FormatError
+from stackmark.plain import FrozenRecord
 
 # e_type
 ET_REL, ET_EXEC, ET_DYN, ET_CORE = 1, 2, 3, 4
@@ -30,7 +30,13 @@ ET_REL, ET_EXEC, ET_DYN, ET_CORE = 1, 2, 3, 4
 EM_386, EM_ARM, EM_S390, EM_X86_64, EM_AARCH64, EM_RISCV = 3, 40, 22, 62, 183, 243
 # sh_type
 SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = (
-    0, 1, 2, 3, 7, 8, 11,
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    11,
 )
 SHT_GNU_SFRAME = 0x6FFFFFF4
 # sh_flags
@@ -38,7 +44,10 @@ SHF_ALLOC, SHF_EXECINSTR, SHF_TLS, SHF_COMPRESSED = 0x2, 0x4, 0x400, 0x800
 # p_type
 PT_NULL, PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_TLS = 0, 1, 2, 4, 7
 PT_GNU_EH_FRAME, PT_GNU_STACK, PT_GNU_RELRO, PT_GNU_SFRAME = (
-    0x6474E550, 0x6474E551, 0x6474E552, 0x6474E554,
+    0x6474E550,
+    0x6474E551,
+    0x6474E552,
+    0x6474E554,
 )
 # p_flags
 PF_X, PF_W, PF_R = 1, 2, 4
@@ -68,10 +77,35 @@ MACHINE_NAMES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(FrozenRecord):
     """One section header."""
 
+    __slots__ = _fields = (
+        "index",
+        "name",
+        "type",
+        "flags",
+        "addr",
+        "offset",
+        "size",
+        "link",
+        "info",
+        "addralign",
+        "entsize",
+    )
+    __match_args__ = (
+        "index",
+        "name",
+        "type",
+        "flags",
+        "addr",
+        "offset",
+        "size",
+        "link",
+        "info",
+        "addralign",
+        "entsize",
+    )
     index: int
     name: str
     type: int
@@ -84,15 +118,43 @@ class Section:
     addralign: int
     entsize: int
 
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        type: int,
+        flags: int,
+        addr: int,
+        offset: int,
+        size: int,
+        link: int,
+        info: int,
+        addralign: int,
+        entsize: int,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "index", index)
+        setattr_(self, "name", name)
+        setattr_(self, "type", type)
+        setattr_(self, "flags", flags)
+        setattr_(self, "addr", addr)
+        setattr_(self, "offset", offset)
+        setattr_(self, "size", size)
+        setattr_(self, "link", link)
+        setattr_(self, "info", info)
+        setattr_(self, "addralign", addralign)
+        setattr_(self, "entsize", entsize)
+
     @property
     def is_compressed(self) -> bool:
         return bool(self.flags & SHF_COMPRESSED) or self.name.startswith(".zdebug")
 
 
-@dataclass(frozen=True, slots=True)
-class ProgramHeader:
+class ProgramHeader(FrozenRecord):
     """One program header (segment)."""
 
+    __slots__ = _fields = ("type", "flags", "offset", "vaddr", "paddr", "filesz", "memsz", "align")
+    __match_args__ = ("type", "flags", "offset", "vaddr", "paddr", "filesz", "memsz", "align")
     type: int
     flags: int
     offset: int
@@ -101,6 +163,27 @@ class ProgramHeader:
     filesz: int
     memsz: int
     align: int
+
+    def __init__(
+        self,
+        type: int,
+        flags: int,
+        offset: int,
+        vaddr: int,
+        paddr: int,
+        filesz: int,
+        memsz: int,
+        align: int,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "type", type)
+        setattr_(self, "flags", flags)
+        setattr_(self, "offset", offset)
+        setattr_(self, "vaddr", vaddr)
+        setattr_(self, "paddr", paddr)
+        setattr_(self, "filesz", filesz)
+        setattr_(self, "memsz", memsz)
+        setattr_(self, "align", align)
 
     @property
     def mode(self) -> str:
@@ -112,20 +195,29 @@ class ProgramHeader:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(FrozenRecord):
     """One note entry: owner name, type and descriptor bytes."""
 
+    __slots__ = _fields = ("name", "type", "desc", "offset")
+    __match_args__ = ("name", "type", "desc", "offset")
     name: str
     type: int
     desc: bytes
     offset: int  # file offset of the descriptor
 
+    def __init__(self, name: str, type: int, desc: bytes, offset: int) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "type", type)
+        setattr_(self, "desc", desc)
+        setattr_(self, "offset", offset)
 
-@dataclass(frozen=True, slots=True)
-class ElfSymbol:
+
+class ElfSymbol(FrozenRecord):
     """One symbol table entry, with its name resolved."""
 
+    __slots__ = _fields = ("name", "value", "size", "type", "binding", "other", "shndx")
+    __match_args__ = ("name", "value", "size", "type", "binding", "other", "shndx")
     name: str
     value: int
     size: int
@@ -133,6 +225,18 @@ class ElfSymbol:
     binding: int
     other: int
     shndx: int
+
+    def __init__(
+        self, name: str, value: int, size: int, type: int, binding: int, other: int, shndx: int
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "value", value)
+        setattr_(self, "size", size)
+        setattr_(self, "type", type)
+        setattr_(self, "binding", binding)
+        setattr_(self, "other", other)
+        setattr_(self, "shndx", shndx)
 
     @property
     def is_defined(self) -> bool:
@@ -285,9 +389,7 @@ class ElfFile:
                 offset=self._shoff,
                 source=self.name,
             )
-        raw = [
-            self._unpack(self._shdr, self._shoff + i * self._shentsize) for i in range(count)
-        ]
+        raw = [self._unpack(self._shdr, self._shoff + i * self._shentsize) for i in range(count)]
         names_blob = b""
         if 0 < strndx < count:
             _, _, _, _, str_off, str_size, *_ = raw[strndx]  # same field order in 32/64

@@ -8,25 +8,38 @@ the unwinder, CBF and markup emission share `BacktraceFrame`.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+
+from stackmark.plain import FrozenRecord, Record
+
+# Plain records rather than dataclasses: this module is on the start-up path
+# of every command (see stackmark/plain.py); they behave as the frozen (or
+# not) slotted dataclasses they were.
 
 # ---------------------------------------------------------------------------
 # Process layout
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(FrozenRecord):
     """One mapped piece of a module (markup `mmap`, an ELF PT_LOAD at run time).
 
     `module_relative` is the address in the module's own (ELF virtual
     address) space that `start` corresponds to.
     """
 
+    __slots__ = _fields = ("start", "size", "mode", "module_relative")
+    __match_args__ = ("start", "size", "mode", "module_relative")
     start: int
     size: int
     mode: str  # subset of "rwx", in that order
     module_relative: int
+
+    def __init__(self, start: int, size: int, mode: str, module_relative: int) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "start", start)
+        setattr_(self, "size", size)
+        setattr_(self, "mode", mode)
+        setattr_(self, "module_relative", module_relative)
 
     @property
     def end(self) -> int:
@@ -40,8 +53,7 @@ class Segment:
         return address - self.start + self.module_relative
 
 
-@dataclass(slots=True)
-class Module:
+class Module(Record):
     """A loaded object: executable or shared library.
 
     `id` is the markup module ID (for modules not from markup, the index in
@@ -49,11 +61,27 @@ class Module:
     `path` is where the debugger/core found the file, when known.
     """
 
+    __slots__ = _fields = ("id", "name", "build_id", "segments", "path")
+    __match_args__ = ("id", "name", "build_id", "segments", "path")
     id: int
     name: str
     build_id: str
-    segments: list[Segment] = field(default_factory=list)
-    path: str | None = None
+    segments: list[Segment]
+    path: str | None
+
+    def __init__(
+        self,
+        id: int,
+        name: str,
+        build_id: str,
+        segments: list[Segment] | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name
+        self.build_id = build_id
+        self.segments = [] if segments is None else segments
+        self.path = path
 
     @property
     def load_bias(self) -> int:
@@ -69,8 +97,7 @@ class Module:
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFrame:
+class SourceFrame(FrozenRecord):
     """One entry of an inline chain at an address.
 
     `linkage_name` is the mangled name when known, `name` the short
@@ -78,11 +105,28 @@ class SourceFrame:
     table only). `column` is 0 when unknown.
     """
 
+    __slots__ = _fields = ("linkage_name", "name", "file", "line", "column")
+    __match_args__ = ("linkage_name", "name", "file", "line", "column")
     linkage_name: str | None
     name: str | None
     file: str | None
     line: int
-    column: int = 0
+    column: int
+
+    def __init__(
+        self,
+        linkage_name: str | None,
+        name: str | None,
+        file: str | None,
+        line: int,
+        column: int = 0,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "linkage_name", linkage_name)
+        setattr_(self, "name", name)
+        setattr_(self, "file", file)
+        setattr_(self, "line", line)
+        setattr_(self, "column", column)
 
     @property
     def function(self) -> str | None:
@@ -90,13 +134,20 @@ class SourceFrame:
         return self.linkage_name or self.name
 
 
-@dataclass(frozen=True, slots=True)
-class DataSymbol:
+class DataSymbol(FrozenRecord):
     """A symbol table entry covering a data address."""
 
+    __slots__ = _fields = ("name", "start", "size")
+    __match_args__ = ("name", "start", "size")
     name: str
     start: int
     size: int
+
+    def __init__(self, name: str, start: int, size: int) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "start", start)
+        setattr_(self, "size", size)
 
 
 # ---------------------------------------------------------------------------
@@ -119,8 +170,7 @@ class FrameKind(enum.Enum):
     TRUNCATED = "truncated"
 
 
-@dataclass(frozen=True, slots=True)
-class BacktraceFrame:
+class BacktraceFrame(FrozenRecord):
     """One physical frame of a backtrace.
 
     `address` is the runtime address as recorded (not adjusted by -1).
@@ -128,10 +178,19 @@ class BacktraceFrame:
     frame was found (e.g. "sframe", "frame pointer") for display.
     """
 
+    __slots__ = _fields = ("kind", "address", "count", "note")
+    __match_args__ = ("kind", "address", "count", "note")
     kind: FrameKind
-    address: int = 0
-    count: int = 0
-    note: str = ""
+    address: int
+    count: int
+    note: str
+
+    def __init__(self, kind: FrameKind, address: int = 0, count: int = 0, note: str = "") -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "kind", kind)
+        setattr_(self, "address", address)
+        setattr_(self, "count", count)
+        setattr_(self, "note", note)
 
     @property
     def lookup_address(self) -> int:

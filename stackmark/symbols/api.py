@@ -8,14 +8,15 @@ All addresses here are module-relative (ELF virtual addresses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.plain import Record
+
+# Plain records rather than dataclasses (start-up time, see stackmark/plain.py).
 
 
-@dataclass(slots=True)
-class ModuleResolution:
+class ModuleResolution(Record):
     """Where the symbols of a module come from, or why none were found.
 
     `binary` is the file that answers lookups (a debug file or the binary
@@ -23,33 +24,65 @@ class ModuleResolution:
     (e.g. 'could not find build ID') and `searched` lists what was tried.
     """
 
+    __slots__ = _fields = ("build_id", "binary", "error", "searched", "has_debug_info")
+    __match_args__ = ("build_id", "binary", "error", "searched", "has_debug_info")
     build_id: str
     binary: str | None
-    error: str | None = None
-    searched: list[str] = field(default_factory=list)
-    has_debug_info: bool = False
+    error: str | None
+    searched: list[str]
+    has_debug_info: bool
+
+    def __init__(
+        self,
+        build_id: str,
+        binary: str | None,
+        error: str | None = None,
+        searched: list[str] | None = None,
+        has_debug_info: bool = False,
+    ) -> None:
+        self.build_id = build_id
+        self.binary = binary
+        self.error = error
+        self.searched = [] if searched is None else searched
+        self.has_debug_info = has_debug_info
 
 
-@dataclass(slots=True)
-class CodeLookup:
+class CodeLookup(Record):
     """Result for one code address.
 
     `frames` is the inline chain, innermost first, the physical function
     last; empty when nothing is known about the address.
     """
 
+    __slots__ = _fields = ("resolution", "address", "frames")
+    __match_args__ = ("resolution", "address", "frames")
     resolution: ModuleResolution
     address: int
-    frames: list[SourceFrame] = field(default_factory=list)
+    frames: list[SourceFrame]
+
+    def __init__(
+        self, resolution: ModuleResolution, address: int, frames: list[SourceFrame] | None = None
+    ) -> None:
+        self.resolution = resolution
+        self.address = address
+        self.frames = [] if frames is None else frames
 
 
-@dataclass(slots=True)
-class DataLookup:
+class DataLookup(Record):
     """Result for one data address: the symbol covering it, if any."""
 
+    __slots__ = _fields = ("resolution", "address", "symbol")
+    __match_args__ = ("resolution", "address", "symbol")
     resolution: ModuleResolution
     address: int
-    symbol: DataSymbol | None = None
+    symbol: DataSymbol | None
+
+    def __init__(
+        self, resolution: ModuleResolution, address: int, symbol: DataSymbol | None = None
+    ) -> None:
+        self.resolution = resolution
+        self.address = address
+        self.symbol = symbol
 
 
 class SymbolizerAPI(Protocol):
