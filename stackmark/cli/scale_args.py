@@ -53,6 +53,7 @@ QUICK_OPTIONS: dict[str, tuple[str, object]] = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--debuginfod-url` and friends, and the batch options `-o` and `-j`."""
     import argparse
+
     group = parser.add_argument_group(
         "debuginfod",
         "Servers that hand out debug files by build ID, asked after every local place "

@@ -119,7 +119,7 @@ def demangle_itanium(name: str) -> str | None:
         # LLVM prints everything after the encoding, from its '.', in parentheses. An
         # identifier may itself hold dots, so the encoding ends at the first dot after
         # which libstdc++ accepts what precedes it.
-        if _LLVM_REJECTS.search(name):
+        if "srSt" in name and _LLVM_REJECTS.search(name):
             return None
         cut = name.find(".")
         while cut >= 0:
@@ -140,7 +140,7 @@ def _encoding(name: str) -> str | None:
         return None
     if name.startswith("_ZZ"):
         text = _with_local_return_type(name, text)
-    if _INHERITING_CTOR.search(name):
+    if "CI" in name and _INHERITING_CTOR.search(name):
         text = _inheriting_constructor(text)
     return _llvm_style(text)
 

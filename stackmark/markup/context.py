@@ -15,7 +15,6 @@ redo the replay from a changed line cheaply.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
 from stackmark.markup.diagnostics import Diagnostic, error_at_field
 from stackmark.markup.elements import (
@@ -27,14 +26,19 @@ from stackmark.markup.elements import (
 )
 from stackmark.markup.fields import U64_MASK
 from stackmark.model import Module, Segment
+from stackmark.plain import FrozenRecord, Record
 
 
-@dataclass(frozen=True, slots=True)
-class Mapping:
+class Mapping(FrozenRecord):
     """One mmap: a segment of a module at a runtime address range."""
 
+    __slots__ = _fields = ("segment", "module")
     segment: Segment
     module: Module
+
+    def __init__(self, segment: Segment, module: Module) -> None:
+        object.__setattr__(self, "segment", segment)
+        object.__setattr__(self, "module", module)
 
     @property
     def start(self) -> int:
@@ -53,13 +57,18 @@ class Mapping:
         return (address - self.segment.start + self.segment.module_relative) & U64_MASK
 
 
-@dataclass(slots=True)
-class Placement:
+class Placement(Record):
     """Where a runtime address lies: its mapping and module-relative address."""
 
+    __slots__ = _fields = ("address", "mapping", "module_relative")
     address: int  # the runtime address looked up (after any -1 adjustment)
     mapping: Mapping
     module_relative: int
+
+    def __init__(self, address: int, mapping: Mapping, module_relative: int) -> None:
+        self.address = address
+        self.mapping = mapping
+        self.module_relative = module_relative
 
     @property
     def module(self) -> Module:

@@ -9,9 +9,9 @@ location report (the whole input line and a caret under the byte offset).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from stackmark.markup.syntax import Element, Field
+from stackmark.plain import FrozenRecord
 
 
 class Severity(enum.Enum):
@@ -20,8 +20,7 @@ class Severity(enum.Enum):
     NOTE = "note"
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(FrozenRecord):
     """One problem with the markup.
 
     `column` is None for problems that have no place in the line (llvm
@@ -29,12 +28,31 @@ class Diagnostic:
     `code` is a short stable name for tools (e.g. `bad-tag`, `field-count`).
     """
 
+    __slots__ = _fields = ("severity", "message", "line", "column", "end_column", "code")
+    __match_args__ = ("severity", "message", "line", "column", "end_column", "code")
     severity: Severity
     message: str
     line: int
     column: int | None
     end_column: int | None
     code: str
+
+    def __init__(
+        self,
+        severity: Severity,
+        message: str,
+        line: int,
+        column: int | None,
+        end_column: int | None,
+        code: str,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "severity", severity)
+        setattr_(self, "message", message)
+        setattr_(self, "line", line)
+        setattr_(self, "column", column)
+        setattr_(self, "end_column", end_column)
+        setattr_(self, "code", code)
 
     @property
     def is_error(self) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import ClassVar
 
 from stackmark.markup import fields as fp
 from stackmark.markup.diagnostics import (
@@ -29,14 +29,24 @@ from stackmark.markup.diagnostics import (
     type_error,
 )
 from stackmark.markup.syntax import Element, Field, is_tag_valid
+from stackmark.plain import FrozenRecord, Record
+
+# Records rather than dataclasses: start-up time (see stackmark/plain.py). Each
+# element's constructor takes the base fields (element, diagnostics) and then
+# its own, all but `element` optional, as the dataclasses did.
 
 
-@dataclass(slots=True)
-class Decoded:
+class Decoded(Record):
     """Base of every typed element: the source element and what is wrong with it."""
 
+    __slots__ = ("diagnostics", "element")
+    _fields: ClassVar[tuple[str, ...]] = ("element", "diagnostics")
     element: Element
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic]
+
+    def __init__(self, element: Element, diagnostics: list[Diagnostic] | None = None) -> None:
+        self.element = element
+        self.diagnostics = [] if diagnostics is None else diagnostics
 
     @property
     def ok(self) -> bool:
@@ -47,21 +57,35 @@ class Decoded:
         return self.element.tag
 
 
-@dataclass(slots=True)
 class ResetElement(Decoded):
     """`{{{reset}}}`: forget every module and mapping."""
 
+    __slots__ = ()
 
-@dataclass(slots=True)
+
 class ModuleElement(Decoded):
     """`{{{module:ID:NAME:elf:BUILDID}}}`."""
 
-    module_id: int = 0
-    name: str = ""
-    build_id: str = ""
+    __slots__ = ("build_id", "module_id", "name")
+    _fields = (*Decoded._fields, "module_id", "name", "build_id")
+    module_id: int
+    name: str
+    build_id: str
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        module_id: int = 0,
+        name: str = "",
+        build_id: str = "",
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.module_id = module_id
+        self.name = name
+        self.build_id = build_id
 
 
-@dataclass(slots=True)
 class MmapElement(Decoded):
     """`{{{mmap:START:SIZE:load:MODULE:MODE:MODULE_RELATIVE}}}`.
 
@@ -69,77 +93,178 @@ class MmapElement(Decoded):
     (llvm checks the ID first).
     """
 
-    start: int = 0
-    size: int = 0
-    module_id: int = 0
-    mode: str = ""
-    module_relative: int = 0
-    module_relative_error: Diagnostic | None = None
+    __slots__ = ("mode", "module_id", "module_relative", "module_relative_error", "size", "start")
+    _fields = (
+        *Decoded._fields,
+        "start",
+        "size",
+        "module_id",
+        "mode",
+        "module_relative",
+        "module_relative_error",
+    )
+    start: int
+    size: int
+    module_id: int
+    mode: str
+    module_relative: int
+    module_relative_error: Diagnostic | None
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        start: int = 0,
+        size: int = 0,
+        module_id: int = 0,
+        mode: str = "",
+        module_relative: int = 0,
+        module_relative_error: Diagnostic | None = None,
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.start = start
+        self.size = size
+        self.module_id = module_id
+        self.mode = mode
+        self.module_relative = module_relative
+        self.module_relative_error = module_relative_error
 
     @property
     def module_id_field(self) -> Field:
         return self.element.fields[3]
 
 
-@dataclass(slots=True)
 class PcElement(Decoded):
     """`{{{pc:ADDR[:ra|:pc]}}}`; `pc_type` None when there is no (usable) suffix."""
 
-    address: int = 0
-    pc_type: str | None = None
+    __slots__ = ("address", "pc_type")
+    _fields = (*Decoded._fields, "address", "pc_type")
+    address: int
+    pc_type: str | None
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        address: int = 0,
+        pc_type: str | None = None,
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.address = address
+        self.pc_type = pc_type
 
 
-@dataclass(slots=True)
 class BtElement(Decoded):
     """`{{{bt:N:ADDR[:ra|:pc]}}}`: one frame of a backtrace."""
 
-    frame: int = 0
-    address: int = 0
-    pc_type: str | None = None
+    __slots__ = ("address", "frame", "pc_type")
+    _fields = (*Decoded._fields, "frame", "address", "pc_type")
+    frame: int
+    address: int
+    pc_type: str | None
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        frame: int = 0,
+        address: int = 0,
+        pc_type: str | None = None,
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.frame = frame
+        self.address = address
+        self.pc_type = pc_type
 
 
-@dataclass(slots=True)
 class DataElement(Decoded):
     """`{{{data:ADDR}}}`."""
 
-    address: int = 0
+    __slots__ = ("address",)
+    _fields = (*Decoded._fields, "address")
+    address: int
+
+    def __init__(
+        self, element: Element, diagnostics: list[Diagnostic] | None = None, address: int = 0
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.address = address
 
 
-@dataclass(slots=True)
 class SymbolElement(Decoded):
     """`{{{symbol:NAME}}}`: a (mangled) linkage name to show demangled."""
 
-    name: str = ""
+    __slots__ = ("name",)
+    _fields = (*Decoded._fields, "name")
+    name: str
+
+    def __init__(
+        self, element: Element, diagnostics: list[Diagnostic] | None = None, name: str = ""
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.name = name
 
 
-@dataclass(frozen=True, slots=True)
-class HexPair:
+class HexPair(FrozenRecord):
     """One `KEY: VALUE` pair of a hexdict; `value` None when it is not hex."""
 
+    __slots__ = _fields = ("key", "key_field", "value_field", "value")
     key: str
     key_field: Field
     value_field: Field | None
     value: int | None
 
+    def __init__(
+        self, key: str, key_field: Field, value_field: Field | None, value: int | None
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "key", key)
+        setattr_(self, "key_field", key_field)
+        setattr_(self, "value_field", value_field)
+        setattr_(self, "value", value)
 
-@dataclass(slots=True)
+
 class HexdictElement(Decoded):
     """`{{{hexdict:KEY: VALUE ...}}}`: a register or memory dump, maybe over lines."""
 
-    pairs: list[HexPair] = field(default_factory=list)
+    __slots__ = ("pairs",)
+    _fields = (*Decoded._fields, "pairs")
+    pairs: list[HexPair]
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        pairs: list[HexPair] | None = None,
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.pairs = [] if pairs is None else pairs
 
 
-@dataclass(slots=True)
 class DumpfileElement(Decoded):
     """`{{{dumpfile:TYPE:NAME}}}`: a dump was published."""
 
-    dump_type: str = ""
-    name: str = ""
+    __slots__ = ("dump_type", "name")
+    _fields = (*Decoded._fields, "dump_type", "name")
+    dump_type: str
+    name: str
+
+    def __init__(
+        self,
+        element: Element,
+        diagnostics: list[Diagnostic] | None = None,
+        dump_type: str = "",
+        name: str = "",
+    ) -> None:
+        Decoded.__init__(self, element, diagnostics)
+        self.dump_type = dump_type
+        self.name = name
 
 
-@dataclass(slots=True)
 class OtherElement(Decoded):
     """An element with a tag the spec does not define (kept as it is), or a bad tag."""
+
+    __slots__ = ()
 
 
 TypedElement = (

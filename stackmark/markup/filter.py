@@ -30,7 +30,6 @@ every element as a JSON-ready record.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from stackmark.markup import layout, records
 from stackmark.markup.context import Mapping, MarkupContext, Placement, lookup_address
@@ -68,21 +67,25 @@ from stackmark.markup.syntax import (
 from stackmark.model import Module
 
 
-@dataclass(slots=True)
 class _InfoLine:
-    module: Module
-    eol: str
-    mappings: list[Mapping] = field(default_factory=list)
+    __slots__ = ("eol", "mappings", "module")
+
+    def __init__(self, module: Module, eol: str) -> None:
+        self.module = module
+        self.eol = eol
+        self.mappings: list[Mapping] = []
 
 
-@dataclass(slots=True)
 class _Applied:
     """What a contextual element did: declared a module, mapped a segment, reset, or nothing."""
 
-    typed: TypedElement
-    module: Module | None = None
-    mapping: Mapping | None = None
-    ok: bool = True
+    __slots__ = ("mapping", "module", "ok", "typed")
+
+    def __init__(self, typed: TypedElement) -> None:
+        self.typed = typed
+        self.module: Module | None = None
+        self.mapping: Mapping | None = None
+        self.ok = True
 
 
 class StackmarkFilter:

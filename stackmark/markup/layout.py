@@ -11,22 +11,30 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from stackmark.markup.context import Mapping
 from stackmark.markup.styled import StyledWriter
 from stackmark.markup.syntax import Element
 from stackmark.model import Module
+from stackmark.plain import Record
 
 
-@dataclass(slots=True)
-class FrameText:
+class FrameText(Record):
     """One frame as printed: function, file, line, column (None when unknown)."""
 
+    __slots__ = _fields = ("function", "file", "line", "column")
     function: str | None
     file: str | None
-    line: int = 0
-    column: int = 0
+    line: int
+    column: int
+
+    def __init__(
+        self, function: str | None, file: str | None, line: int = 0, column: int = 0
+    ) -> None:
+        self.function = function
+        self.file = file
+        self.line = line
+        self.column = column
 
     @property
     def known(self) -> bool:

@@ -17,8 +17,6 @@ its output and stackmark's can be compared side by side (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.markup import layout
 from stackmark.markup.context import Mapping, MarkupContext, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
@@ -44,12 +42,14 @@ from stackmark.markup.syntax import CONTEXTUAL_TAGS, Element, Sgr, Span, Text
 from stackmark.model import Module
 
 
-@dataclass(slots=True)
 class _InfoLine:
     """The module info line being printed: more mmaps of its module may join it."""
 
-    module: Module
-    mappings: list[Mapping] = field(default_factory=list)
+    __slots__ = ("mappings", "module")
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.mappings: list[Mapping] = []
 
 
 class Llvm19Filter:

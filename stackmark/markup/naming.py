@@ -17,21 +17,28 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from stackmark.markup.layout import FrameText
 from stackmark.model import DataSymbol, SourceFrame
+from stackmark.plain import FrozenRecord
 
 INVALID = "<invalid>"
 
 Demangler = Callable[[str], str]
 
 
-@dataclass(frozen=True, slots=True)
-class NameOptions:
-    functions: str = "linkage"  # linkage | short | none
-    demangle: bool = True
-    paths: str = "absolute"  # absolute | basename | relative
+class NameOptions(FrozenRecord):
+    __slots__ = _fields = ("functions", "demangle", "paths")
+    functions: str  # linkage | short | none
+    demangle: bool
+    paths: str  # absolute | basename | relative
+
+    def __init__(
+        self, functions: str = "linkage", demangle: bool = True, paths: str = "absolute"
+    ) -> None:
+        object.__setattr__(self, "functions", functions)
+        object.__setattr__(self, "demangle", demangle)
+        object.__setattr__(self, "paths", paths)
 
 
 class Naming:

@@ -24,7 +24,6 @@ later line. A later line that opens another element (`{{{` before any
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from stackmark.markup.syntax import (
     MULTILINE_TAGS,
@@ -35,6 +34,7 @@ from stackmark.markup.syntax import (
     Span,
     Text,
 )
+from stackmark.plain import Record
 
 _SGR = re.compile("\x1b\\[([01]|3[0-7])m")
 
@@ -50,19 +50,27 @@ MAX_MULTILINE_CHARS = 1 << 20
 MAX_ELEMENTS_PER_LINE = 10_000
 
 
-@dataclass(slots=True)
-class Pending:
+class Pending(Record):
     """A multi-line element opened on an earlier line and not closed yet."""
 
+    __slots__ = _fields = ("tag", "line", "start", "pieces", "size")
     tag: str
     line: int  # line of its `{{{`
     start: int  # column of its `{{{`
     pieces: tuple[str, ...]  # its text so far, one entry per line
-    size: int = 0  # characters in `pieces`
+    size: int  # characters in `pieces`
+
+    def __init__(
+        self, tag: str, line: int, start: int, pieces: tuple[str, ...], size: int = 0
+    ) -> None:
+        self.tag = tag
+        self.line = line
+        self.start = start
+        self.pieces = pieces
+        self.size = size
 
 
-@dataclass(slots=True)
-class ParsedLine:
+class ParsedLine(Record):
     """The spans of one line.
 
     `pending` is the multi-line element still open after this line (pass it
@@ -73,12 +81,29 @@ class ParsedLine:
     holds more than `MAX_ELEMENTS_PER_LINE` elements.
     """
 
+    __slots__ = _fields = ("line", "text", "spans", "pending", "abandoned", "capped")
     line: int
     text: str
     spans: tuple[Span, ...]
-    pending: Pending | None = None
-    abandoned: Pending | None = None
-    capped: int | None = None
+    pending: Pending | None
+    abandoned: Pending | None
+    capped: int | None
+
+    def __init__(
+        self,
+        line: int,
+        text: str,
+        spans: tuple[Span, ...],
+        pending: Pending | None = None,
+        abandoned: Pending | None = None,
+        capped: int | None = None,
+    ) -> None:
+        self.line = line
+        self.text = text
+        self.spans = spans
+        self.pending = pending
+        self.abandoned = abandoned
+        self.capped = capped
 
     @property
     def elements(self) -> list[Element]:

@@ -7,18 +7,16 @@ result's `error`, which the filter reports and renders around.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.errors import StackmarkError
 from stackmark.markup.context import MarkupContext, Placement
 from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.plain import Record
 from stackmark.symbols.api import ModuleResolution, SymbolizerAPI
 
 NOT_FOUND = "could not find build ID"
 
 
-@dataclass(slots=True)
-class CodeResult:
+class CodeResult(Record):
     """A code address: where it lies and the inline chain there (innermost first).
 
     `placement` is None when no mmap covers the address. `error` is set when
@@ -26,22 +24,51 @@ class CodeResult:
     and also when the symbols say nothing about the address.
     """
 
+    __slots__ = _fields = ("address", "placement", "frames", "error", "resolution")
     address: int  # the address looked up (after any -1 adjustment)
     placement: Placement | None
-    frames: list[SourceFrame] = field(default_factory=list)
-    error: str | None = None
-    resolution: ModuleResolution | None = None
+    frames: list[SourceFrame]
+    error: str | None
+    resolution: ModuleResolution | None
+
+    def __init__(
+        self,
+        address: int,
+        placement: Placement | None,
+        frames: list[SourceFrame] | None = None,
+        error: str | None = None,
+        resolution: ModuleResolution | None = None,
+    ) -> None:
+        self.address = address
+        self.placement = placement
+        self.frames = [] if frames is None else frames
+        self.error = error
+        self.resolution = resolution
 
 
-@dataclass(slots=True)
-class DataResult:
+class DataResult(Record):
     """A data address: where it lies and the symbol covering it, if any."""
 
+    __slots__ = _fields = ("address", "placement", "symbol", "error", "resolution")
     address: int
     placement: Placement | None
-    symbol: DataSymbol | None = None
-    error: str | None = None
-    resolution: ModuleResolution | None = None
+    symbol: DataSymbol | None
+    error: str | None
+    resolution: ModuleResolution | None
+
+    def __init__(
+        self,
+        address: int,
+        placement: Placement | None,
+        symbol: DataSymbol | None = None,
+        error: str | None = None,
+        resolution: ModuleResolution | None = None,
+    ) -> None:
+        self.address = address
+        self.placement = placement
+        self.symbol = symbol
+        self.error = error
+        self.resolution = resolution
 
 
 _CACHE_LIMIT = 1 << 16

@@ -7,9 +7,10 @@ server) works on these spans. Every span knows where it came from: a
 decoded line (the filter converts to byte offsets where llvm reports bytes;
 the language server converts to UTF-16 units).
 
-Spans are plain (not frozen) dataclasses because a log has millions of
-them and frozen ones cost three times as much to build; treat them as
-immutable all the same.
+Spans are plain (not frozen) records because a log has millions of them
+and frozen ones cost three times as much to build; treat them as
+immutable all the same. (Records from stackmark/plain.py rather than
+dataclasses: they are on the start-up path.)
 
 A multi-line element (`hexdict`) is reported once, on the line where it
 closes; `line`/`start` then point at its `{{{` on an earlier line.
@@ -17,7 +18,7 @@ closes; `line`/`start` then point at its `{{{` on an earlier line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from stackmark.plain import Record
 
 # Tags the markup specification defines.
 CONTEXTUAL_TAGS = frozenset({"reset", "module", "mmap"})
@@ -28,65 +29,89 @@ KNOWN_TAGS = CONTEXTUAL_TAGS | PRESENTATION_TAGS | TRIGGER_TAGS
 MULTILINE_TAGS = frozenset({"hexdict"})
 
 
-@dataclass(slots=True)
-class Field:
+class Field(Record):
     """One `:`-separated field of an element, with its position."""
 
+    __slots__ = _fields = ("text", "line", "start")
+    __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int  # column of the first character (of where it would be, if empty)
 
+    def __init__(self, text: str, line: int, start: int) -> None:
+        self.text = text
+        self.line = line
+        self.start = start
+
     @property
     def end(self) -> int:
         return self.start + len(self.text)
 
 
-@dataclass(slots=True)
-class Text:
+class Text(Record):
     """Plain log text (outside any element), never interpreted."""
 
+    __slots__ = _fields = ("text", "line", "start")
+    __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int
 
+    def __init__(self, text: str, line: int, start: int) -> None:
+        self.text = text
+        self.line = line
+        self.start = start
+
     @property
     def end(self) -> int:
         return self.start + len(self.text)
 
 
-@dataclass(slots=True)
-class Sgr:
+class Sgr(Record):
     """One of the SGR colour codes the spec allows: ESC[0m, ESC[1m, ESC[30m..ESC[37m."""
 
+    __slots__ = _fields = ("text", "line", "start", "code")
+    __match_args__ = ("text", "line", "start", "code")
     text: str
     line: int
     start: int
     code: int  # 0 reset, 1 bold, 30..37 colours
 
+    def __init__(self, text: str, line: int, start: int, code: int) -> None:
+        self.text = text
+        self.line = line
+        self.start = start
+        self.code = code
+
     @property
     def end(self) -> int:
         return self.start + len(self.text)
 
 
-@dataclass(slots=True)
-class Continuation:
+class Continuation(Record):
     """Part of a multi-line element that has not closed yet on this line.
 
     If the element never closes, these parts turn out to be plain text
     (see `ParsedLine.abandoned`).
     """
 
+    __slots__ = _fields = ("text", "line", "start")
+    __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int
+
+    def __init__(self, text: str, line: int, start: int) -> None:
+        self.text = text
+        self.line = line
+        self.start = start
 
     @property
     def end(self) -> int:
         return self.start + len(self.text)
 
 
-@dataclass(slots=True)
-class Element:
+class Element(Record):
     """`{{{tag:field:...}}}`: everything from `{{{` to the first `}}}` after it.
 
     `text` is the source text, braces included (lines of a multi-line
@@ -94,6 +119,8 @@ class Element:
     `end` is the column just past `}}}` on `end_line`.
     """
 
+    __slots__ = _fields = ("tag", "fields", "text", "line", "start", "end_line", "end")
+    __match_args__ = ("tag", "fields", "text", "line", "start", "end_line", "end")
     tag: str
     fields: tuple[Field, ...]
     text: str
@@ -101,6 +128,24 @@ class Element:
     start: int
     end_line: int
     end: int
+
+    def __init__(
+        self,
+        tag: str,
+        fields: tuple[Field, ...],
+        text: str,
+        line: int,
+        start: int,
+        end_line: int,
+        end: int,
+    ) -> None:
+        self.tag = tag
+        self.fields = fields
+        self.text = text
+        self.line = line
+        self.start = start
+        self.end_line = end_line
+        self.end = end
 
     @property
     def tag_start(self) -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from _thread import RLock
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from stackmark.errors import StackmarkError
 from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.plain import Record
 from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
 from stackmark.symbols.elf_source import elf_source_factory
 from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
@@ -29,8 +29,7 @@ if TYPE_CHECKING:  # imported (with urllib) only when a client is given
     from stackmark.symbols.debuginfod import DebuginfodClient
 
 
-@dataclass(slots=True)
-class SymbolizerOptions:
+class SymbolizerOptions(Record):
     """Where to look for files, and how much to remember.
 
     `debug_file_directories` hold `.build-id/xx/rest.debug` trees (default
@@ -42,14 +41,40 @@ class SymbolizerOptions:
     for build IDs that no local place gave debug info for.
     """
 
-    debug_file_directories: list[str] = field(
-        default_factory=lambda: list(DEFAULT_DEBUG_FILE_DIRECTORIES)
+    __slots__ = _fields = (
+        "debug_file_directories",
+        "objects",
+        "symbol_paths",
+        "source_factories",
+        "cache_size",
+        "debuginfod",
     )
-    objects: list[str] = field(default_factory=list)
-    symbol_paths: list[str] = field(default_factory=list)
-    source_factories: list[SourceFactory] | None = None
-    cache_size: int = 1 << 16
-    debuginfod: DebuginfodClient | None = None
+    debug_file_directories: list[str]
+    objects: list[str]
+    symbol_paths: list[str]
+    source_factories: list[SourceFactory] | None
+    cache_size: int
+    debuginfod: DebuginfodClient | None
+
+    def __init__(
+        self,
+        debug_file_directories: list[str] | None = None,
+        objects: list[str] | None = None,
+        symbol_paths: list[str] | None = None,
+        source_factories: list[SourceFactory] | None = None,
+        cache_size: int = 1 << 16,
+        debuginfod: DebuginfodClient | None = None,
+    ) -> None:
+        self.debug_file_directories = (
+            list(DEFAULT_DEBUG_FILE_DIRECTORIES)
+            if debug_file_directories is None
+            else debug_file_directories
+        )
+        self.objects = [] if objects is None else objects
+        self.symbol_paths = [] if symbol_paths is None else symbol_paths
+        self.source_factories = source_factories
+        self.cache_size = cache_size
+        self.debuginfod = debuginfod
 
 
 _AnswerKey = tuple[str, str | None, int]

@@ -182,7 +182,7 @@ class SymbolTable:
         values = self._values
         limit = address
         while True:
-            best = max((v for v in values if v <= limit), default=None)
+            best = max(filter(limit.__ge__, values), default=None)  # v <= limit, in C
             if best is None:
                 return None
             candidates = []
