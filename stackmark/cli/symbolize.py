@@ -17,7 +17,6 @@ With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import SimpleNamespace
@@ -466,19 +465,22 @@ def _pump(line_filter: LineFilter, stream: BinaryIO, out: BinaryIO, flush: bool)
         out.write(produced.encode("utf-8", "surrogateescape"))
 
 
-_MARKUP_OR_ESCAPE = re.compile(rb"\{\{\{|\x1b")
-
-
 def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
     """The output for `data[:end]`, whole lines each ending in a line feed."""
     parts: list[bytes] = []
-    search = _MARKUP_OR_ESCAPE.search
+    find = data.find
+    escape = -1  # where the next ESC is (end: none), found once for many lines
     pos = 0
     produced: list[str] = []
     while pos < end:
         if line_filter.passes_plain_lines:
-            found = search(data, pos, end)
-            line_start = end if found is None else data.rfind(b"\n", pos, found.start()) + 1
+            if escape < pos:
+                escape = find(b"\x1b", pos, end)
+                if escape < 0:
+                    escape = end
+            brace = find(b"{{{", pos, escape)
+            found = escape if brace < 0 else brace
+            line_start = end if found >= end else data.rfind(b"\n", pos, found) + 1
             if line_start > pos:
                 if produced:
                     parts.append("".join(produced).encode("utf-8", "surrogateescape"))

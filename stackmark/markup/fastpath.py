@@ -92,7 +92,7 @@ class BtLines:
         module = mapping.module
         template = self._texts.get((module.build_id, module.name, relative, eol))
         if template is None:
-            template = self._template(context, address, module, relative, eol)
+            template = self._template(module, relative, eol)
             if template is None:
                 return None
         rendered = template.replace(_HEADER, f"#{number}".rjust(6)).replace(
@@ -100,15 +100,13 @@ class BtLines:
         )
         return f"{text[:start]}{rendered}{text[end:]}"
 
-    def _template(
-        self, context: MarkupContext, address: int, module: Module, relative: int, eol: str
-    ) -> str | None:
+    def _template(self, module: Module, relative: int, eol: str) -> str | None:
         """The frame lines with placeholders, or None when the lookup needs a
         diagnostic (or a name holds a placeholder character)."""
-        result = self.resolver.code(context, address)
-        if result.placement is None or result.error is not None:
+        found, error = self.resolver.code_at(module, relative)
+        if error is not None:
             return None
-        frames = self.naming.frame_texts_for(result.frames)
+        frames = self.naming.frame_texts_for(found)
         tail = f"({module.name}+0x{relative:x})"
         last = len(frames) - 1
         template = eol.join(

@@ -151,13 +151,16 @@ class StackmarkFilter:
         if (
             self.fast_paths
             and self._pending is None
-            and self._info is None
             and out.colour is None
             and not out.bold
             and "{{{" not in text
             and "\x1b" not in text
         ):
-            return text + eol  # plain text, the common case: nothing to do
+            if self._info is None:
+                return text + eol  # plain text, the common case: nothing to do
+            self._end_info_line()  # the line after a context block closes its info line
+            out.write(text + eol)
+            return out.take()
         out.reset_state()
         if self.fast_paths and self._pending is None and not out.enabled and self.records is None:
             if text.startswith("{{{"):

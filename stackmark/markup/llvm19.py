@@ -88,13 +88,16 @@ class Llvm19Filter:
         out = self.out
         if (
             self.fast_paths
-            and self._info is None
             and out.colour is None
             and not out.bold
             and "{{{" not in text
             and "\x1b" not in text
         ):
-            return text + self._eol  # plain text, the common case: nothing to do
+            if self._info is None:
+                return text + self._eol  # plain text, the common case: nothing to do
+            self._end_info_line()  # the line after a context block closes its info line
+            out.write(text + self._eol)
+            return out.take()
         out.reset_state()
         if self.fast_paths and not out.enabled:
             if text.startswith("{{{"):

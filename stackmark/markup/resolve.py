@@ -103,16 +103,21 @@ class Resolver:
         if placement is None:
             return result
         module = placement.module
-        resolution = result.resolution = self.module(module)
-        key = (module.build_id, placement.module_relative)
+        result.resolution = self.module(module)
+        result.frames, result.error = self.code_at(module, placement.module_relative)
+        return result
+
+    def code_at(self, module: Module, module_relative: int) -> tuple[list[SourceFrame], str | None]:
+        """(frames, error) at a module-relative address (what `code` answers once the
+        address is placed; callers that placed it already ask this)."""
+        key = (module.build_id, module_relative)
         known = self._code.get(key)
         if known is None:
-            known = self._ask_code(module, placement.module_relative, resolution)
+            known = self._ask_code(module, module_relative, self.module(module))
             if len(self._code) >= self.cache_size:
                 self._code.clear()
             self._code[key] = known
-        result.frames, result.error = known[0], known[1]
-        return result
+        return known
 
     def _ask_code(
         self, module: Module, address: int, resolution: ModuleResolution

@@ -183,9 +183,9 @@ class Symbolizer:
     def code(self, module: Module, address: int) -> CodeLookup:
         """Inline chain at module-relative `address` (already -1 adjusted)."""
         key = (*self._key(module), address)
+        frames = self._frames.get(key)
         source = self.source(module)
         resolution = self._module(module).resolution
-        frames = self._frames.get(key)
         if frames is None:
             frames = []
             if source is not None:
