@@ -133,7 +133,8 @@ class _Chunk:
     node_counts: array[int] = field(default_factory=lambda: array("I"))
     nodes: array[int] = field(default_factory=lambda: array("Q"))
     extras: list[list[NodeExtra]] | None = None
-    columns: list[tuple[int, int]] = field(default_factory=list)
+    column_addresses: array[int] = field(default_factory=lambda: array("Q"))
+    column_values: array[int] = field(default_factory=lambda: array("I"))
     report: DwarfReport = field(default_factory=DwarfReport)
 
 
@@ -208,7 +209,8 @@ def _convert_units(
             chunk.node_counts.append(_flatten_tree(info.inline, chunk.nodes))
     if collector is not None:
         chunk.extras = [collector.function_nodes(info) for info in functions]
-        chunk.columns = collector.columns
+        chunk.column_addresses = collector.column_addresses
+        chunk.column_values = collector.column_values
     return chunk
 
 
@@ -244,6 +246,7 @@ def _convert_parallel(
         ]
         for done, future in enumerate(futures):
             _merge(future.result(), creator, report, extras)
+            futures[done] = None  # type: ignore[call-overload]  # free the chunk now
             if progress is not None:
                 progress.update("converting DWARF units", done + 1, len(futures))
 
@@ -294,7 +297,8 @@ def _merge(
             for k in range(1, len(tree)):
                 extras.nodes[id(tree[k])] = extra_nodes[k]
     if extras is not None:
-        extras.columns.extend(chunk.columns)
+        extras.column_addresses.extend(chunk.column_addresses)
+        extras.column_values.extend(chunk.column_values)
 
 
 def _unflatten_tree(

@@ -151,10 +151,20 @@ def _paint(root: InlineInfo, index_of: dict[int, int]) -> list[tuple[int, int, t
         for child in node.children:
             if not remaining:
                 break
-            claimed = _intersect(child.ranges, remaining)
-            if claimed:
-                work.append((child, (*path, index_of[id(child)]), claimed))
+            child_ranges = child.ranges
+            if len(child_ranges) == 1 and len(remaining) == 1:  # the common case, inline
+                (a_low, a_high), (b_low, b_high) = child_ranges[0], remaining[0]
+                low, high = max(a_low, b_low), min(a_high, b_high)
+                if low >= high:
+                    continue
+                claimed = [(low, high)]
+                remaining = [r for r in ((b_low, low), (high, b_high)) if r[0] < r[1]]
+            else:
+                claimed = _intersect(child_ranges, remaining)
+                if not claimed:
+                    continue
                 remaining = _subtract(remaining, claimed)
+            work.append((child, (*path, index_of[id(child)]), claimed))
         out.extend((start, end, path) for start, end in remaining)
     out.sort()
     return out
@@ -163,7 +173,9 @@ def _paint(root: InlineInfo, index_of: dict[int, int]) -> list[tuple[int, int, t
 class ExtrasBuilder:
     """Collects nodes per function, then the address index; `encode` gives the bytes."""
 
-    def __init__(self, columns: Sequence[tuple[int, int]] = ()) -> None:
+    def __init__(self, columns: tuple[Sequence[int], Sequence[int]] = ((), ())) -> None:
+        """`columns`: (addresses, column values) of the column points, sorted
+        (`ExtrasCollector.column_points`)."""
         self._strings: dict[str, int] = {}
         self._strtab = bytearray()
         self.first_node = array("I", [0])
@@ -178,8 +190,8 @@ class ExtrasBuilder:
         self._paths: dict[tuple[int, ...], int] = {(): 0}
         self.path_first = array("I", [0, 0])
         self.path_node = array("I")
-        self._column_address = [a for a, _ in columns]
-        self._column_value = [c for _, c in columns]
+        self._column_address = columns[0]
+        self._column_value = columns[1]
 
     def _string(self, text: str | None) -> int:
         if text is None:
@@ -267,6 +279,12 @@ class ExtrasBuilder:
         self.first_node.append(len(self.linkage))
 
     def _index_function(self, k: int, info: FunctionInfo, low: int, high: int | None) -> None:
+        """Bounds for [low, high) of function `k`: a new state wherever the line
+        row, the column or the inline path changes.
+
+        This runs for over a million points on a large binary, so the row,
+        column and path cursors and `_bound`'s merging are written inline.
+        """
         end = max(info.start + info.size, low + 1) if high is None else high
         rows = info.line_table or []
         tree = _tree_nodes(info.inline)
@@ -278,20 +296,22 @@ class ExtrasBuilder:
         column_address, column_value = self._column_address, self._column_value
         c = bisect_right(column_address, low)
         c1 = bisect_right(column_address, end - 1) if end > low else c
+        row_addrs = [row[0] for row in rows]
         points = {low}
-        points.update(r.addr for r in rows if low < r.addr < end)
+        points.update(a for a in row_addrs if low < a < end)
         points.update(seg[0] for seg in segments if low < seg[0] < end)
         points.update(column_address[c:c1])
         row_i = -1
         seg_i = 0
-        nrows, nsegs = len(rows), len(segments)
+        nrows, nsegs, ncolumns = len(rows), len(segments), len(column_address)
         paths = self._paths
         path_ids: dict[tuple[int, ...], int] = {}
         states = self._states
+        bound_address, bound_state = self.bound_address, self.bound_state
         for address in sorted(points):
-            while row_i + 1 < nrows and rows[row_i + 1].addr <= address:
+            while row_i + 1 < nrows and row_addrs[row_i + 1] <= address:
                 row_i += 1
-            while c < len(column_address) and column_address[c] <= address:
+            while c < ncolumns and column_address[c] <= address:
                 c += 1
             while seg_i < nsegs and segments[seg_i][1] <= address:
                 seg_i += 1
@@ -308,15 +328,23 @@ class ExtrasBuilder:
                     self.path_first.append(len(self.path_node))
                 path_ids[path] = path_id
             value = column_value[c - 1] if c > 0 else NO_COLUMN
-            row = rows[row_i] if row_i >= 0 else None
-            if row is None or row.file == 0 or value == NO_COLUMN:
+            if row_i < 0 or value == NO_COLUMN or rows[row_i][1] == 0:
                 key = (k, 0, 0, NO_COLUMN, path_id)
             else:
-                key = (k, row.file, row.line, value, path_id)
+                row = rows[row_i]
+                key = (k, row[1], row[2], value, path_id)
             state = states.get(key)
             if state is None:
                 state = states[key] = len(states)
-            self._bound(address, state)
+            # `_bound(address, state)`, inline.
+            if bound_address and bound_address[-1] == address:
+                bound_state[-1] = state
+                if len(bound_state) > 1 and bound_state[-2] == state:
+                    bound_address.pop()
+                    bound_state.pop()
+            elif not bound_state or bound_state[-1] != state:
+                bound_address.append(address)
+                bound_state.append(state)
 
     def encode(self, gsym: Buffer) -> bytes:
         size, crc = gsym_fingerprint(gsym)

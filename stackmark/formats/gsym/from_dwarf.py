@@ -31,11 +31,13 @@ node's name, then its call file).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
+from operator import le
 from typing import Protocol
 
 from stackmark.dwarf import constants as C
@@ -147,14 +149,17 @@ class ExtrasCollector:
     """What the cache's extras file needs, gathered during the conversion.
 
     `roots` and `nodes` map id() of FunctionInfo / InlineInfo objects (kept
-    alive by the creator) to the DWARF names and call columns; `columns`
-    collects (address, column) points of every unit's line table.
+    alive by the creator) to the DWARF names and call columns;
+    `column_addresses` and `column_values` collect the (address, column)
+    points of every unit's line table, in row order, as two flat arrays
+    (a large binary has millions of them).
     """
 
     def __init__(self) -> None:
         self.roots: dict[int, NodeExtra] = {}
         self.nodes: dict[int, NodeExtra] = {}
-        self.columns: list[tuple[int, int]] = []
+        self.column_addresses: array[int] = array("Q")
+        self.column_values: array[int] = array("I")
 
     def function_nodes(self, info: FunctionInfo) -> list[NodeExtra]:
         """The extras nodes of a final FunctionInfo, in GSYM depth-first order."""
@@ -170,16 +175,24 @@ class ExtrasCollector:
                 stack.extend(reversed(node.children))
         return out
 
-    def column_points(self) -> list[tuple[int, int]]:
-        """Sorted points, without those that repeat the column before them."""
-        points = sorted(self.columns, key=lambda point: point[0])  # stable: row order
-        out: list[tuple[int, int]] = []
+    def column_points(self) -> tuple[array[int], array[int]]:
+        """(addresses, columns) sorted by address (stably: row order breaks
+        ties), without points that repeat the column before them."""
+        addresses, values = self.column_addresses, self.column_values
+        if not all(map(le, addresses, addresses[1:])):  # units out of address order
+            order = sorted(range(len(addresses)), key=addresses.__getitem__)
+            addresses = array("Q", map(addresses.__getitem__, order))
+            values = array("I", map(values.__getitem__, order))
+            del order
+        out_addresses: array[int] = array("Q")
+        out_values: array[int] = array("I")
         last = -1
-        for addr, column in points:
+        for addr, column in zip(addresses, values, strict=True):
             if column != last:
-                out.append((addr, column))
+                out_addresses.append(addr)
+                out_values.append(column)
                 last = column
-        return out
+        return out_addresses, out_values
 
 
 class UnitConverter:
@@ -267,7 +280,7 @@ class UnitConverter:
         flat = getattr(self.lines, "_flat", None) if _FLAT_WIDTH is not None else None
         width = _FLAT_WIDTH or 0
         rows = self.lines.rows
-        points = extras.columns
+        addresses, values = extras.column_addresses, extras.column_values
         valid = self.is_valid_text_address
         for low, high, first, end in self.lines.sequences:
             if not valid(low):
@@ -277,15 +290,18 @@ class UnitConverter:
                 for at in range(first * width, max(first, end - 1) * width, width):
                     column = flat[at + 3]
                     if column != last:
-                        points.append((flat[at], column))
+                        addresses.append(flat[at])
+                        values.append(column)
                         last = column
             else:
                 for i in range(first, max(first, end - 1)):
                     row = rows[i]
                     if row[3] != last:
-                        points.append((row[0], row[3]))
+                        addresses.append(row[0])
+                        values.append(row[3])
                         last = row[3]
-            points.append((high, NO_COLUMN))
+            addresses.append(high)
+            values.append(NO_COLUMN)
 
     def _convert_function(self, function: DieFunction, out: list[FunctionInfo]) -> None:
         ranges = function.ranges
