@@ -257,9 +257,11 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
             text_document=types.TextDocumentItem(uri=uri, language_id="log", version=1, text=text)
         )
     )
-    results["client_encode_s"] = time.perf_counter() - sent  # the client's JSON, not the server
+    written = time.perf_counter()
+    results["client_encode_s"] = written - sent  # the client's JSON, not the server
     first = await client.next_publication(1)
     results["open_to_first_diagnostics_s"] = first - sent
+    results["written_to_first_diagnostics_s"] = first - written
     after = memory(pid)
     results["open_server_cpu_s"] = cpu_seconds(pid) - cpu_before
     second = await client.next_publication(1)
@@ -401,6 +403,8 @@ def report(results: dict[str, Any]) -> str:
         "| measure | result | target |",
         "| --- | ---: | ---: |",
         f"| open to first diagnostics | {results['open_to_first_diagnostics_s']:.2f} s | < 2 s |",
+        f"| (from the message written to the pipe: the server's part) | "
+        f"{results['written_to_first_diagnostics_s']:.2f} s | |",
         f"| (server CPU for the open: JSON, index, diagnostics) | "
         f"{results['open_server_cpu_s']:.2f} s | |",
         f"| (of which the index, wall, in the server) | "

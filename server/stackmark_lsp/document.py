@@ -73,13 +73,16 @@ class Chunk:
     line (kept up to date by `Document`).
     """
 
-    __slots__ = ("count", "entry", "epochs", "infos", "problems", "start", "text")
+    __slots__ = ("count", "entry", "epochs", "infos", "lazy", "problems", "start", "text")
 
     def __init__(self, text: str, last: bool) -> None:
         self.text = text
         self.count = count_breaks(text) + (1 if last else 0)
         self.start = 0
         self.infos: dict[int, LineInfo | int] = {}  # see index.py: entries by line
+        # Set when the entries of plain frame lines are left out (index.py fills them on
+        # first use): `infos` then holds only the lines that need more than an int.
+        self.lazy = False
         self.problems: list[LineInfo] | None = None  # infos with diagnostics (None: not known)
         self.epochs: list[Epoch] = []  # epochs whose reset lies in this chunk, in order
         self.entry: Epoch | None = None  # the epoch in force where this chunk begins
@@ -219,6 +222,8 @@ class Document:
         self.chunks: list[Chunk] = []
         self._starts: list[int] = []
         self._lines: OrderedDict[int, tuple[list[str], list[int] | None]] = OrderedDict()
+        # Completes a lazy chunk's entries before its text changes (set by the index).
+        self.prepare: Callable[[Chunk], None] | None = None
         self.set_text(text)
 
     # -- whole text -------------------------------------------------------------
@@ -325,6 +330,8 @@ class Document:
         starts_chunk = sl == self.chunks[first].start and sc == 0
         if first > 0 and starts_chunk and self.chunks[first - 1].text.endswith("\r"):
             first -= 1
+        for touched in self.chunks[first : last + 1]:
+            self._prepare(touched)
         if last > first:
             self._merge(first, last)
         chunk = self.chunks[first]
@@ -348,6 +355,10 @@ class Document:
         new_count = chunk.count - lo - unchanged_after
         self.renumber()
         return Edit(chunk, lo, hi - lo + 1, new_count)
+
+    def _prepare(self, chunk: Chunk) -> None:
+        if chunk.lazy and self.prepare is not None:
+            self.prepare(chunk)
 
     @staticmethod
     def _offsets(lines: list[str], eols: list[int] | None, upto: int) -> list[int]:
@@ -390,6 +401,7 @@ class Document:
         pieces = cut(chunk.text)
         if len(pieces) == 1:
             return
+        self._prepare(chunk)
         is_last = index == len(self.chunks) - 1
         news = [Chunk(p, is_last and i == len(pieces) - 1) for i, p in enumerate(pieces)]
         bounds = []

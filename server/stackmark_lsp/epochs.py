@@ -52,7 +52,16 @@ class Epoch:
     `modules`: module ID -> (position, name, build ID).
     """
 
-    __slots__ = ("_context", "_mappings", "column", "modules", "spans", "start", "starts")
+    __slots__ = (
+        "_bounds",
+        "_context",
+        "_mappings",
+        "column",
+        "modules",
+        "spans",
+        "start",
+        "starts",
+    )
 
     def __init__(self, start: LineInfo | None, column: int) -> None:
         self.start = start  # the line of the reset (None: the top of the log)
@@ -62,6 +71,7 @@ class Epoch:
         self.modules: dict[int, tuple[Position, str, str]] = {}
         self._context: MarkupContext | None = None
         self._mappings: dict[int, Position] = {}
+        self._bounds: list[int] | None = []  # kept up as mappings are added in order
 
     @property
     def line(self) -> int:
@@ -87,8 +97,25 @@ class Epoch:
         if module_id not in self.modules:
             return False
         starts, spans = self.starts, self.spans
-        count = len(starts)
         end = (start + size) & MASK64
+        if not starts or start > starts[-1]:  # after every mapping so far (the usual order)
+            if starts:
+                before = spans[-1]
+                if before[0] <= start < (before[0] + before[1]) & MASK64:
+                    return False
+            starts.append(start)
+            spans.append((start, size, module_id, mode, relative, where))
+            self._context = None
+            bounds = self._bounds
+            if bounds is not None and end > start:
+                if bounds and bounds[-1] == start:
+                    bounds[-1] = end
+                elif not bounds or bounds[-1] < start:
+                    bounds += (start, end)
+                else:
+                    self._bounds = None
+            return True
+        count = len(starts)
         index = bisect.bisect_right(starts, start)
         if index < count and start <= starts[index] < end:
             return False
@@ -102,6 +129,7 @@ class Epoch:
         starts.insert(index, start)
         spans.insert(index, (start, size, module_id, mode, relative, where))
         self._context = None
+        self._bounds = None
         return True
 
     def covering(self, address: int) -> int:
@@ -116,6 +144,24 @@ class Epoch:
             return -1
         span = self.spans[index - 1]
         return index - 1 if span[0] <= address < (span[0] + span[1]) & MASK64 else -1
+
+    def bounds(self) -> list[int]:
+        """The mapped addresses as [low0, high0, low1, high1, ...], increasing (adjacent
+        mappings merged): an address is mapped when `bisect_right(bounds, address)` is odd,
+        exactly when `covering` finds a mapping for it."""
+        if self._bounds is None:
+            bounds: list[int] = []
+            for span in self.spans:
+                start, size = span[0], span[1]
+                end = (start + size) & MASK64
+                if end <= start:
+                    continue  # covers nothing (see `covering`)
+                if bounds and bounds[-1] >= start:  # adjacent (mappings never overlap)
+                    bounds[-1] = max(bounds[-1], end)
+                else:
+                    bounds += (start, end)
+            self._bounds = bounds
+        return self._bounds
 
     # -- the core context -------------------------------------------------------------
 

@@ -27,9 +27,11 @@ else to the core.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import repeat
 
 from stackmark.markup.context import lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
@@ -143,6 +145,7 @@ class Index:
         self.build_ids: Counter[str] = Counter()
         self._added: list[Epoch] = []
         self._dropped: list[Epoch] = []
+        document.prepare = self._complete
         self.rebuild()
 
     # -- building -------------------------------------------------------------------
@@ -260,7 +263,12 @@ class Index:
             line += 1
 
     def _pending_before(self, line: int) -> Pending | None:
-        return pending_of(self.entry(line - 1)) if line > 0 else None
+        """The element left open by the line before `line` (lines inside a multi-line
+        element always have an entry, so a lazy chunk need not be completed)."""
+        if line <= 0:
+            return None
+        chunk, local = self.document.locate(line - 1)
+        return pending_of(chunk.infos.get(local))
 
     def _pass(self, start_line: int, stop_after: int | None, epoch: Epoch) -> None:
         """Read lines from `start_line` on, replaying contextual elements from `epoch`; after
@@ -302,6 +310,7 @@ class Index:
             stop_at, pending = self._pass_split(chunk, local, stop_line, old, infos, pending)
         else:
             stop_at, pending = self._pass_text(chunk, local, stop_line, old, infos, pending)
+            chunk.lazy = True
         chunk.problems = None
         kept = {id(e) for e in chunk.epochs}  # the new ones, and those before `local`
         if stop_at >= 0:
@@ -357,117 +366,222 @@ class Index:
         infos: dict[int, Entry],
         pending: Pending | None,
     ) -> tuple[int, Pending | None]:
-        """The pass over a chunk with '\n' terminators only.
+        """The pass over a chunk with '\\n' terminators only.
 
-        This is the loop a large log spends its opening in, so the common lines are
-        read inline: one `bt`/`pc`/`data` element whose address an mmap covers (an int
-        entry), one contextual element the records accept. Anything else goes through
+        This is the loop a large log spends its opening in, so it works on the chunk's
+        text, not line by line: a regular expression finds the elements that are not
+        plain frames; the stretches of lines between them hold plain `bt`/`pc`/`data`
+        frames only, checked in bulk against the mappings in force (`_check_frames`),
+        and their entries are left out (the chunk is *lazy*; `_complete` fills them in
+        on first use). A run of lines that each hold one contextual element is read with
+        one more regular expression (`_read_context`); any other line goes through
         `_read` (the scanner, else the core).
         """
-        lines = chunk.text.split("\n")
+        text = chunk.text
+        size = len(text)
         count = chunk.count
-        search = scan.ANY_OPENING.search
-        bt, pc, data = scan.BT, scan.PC, scan.DATA
-        mmap, module, reset = scan.MMAP, scan.MODULE, scan.RESET
-        hexes = ("0x", "0X")
-        live = self._live
-        low = high = 0  # bounds of the mapping that covered the last address in `live`
-        start = self._read_open(chunk, lines, local, infos, pending)  # an element left open
-        marked = [i for i, text in enumerate(lines[start:count], start) if "{{{" in text]
-        skip_below = 0
-        for line in marked:
-            if line < skip_below:
-                continue  # read already, inside a multi-line element
-            text = lines[line]
+        pos = 0
+        for _ in range(local):
+            pos = text.index("\n", pos) + 1
+        line = local
+        pos, line = self._read_open(chunk, text, pos, line, infos, pending)
+        run = scan.CONTEXT_RUN.match
+        search = scan.SPECIAL.search
+        while (special := search(text, pos)) is not None:
+            at = special.start()
+            start = text.rfind("\n", pos, at) + 1 or pos
+            if start > pos:
+                self._check_frames(chunk, text, pos, start, line, infos)
+                line += text.count("\n", pos, start)
+            contextual = run(text, start)
+            if contextual is not None:
+                pos = contextual.end()
+                line, stopped = self._read_context(
+                    chunk, text, start, pos, line, infos, stop_line, old
+                )
+                if stopped:
+                    return line, None
+                continue
             if stop_line is not None and self._stops_at(line, stop_line, old):
                 return line, None
-            m = search(text)
-            if m is not None and text.find("{{{", m.end()) < 0:  # the line's only element
-                kind = m.lastindex
-                # Most lines: a single frame, read right here when an mmap covers it.
-                if kind in (bt, pc, data):
-                    if kind == bt:
-                        address = int(m[3], 16)
-                        if m[4] != "pc":  # llvm's -1 table (scan.lookup_address)
-                            address = (address - 1) & MASK64
-                        flags = F_BT | (int(m[2]) + 1) << 16
-                    elif kind == pc:
-                        address = int(m[6], 16)
-                        if m[7] == "ra":
-                            address = (address - 1) & MASK64
-                        flags = F_PC
-                    else:
-                        address = int(m[9], 16)
-                        flags = F_DATA
-                    if self._live is not live:
-                        live, low, high = self._live, 0, 0
-                    if low <= address < high:
-                        infos[line] = flags
-                        continue
-                    hit = live.covering(address)
-                    if hit >= 0:
-                        span = live.spans[hit]
-                        low, high = span[0], (span[0] + span[1]) & MASK64
-                        infos[line] = flags
-                        continue
-                # Then contextual lines: one element each, accepted as a rule.
-                elif kind in (mmap, module, reset):
-                    info = LineInfo(chunk, line)
-                    where = (info, m.start())
-                    epoch = self._live
-                    if kind == mmap:
-                        size_text, id_text = m[12], m[13]
-                        accepted = epoch.map(
-                            int(m[11], 16),
-                            int(size_text, 16) if size_text[:2] in hexes else int(size_text),
-                            int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                            m[14].lower(),
-                            int(m[15], 16),
-                            where,
-                        )
-                        info.flags = F_CTX
-                    elif kind == module:
-                        id_text = m[17]
-                        accepted = epoch.declare(
-                            int(id_text, 16) if id_text[:2] in hexes else int(id_text),
-                            m[18],
-                            scan.build_id(m[19]),
-                            where,
-                        )
-                        info.flags = F_CTX
-                    else:
-                        self._new_epoch(info, m.start())
-                        accepted = True
-                        info.flags = F_CTX | F_RESET | F_RESET_FIRST
-                    if accepted:
-                        infos[line] = info
-                        continue
-                    # refused: the general path asks the core for the error
-            found = self._read(chunk, line, text, None, live=True)
+            end = text.find("\n", at)
+            if end < 0:
+                end = size
+            pos = end + 1
+            found = self._read(chunk, line, text[start:end], None, live=True)
+            line += 1
             if found is not None:
-                infos[line] = found
-                if found.pending is not None:
-                    skip_below = self._read_open(chunk, lines, line + 1, infos, found.pending)
+                infos[line - 1] = found
+                pos, line = self._read_open(chunk, text, pos, line, infos, found.pending)
+        if pos < size:
+            self._check_frames(chunk, text, pos, size, line, infos)
         return -1, pending_of(infos.get(count - 1))  # an element still open at the end
+
+    def _read_context(
+        self,
+        chunk: Chunk,
+        text: str,
+        begin: int,
+        end: int,
+        line: int,
+        infos: dict[int, Entry],
+        stop_line: int | None,
+        old: dict[int, Entry],
+    ) -> tuple[int, bool]:
+        """Read a run of contextual lines (`scan.CONTEXT_RUN`, `text[begin:end]`, the first
+        being line `line`): the records take each element the core's rules accept; one
+        they refuse is read again by `_read`, which asks the core for the error.
+        (line after the run, or the line the pass stops at; whether it stopped)."""
+        hexes = ("0x", "0X")
+        epoch = self._live
+        for (
+            column,
+            reset,
+            module_id,
+            name,
+            build_id,
+            start,
+            size,
+            mapped_id,
+            mode,
+            relative,
+        ) in scan.CONTEXT_ROW.findall(text, begin, end):
+            if stop_line is not None and self._stops_at(line, stop_line, old):
+                return line, True
+            info = LineInfo(chunk, line)
+            where = (info, len(column))
+            if reset:
+                epoch = self._new_epoch(info, len(column))
+                info.flags = F_CTX | F_RESET | F_RESET_FIRST
+                accepted = True
+            elif module_id:
+                info.flags = F_CTX
+                accepted = epoch.declare(
+                    int(module_id, 16) if module_id[:2] in hexes else int(module_id),
+                    name,
+                    scan.build_id(build_id),
+                    where,
+                )
+            else:
+                info.flags = F_CTX
+                accepted = epoch.map(
+                    int(start, 16),
+                    int(size, 16) if size[:2] in hexes else int(size),
+                    int(mapped_id, 16) if mapped_id[:2] in hexes else int(mapped_id),
+                    mode.lower(),
+                    int(relative, 16),
+                    where,
+                )
+            if accepted:
+                infos[line] = info
+            else:
+                refused = self._read(
+                    chunk, line, self.document.chunk_lines(chunk)[line], None, live=True
+                )
+                assert refused is not None
+                infos[line] = refused
+            line += 1
+        return line, False
+
+    def _check_frames(
+        self, chunk: Chunk, text: str, begin: int, end: int, line: int, infos: dict[int, Entry]
+    ) -> None:
+        """Check the plain frames of `text[begin:end]` (whole lines, the first being line
+        `line`) against the mappings in force, all at once; when an address is not well
+        inside a mapping, the lines are read one by one (those with a frame no mapping
+        covers get an entry and a diagnostic).
+
+        An address strictly inside a run of mapped addresses is mapped whether it is
+        looked up as written or one below (llvm's -1 table), so the bulk test needs no
+        frame's type.
+        """
+        found = scan.FRAME_ADDRESS.findall(text, begin, end)
+        if not found:
+            return
+        addresses = list(map(int, found, repeat(16, len(found))))
+        bounds = self._live.bounds()
+        if len(bounds) == 2:  # one run of mapped addresses (the usual case)
+            if bounds[0] < min(addresses) and max(addresses) < bounds[1]:
+                return
+        elif all(bisect_left(bounds, a) & 1 and bisect_right(bounds, a) & 1 for a in addresses):
+            return
+        pos = begin
+        while pos < end:
+            stop = text.find("\n", pos, end)
+            if stop < 0:
+                stop = end
+            if text.find("{{{", pos, stop) >= 0:
+                read = self._read(chunk, line, text[pos:stop], None, live=True)
+                if read is not None and read.diags:
+                    infos[line] = read
+            pos = stop + 1
+            line += 1
 
     def _read_open(
         self,
         chunk: Chunk,
-        lines: list[str],
+        text: str,
+        pos: int,
         line: int,
         infos: dict[int, Entry],
         pending: Pending | None,
-    ) -> int:
-        """Read the lines of a multi-line element still open at `line`, one by one with the
-        core, until it closes (or the chunk ends); the first line after them."""
+    ) -> tuple[int, int]:
+        """Read the lines of a multi-line element still open at `line` (which starts at
+        `pos` in the chunk's text), one by one with the core, until it closes (or the
+        chunk ends); (position, line) of the first line after them."""
         count = chunk.count
         while pending is not None and line < count:
-            info = self._read(chunk, line, lines[line], pending, live=True)
+            stop = text.find("\n", pos)
+            if stop < 0:
+                stop = len(text)
+            info = self._read(chunk, line, text[pos:stop], pending, live=True)
             pending = info.pending if info is not None else None
             if info is not None:
                 infos[line] = info
+            pos = stop + 1
             line += 1
-        return line
+        return pos, line
+
+    def _complete(self, chunk: Chunk) -> None:
+        """Fill in the entries a lazy chunk left out: its plain frame lines, which the pass
+        found mapped (`_check_frames`), so they carry no diagnostic."""
+        chunk.lazy = False
+        infos = chunk.infos
+        for local, text in enumerate(self.document.chunk_lines(chunk)):
+            if "{{{" not in text or local in infos:
+                continue
+            scanned = scan.scan_line(text)
+            if not scanned:
+                continue
+            flags, frame = 0, -1
+            for m in scanned:
+                kind = m.lastindex
+                if kind == scan.BT:
+                    flags |= F_BT
+                    if frame < 0:
+                        frame = int(m[2])
+                elif kind == scan.PC:
+                    flags |= F_PC
+                elif kind == scan.DATA:
+                    flags |= F_DATA
+                else:
+                    raise AssertionError(f"line {chunk.start + local} was left out unread")
+            if len(scanned) == 1:
+                infos[local] = flags | (frame + 1) << 16
+            else:
+                info = LineInfo(chunk, local)
+                info.flags, info.frame = flags, frame
+                infos[local] = info
+
+    def complete(self, chunks: int) -> bool:
+        """Fill in the entries of up to `chunks` lazy chunks; False when none is left."""
+        for chunk in self.document.chunks:
+            if chunk.lazy:
+                self._complete(chunk)
+                chunks -= 1
+                if chunks <= 0:
+                    break
+        return any(chunk.lazy for chunk in self.document.chunks)
 
     # -- reading one line ---------------------------------------------------------
 
@@ -666,6 +780,8 @@ class Index:
         if line < 0 or line >= len(self.document):
             return None
         chunk, local = self.document.locate(line)
+        if chunk.lazy:
+            self._complete(chunk)
         return chunk.infos.get(local)
 
     def flags(self, line: int) -> int:
@@ -708,6 +824,8 @@ class Index:
                 return
             low, high = first - chunk.start, stop - chunk.start
             base = chunk.start
+            if chunk.lazy:
+                self._complete(chunk)
             infos = chunk.infos
             for local in sorted(infos):
                 if low <= local < high:

@@ -93,6 +93,9 @@ def module_diagnostics(
             missing.append((build_id, resolution))
     if not unknown and not missing:
         return [], []
+    to_find = _first_modules(log, set(unknown))
+    if not missing:
+        return [], to_find
     declared = records.by_build_id(log)
     found: list[types.Diagnostic] = []
     for build_id, resolution in missing:
@@ -114,8 +117,21 @@ def module_diagnostics(
             )
             if len(found) >= MAX_DIAGNOSTICS:
                 break
-    to_find = [declared[b][0][0] for b in unknown if declared.get(b)]
     return found, to_find
+
+
+def _first_modules(log: OpenLog, build_ids: set[str]) -> list[Module]:
+    """The first module element declaring each of `build_ids` (what to look the binary
+    up with), reading the crash reports only as far as needed."""
+    found: list[Module] = []
+    for epoch in log.index.epochs():
+        for module_id, (_, name, build_id) in epoch.modules.items():
+            if build_id in build_ids:
+                build_ids.discard(build_id)
+                found.append(Module(module_id, name, build_id))
+        if not build_ids:
+            break
+    return found
 
 
 def _build_id_range(log: OpenLog, line: int, column: int) -> types.Range:

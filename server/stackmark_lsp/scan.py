@@ -53,6 +53,40 @@ _ELEMENT = re.compile(r"\{\{\{" + _SHAPES)
 # Every `{{{` of a text: a fast shape, or OTHER (then the line needs the core).
 ANY_OPENING = re.compile(r"\{\{\{(?:" + _SHAPES + "|())")
 
+# A `{{{` that does not open a plain frame (a `bt`, `pc` or `data` element of the fast
+# shapes): what the index reads element by element. The lines between two of these hold
+# plain frames only, checked in bulk with the two patterns after it.
+_FRAME_SHAPES = (
+    r"bt:[0-9]{1,19}:0x[0-9a-fA-F]{1,16}(?::(?:ra|pc))?\}\}\}"
+    r"|pc:0x[0-9a-fA-F]{1,16}(?::(?:ra|pc))?\}\}\}"
+    r"|data:0x[0-9a-fA-F]{1,16}\}\}\}"
+)
+SPECIAL = re.compile(r"\{\{\{(?!" + _FRAME_SHAPES + ")")
+# The address of every plain frame (in text where every `{{{` opens one).
+FRAME_ADDRESS = re.compile(r"\{\{\{(?:bt:[0-9]{1,19}:|pc:|data:)0x([0-9a-fA-F]{1,16})")
+
+# A run of whole lines ('\n' each) that each hold one contextual element of the fast
+# shapes and no other brace, and (CONTEXT_ROW, its findall groups) each of its lines:
+# the text before the element (its column), then `reset`, or a module's ID, name and
+# build ID, or an mmap's start, size, module ID, mode and module-relative address.
+_CONTEXT_ELEMENT = (
+    r"\{\{\{(?:(reset)|module:"
+    + _ID
+    + r":([^:{}\n]*):elf:([0-9a-fA-F]+)|mmap:"
+    + _ADDR
+    + ":"
+    + _ID
+    + ":load:"
+    + _ID
+    + r":((?=[rwxRWX])[rR]?[wW]?[xX]?):"
+    + _ADDR
+    + r")\}\}\}"
+)
+CONTEXT_ROW = re.compile(r"([^{\n]*)" + _CONTEXT_ELEMENT + r"[^{\n]*\n")
+CONTEXT_RUN = re.compile(
+    r"(?:[^{\n]*" + re.sub(r"\((?!\?)", "(?:", _CONTEXT_ELEMENT) + r"[^{\n]*\n)+"
+)
+
 Scanned = re.Match[str]  # an element matched by _ELEMENT; `lastindex` is its kind
 
 

@@ -20,10 +20,16 @@ import contextlib
 import functools
 import gc
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, cast
+from typing import Any, TextIO, TypeVar, cast
+
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None  # type: ignore[assignment]
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -46,6 +52,8 @@ logger = logging.getLogger("stackmark_lsp")
 
 SYMBOLIZE_COMMAND = "stackmark.symbolize"
 SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
+PIPE_BUFFER = 1 << 20  # bytes asked for stdin's pipe (Linux's default limit for users)
+COMPLETED_PER_TURN = 16  # chunks of entries filled in per turn of the event loop
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
@@ -234,6 +242,16 @@ class StackmarkServer(LanguageServer):
             if self.workspace_flag(name):
                 request = getattr(self, f"workspace_{name}_refresh")
                 request(None)
+
+    def complete_later(self, log: OpenLog) -> None:
+        """Fill in the entries the opening pass left out (index.py), a few chunks at a
+        time between messages, so that requests are not kept waiting meanwhile."""
+        if self.logs.get(log.uri) is not log:
+            return  # closed, or opened again
+        with _quiet_gc():
+            more = log.index.complete(COMPLETED_PER_TURN)
+        if more:
+            asyncio.get_running_loop().call_soon(self.complete_later, log)
 
     # -- the symbolized view ---------------------------------------------------------
 
@@ -438,6 +456,7 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     ls.logs[document.uri] = log
     indexed = time.perf_counter()
     ls.publish(log)
+    ls.complete_later(log)
     logger.info(
         "opened %s: %d lines indexed in %.3f s, diagnostics published in %.3f s",
         document.uri,
@@ -628,4 +647,17 @@ def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
 
 def serve() -> None:
     """Serve over stdio until the client says exit."""
+    _widen_pipe(sys.stdin)
     server.start_io()
+
+
+def _widen_pipe(stream: TextIO) -> None:
+    """Ask for a 1 MiB pipe buffer (Linux; pipes start at 64 KiB): opening a large log is
+    one message of tens of megabytes, and each refill of the pipe is a round trip through
+    both processes' event loops. Anything else (a file, a terminal, no permission) stays
+    as it is."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(stream.fileno(), set_size, PIPE_BUFFER)

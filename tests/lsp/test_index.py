@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stackmark_lsp import scan
 from stackmark_lsp.document import Document, PositionCodec
-from stackmark_lsp.index import Index
+from stackmark_lsp.index import F_BT, F_DATA, F_PC, Index, frame_of
 
 from stackmark.markup.context import MarkupContext
 from stackmark.markup.elements import (
@@ -226,6 +226,64 @@ def test_index_of_a_clean_log() -> None:
     assert index.epoch_at(8, 0).module(1) is not None
 
 
+def frame_kinds(text: str) -> list[tuple[int, int]]:
+    """Per line, from scratch with the core: (which of bt/pc/data it holds, as index flags;
+    its first bt frame number or -1), counting well-formed elements where the parser
+    reports them (a multi-line element on the line it closes)."""
+    parser = MarkupParser(MULTILINE_TAGS)
+    pending = None
+    found = []
+    for number, line in enumerate(lsp_lines(text)):
+        parsed = parser.parse(line, number, pending)
+        pending = parsed.pending
+        flags, frame = 0, -1
+        for element in parsed.elements:
+            typed = decode(element)
+            if not typed.ok:
+                continue
+            if isinstance(typed, BtElement):
+                flags |= F_BT
+                frame = typed.frame if frame < 0 else frame
+            elif isinstance(typed, PcElement):
+                flags |= F_PC
+            elif isinstance(typed, DataElement):
+                flags |= F_DATA
+        found.append((flags, frame))
+    return found
+
+
+def index_frame_kinds(index: Index) -> list[tuple[int, int]]:
+    found = []
+    for line in range(len(index.document)):
+        entry = index.entry(line)
+        if entry is None:
+            found.append((0, -1))
+        else:
+            found.append((index.flags(line) & (F_BT | F_PC | F_DATA), frame_of(entry)))
+    return found
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs())
+def test_lazy_entries_agree_with_core(text: str) -> None:
+    """The entries of plain frame lines, which the opening pass leaves out and fills in
+    on first use, say what the core finds on each line."""
+    index = Index(Document("file:///t.log", text))
+    assert index_frame_kinds(index) == frame_kinds(text)
+
+
+def test_lazy_entries_of_a_large_log() -> None:
+    """Many crash reports over many chunks: frame numbers and kinds of every line, and no
+    chunk left lazy once completed."""
+    text = "\n".join([base_log()] * 400)
+    index = Index(Document("file:///t.log", text))
+    assert any(chunk.lazy for chunk in index.document.chunks)
+    assert index_problems(index) == problems(text)
+    assert index_frame_kinds(index) == frame_kinds(text)
+    assert not index.complete(10**6)
+    assert not any(chunk.lazy for chunk in index.document.chunks)
+
+
 # -- edits ----------------------------------------------------------------------------
 
 
@@ -303,6 +361,8 @@ def check_edits(text: str, seed: int, count: int, chunk_target: int | None = Non
         assert len(document) == len(lsp_lines(text))
         assert index_problems(index) == problems(text), (start, end, new)
         assert index.build_ids == declared_build_ids(text)
+        if rng.random() < 0.2:
+            assert index_frame_kinds(index) == frame_kinds(text), (start, end, new)
         top = document.chunks[0].entry
         assert top is not None and top.start is None  # the epoch before any reset
 
