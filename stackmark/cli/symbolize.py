@@ -53,9 +53,9 @@ class LineFilter(Protocol):
     def finish(self) -> str: ...
 
 
-SYMBOLIZER_ANSWERS = 256
-"""Answers the Symbolizer keeps: few, since the Resolver and the bt fast path
-above it keep theirs (a larger cache only holds the same frames again)."""
+SYMBOLIZER_ANSWERS = 0
+"""Answers the Symbolizer keeps: none, since the Resolver and the bt fast path
+above it keep theirs (a cache there would only hold the same frames again)."""
 
 RESOLVER_ANSWERS = 4096
 """Frames the Resolver keeps per address: the bt fast path keeps their text."""

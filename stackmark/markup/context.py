@@ -208,14 +208,17 @@ class MarkupContext:
     # --- questions -----------------------------------------------------------
 
     def find(self, address: int) -> Mapping | None:
-        """The mapping that covers runtime `address`, if any."""
-        index = bisect.bisect_left(self._starts, address)
-        if index < len(self._mappings) and self._mappings[index].contains(address):
-            return self._mappings[index]
-        if index == 0:
+        """The mapping that covers runtime `address`, if any: the one that starts
+        last at or before it (mappings never overlap, and a zero-size one never
+        lies inside another)."""
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index < 0:
             return None
-        before = self._mappings[index - 1]
-        return before if before.contains(address) else None
+        mapping = self._mappings[index]
+        segment = mapping.segment
+        if address < (segment.start + segment.size) & U64_MASK:
+            return mapping
+        return None
 
     def place(self, address: int) -> Placement | None:
         """Module, segment and module-relative address of runtime `address`."""

@@ -37,7 +37,7 @@ class SymbolizerOptions(Record):
     `symbol_paths` are directories searched for ELF files by build ID.
     `source_factories` are tried in order for each module (None: the
     default DWARF + symbol-table source only). `cache_size` bounds the
-    number of remembered answers. `debuginfod`, when set, is asked last,
+    number of remembered answers (0: none, for callers with their own). `debuginfod`, when set, is asked last,
     for build IDs that no local place gave debug info for.
     """
 
@@ -82,6 +82,8 @@ _T = TypeVar("_T")
 
 
 def _remember(cache: OrderedDict[_AnswerKey, _T], key: _AnswerKey, value: _T, size: int) -> None:
+    if size <= 0:
+        return  # the caller keeps answers itself
     cache[key] = value
     if len(cache) > size:
         cache.popitem(last=False)

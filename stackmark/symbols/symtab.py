@@ -101,6 +101,7 @@ class SymbolTable:
         self._kept: list[int] | None = None  # symbol indexes, sorted, one per address
         self._kept_addresses: list[int] = []
         self._file_indexes: list[int] | None = None
+        self._entries: dict[int, SymbolEntry] = {}
         tls = next((s for s in elf.segments if s.type == PT_TLS), None)
         self.tls_base = tls.vaddr if tls is not None else None
         self.tls_image_size = tls.filesz if tls is not None else 0
@@ -214,12 +215,16 @@ class SymbolTable:
         return self._name(self._packed[self._file_indexes[i - 1]] & 0xFFFFFFFF)
 
     def _entry(self, index: int) -> SymbolEntry:
-        return SymbolEntry(
-            self._values[index],
-            self._sizes[index],
-            self._name(self._packed[index] & 0xFFFFFFFF),
-            self._file_of(index),
-        )
+        """The entry of symbol `index`, made once (many addresses fall in one symbol)."""
+        entry = self._entries.get(index)
+        if entry is None:
+            entry = self._entries[index] = SymbolEntry(
+                self._values[index],
+                self._sizes[index],
+                self._name(self._packed[index] & 0xFFFFFFFF),
+                self._file_of(index),
+            )
+        return entry
 
     @property
     def entries(self) -> list[SymbolEntry]:
