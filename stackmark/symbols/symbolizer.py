@@ -37,8 +37,9 @@ class SymbolizerOptions(Record):
     `symbol_paths` are directories searched for ELF files by build ID.
     `source_factories` are tried in order for each module (None: the
     default DWARF + symbol-table source only). `cache_size` bounds the
-    number of remembered answers (0: none, for callers with their own). `debuginfod`, when set, is asked last,
-    for build IDs that no local place gave debug info for.
+    number of remembered answers (0: none, for callers with their own).
+    `debuginfod`, when set, is asked last, for build IDs that no local
+    place gave debug info for.
     """
 
     __slots__ = _fields = (
