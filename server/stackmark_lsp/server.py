@@ -19,8 +19,10 @@ import asyncio
 import contextlib
 import functools
 import gc
+import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +34,8 @@ except ImportError:  # not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -53,12 +57,56 @@ logger = logging.getLogger("stackmark_lsp")
 SYMBOLIZE_COMMAND = "stackmark.symbolize"
 SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
 PIPE_BUFFER = 1 << 20  # bytes asked for stdin's pipe (Linux's default limit for users)
-COMPLETED_PER_TURN = 16  # chunks of entries filled in per turn of the event loop
+# Background filling of the entries left out on open: chunks per turn (~0.4 ms each),
+# the pause between turns, and the wait before the first (the first hovers come then).
+_rpc_logger = logging.getLogger("pygls.protocol.json_rpc")
+_write_lock = threading.Lock()
+_LOGGED = 2000  # characters of a message the log shows
+_SLICE = 1 << 20  # characters of a message's body written at a time
+COMPLETED_PER_TURN = 8
+COMPLETION_PAUSE = 0.005
+COMPLETION_DELAY = 1.0
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
 class StackmarkProtocol(LanguageServerProtocol):
-    """pygls' protocol with document sync handled by the server alone (see module doc)."""
+    """pygls' protocol with document sync handled by the server alone (see module doc),
+    and messages written without extra copies (`_send_data`)."""
+
+    def _send_data(self, data: Any) -> None:
+        """Send a message as pygls does, without its copies of a large one.
+
+        pygls logs every message whole at level info, then joins header and body and
+        encodes the result: for the symbolized view of a large log (a 130 MB string)
+        that made three more copies of it. Here the log gets the first characters, and
+        the body is written after the header in 1 MiB slices, under a lock so that
+        messages sent from several threads never interleave.
+        """
+        writer = self.writer
+        if not data or not self._include_headers or not isinstance(writer, StdoutWriter):
+            super()._send_data(data)
+            return
+        try:
+            body = json.dumps(data, default=self._serialize_message)  # ASCII: \u escapes
+            if _rpc_logger.isEnabledFor(logging.INFO):
+                shown = (
+                    body if len(body) <= _LOGGED else f"{body[:_LOGGED]}... ({len(body):,} chars)"
+                )
+                _rpc_logger.info("Sending data: %s", shown)
+            header = (
+                f"Content-Length: {len(body)}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+            with _write_lock:
+                writer.write(header.encode(self.CHARSET))
+                for start in range(0, len(body), _SLICE):
+                    writer.write(body[start : start + _SLICE].encode(self.CHARSET))
+        except BrokenPipeError:
+            logger.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            logger.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
@@ -245,13 +293,15 @@ class StackmarkServer(LanguageServer):
 
     def complete_later(self, log: OpenLog) -> None:
         """Fill in the entries the opening pass left out (index.py), a few chunks at a
-        time between messages, so that requests are not kept waiting meanwhile."""
+        time with pauses between, so that requests and the worker threads (a hover's
+        lookup, the search for binaries) are not kept waiting meanwhile; whatever a
+        request needs before that is filled in on the spot."""
         if self.logs.get(log.uri) is not log:
             return  # closed, or opened again
         with _quiet_gc():
             more = log.index.complete(COMPLETED_PER_TURN)
         if more:
-            asyncio.get_running_loop().call_soon(self.complete_later, log)
+            asyncio.get_running_loop().call_later(COMPLETION_PAUSE, self.complete_later, log)
 
     # -- the symbolized view ---------------------------------------------------------
 
@@ -456,7 +506,7 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     ls.logs[document.uri] = log
     indexed = time.perf_counter()
     ls.publish(log)
-    ls.complete_later(log)
+    asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
     logger.info(
         "opened %s: %d lines indexed in %.3f s, diagnostics published in %.3f s",
         document.uri,

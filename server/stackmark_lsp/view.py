@@ -94,7 +94,8 @@ def render(
     resolver = Resolver(ThreadSafeSymbolizer(service))
     printer = DiagnosticPrinter(lambda _message: None, colour=False, llvm_style=False)
     line_filter = StackmarkFilter(resolver, naming, printer)
-    out: list[str] = []
+    out: list[str] = []  # the text so far, joined a block of lines at a time
+    block: list[str] = []
     starts = array("L")
     view_line = 0
     total = sum(piece.count("\n") for piece in pieces) + 1
@@ -102,9 +103,12 @@ def render(
     for number, (line, eol) in enumerate(lines):
         starts.append(view_line)
         produced = line_filter.feed(line, eol)
-        out.append(produced)
+        block.append(produced)
         view_line += produced.count("\n") + produced.count("\r") - produced.count("\r\n")
         if number % 2000 == 1999:
+            out.append("".join(block))  # a string per line costs ~50 bytes more each
+            block.clear()
             progress(number + 1, total)
-    out.append(line_filter.finish())
+    block.append(line_filter.finish())
+    out.append("".join(block))
     return View(version, "".join(out), starts)
