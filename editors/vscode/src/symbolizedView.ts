@@ -7,8 +7,15 @@
 // text, which then opens as an untitled document.
 
 import * as vscode from "vscode";
-import { ExecuteCommandRequest } from "vscode-languageclient/node";
+import {
+  ExecuteCommandRequest,
+  type LanguageClient,
+  TextDocumentContentRequest,
+} from "vscode-languageclient/node";
 import { isMarkupLog, type StackmarkClient } from "./client";
+
+/** How long an open view may take to catch up with the server's text. */
+const CATCH_UP_MS = 10000;
 
 interface Symbolized {
   uri: string;
@@ -53,10 +60,49 @@ export async function showSymbolizedLog(
   };
   let view: vscode.TextDocument;
   try {
-    view = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
+    view = await openCurrentView(client, vscode.Uri.parse(result.uri), result.text);
   } catch {
     view = await vscode.workspace.openTextDocument({ content: result.text ?? "", language: "log" });
   }
   const shown = await vscode.window.showTextDocument(view, options);
   shown.revealRange(selection, vscode.TextEditorRevealType.AtTop);
+}
+
+const sameText = (a: string, b: string) => a.replace(/\r\n?/g, "\n") === b.replace(/\r\n?/g, "\n");
+
+/**
+ * The view document, holding `text` (what the server just rendered, the text
+ * `result.line` counts in). A view already open can be older: the server
+ * refreshes it only half a second after the log's last edit, so a command run
+ * right after an edit would put the cursor on the old text's line, and the
+ * refresh then moved it to the wrong frame. Such a view is asked for its
+ * content again, and the selection waits until it has arrived.
+ */
+async function openCurrentView(
+  client: LanguageClient,
+  uri: vscode.Uri,
+  text: string | undefined,
+): Promise<vscode.TextDocument> {
+  const view = await vscode.workspace.openTextDocument(uri);
+  if (text === undefined || sameText(view.getText(), text)) return view;
+  let listener: vscode.Disposable | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const caughtUp = new Promise<void>((resolve) => {
+    listener = vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.document === view && sameText(view.getText(), text)) resolve();
+    });
+    // Never hang the command: a log edited again meanwhile has yet another text.
+    timer = setTimeout(resolve, CATCH_UP_MS);
+  });
+  try {
+    const feature = client.getFeature(TextDocumentContentRequest.method);
+    for (const provider of feature?.getProviders() ?? []) {
+      if (provider.scheme === uri.scheme) provider.onDidChangeEmitter.fire(uri);
+    }
+    await caughtUp;
+  } finally {
+    listener?.dispose();
+    clearTimeout(timer);
+  }
+  return view;
 }
