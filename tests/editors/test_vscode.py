@@ -48,6 +48,8 @@ DETECTED = "service-output.txt"
 BARE_PYTHON = Path("/usr/bin/python3")  # Debian's, without stackmark installed
 SERVER_SOURCES = (REPO / "server", REPO / "stackmark")  # what `stackmark lsp` runs
 VIEW_SCHEME = "stackmark-symbolized"
+VIEW_KEY = "ctrl+alt+y"  # "Show Symbolized Log", bound for the test in keybindings.json
+EDIT_MARKER = "stackmark-test-typed-line"
 # What goes into the .vsix (dist/ and bundled/ are built from these).
 PACKAGED = ("src", "syntaxes", "l10n", "scripts")
 PACKAGED_FILES = (
@@ -133,6 +135,9 @@ def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
         "json.schemaDownload.enable": False,
         "git.enabled": False,
         "editor.hover.delay": 100,
+        # VS Code for the web saves after a second by default: the edits a test types
+        # stay in the editor and are reverted, the log on disk is the one llvm read.
+        "files.autoSave": "off",
         "editor.minimap.enabled": False,
         "editor.stickyScroll.enabled": False,
         "window.commandCenter": False,
@@ -183,6 +188,9 @@ def code_server(
     shutil.copy(editor_log.path, folder / DETECTED)  # plain text by its name
     (data / "User" / "settings.json").write_text(
         json.dumps(_settings(editor_log, server_python), indent=1)
+    )
+    (data / "User" / "keybindings.json").write_text(
+        json.dumps([{"key": VIEW_KEY, "command": "stackmark.showSymbolizedLog"}])
     )
     env = clean_env(
         XDG_CONFIG_HOME=str(work / "xdg-config"),
@@ -251,6 +259,8 @@ def vscode_run(code_server: dict[str, Any], editor_log: EditorLog) -> dict[str, 
         "hints": [editor_log.hover.text, editor_log.definition.text],
         "symbolize": {"line": editor_log.symbolize.line + 1},
         "lens_title": "Symbolize",
+        "view_key": "Control+Alt+Y",
+        "edit_marker": EDIT_MARKER,
         "detect_name": DETECTED,
         "bare_python": str(BARE_PYTHON),
     }
@@ -373,6 +383,16 @@ def _shown_log(uri: str) -> Path:
     scheme, _, path = uri.partition(":")
     assert scheme == VIEW_SCHEME, uri
     return Path(urllib.parse.unquote(path))
+
+
+def test_view_opened_right_after_an_edit_shows_the_new_text_at_the_backtrace(
+    vscode_run: dict[str, Any], editor_log: EditorLog
+) -> None:
+    view = _step(vscode_run, "edited_view")
+    assert _shown_log(view["uri"]) == Path(vscode_run["folder"]) / editor_log.path.name
+    # One line further down than in the unedited view: the typed line is above it.
+    assert view["line"] == _step(vscode_run, "symbolized_view")["line"] + 1
+    assert view["cursor"] == editor_log.symbolize.output[0]
 
 
 def test_code_lens_opens_the_view_at_its_backtrace(

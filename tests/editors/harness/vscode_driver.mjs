@@ -68,9 +68,11 @@ async function visibleLines() {
  * (Monaco's `data-uri`), the cursor's line (Monaco marks its number
  * `active-line-number` in the same render pass that draws the lines, unlike
  * the status bar, which updates on its own schedule) and the visible lines.
- * With `viewScheme`, null until the group shows a document of that scheme with
- * symbolized frames on screen and the cursor's line drawn. */
-function inspectActiveGroup(viewScheme) {
+ * With `want` ({scheme, line?}), null until the group shows a document of that
+ * scheme with symbolized frames on screen and the cursor's line drawn (on line
+ * number `line`). */
+function inspectActiveGroup(want) {
+  const viewScheme = want && want.scheme;
   const group = document.querySelector(".editor-group-container.active");
   if (!group) return null;
   const text = (node) => node.textContent.replace(/\u00a0/g, " ");
@@ -89,16 +91,17 @@ function inspectActiveGroup(viewScheme) {
   if (!viewScheme) return seen;
   const ready = uri !== null && uri.startsWith(`${viewScheme}:`)
     && seen.lines.some((l) => /#\d+\s+0x[0-9a-f]+ \S/.test(l))
-    && seen.cursor !== null;
+    && seen.cursor !== null
+    && (!want.line || seen.cursorNumber === want.line);
   return ready ? seen : null;
 }
 
 /** Wait until the active group shows the symbolized view, cursor drawn; on a
  * timeout the error says what the group showed instead (a raw log, another tab). */
-async function waitForView() {
+async function waitForView(line) {
   try {
-    const handle = await page.waitForFunction(inspectActiveGroup, "stackmark-symbolized",
-      { timeout: TIMEOUT });
+    const handle = await page.waitForFunction(inspectActiveGroup,
+      { scheme: "stackmark-symbolized", line }, { timeout: TIMEOUT });
     return await handle.jsonValue();
   } catch (error) {
     const seen = await page.evaluate(inspectActiveGroup, null).catch(() => null);
@@ -350,6 +353,26 @@ try {
     const screenshot = await shot("vscode-symbolized");
     return { tab, uri: view.uri, line: view.cursorNumber, cursor: view.cursor, lines: view.lines,
       screenshot };
+  });
+
+  await step("edited_view", async () => {
+    // The view is open beside the log. A line typed above the backtrace moves it
+    // down one, and the command runs at once (a key binding), before the server's
+    // own refresh of the open view (half a second after the last edit): the view
+    // must still open on the new text, the cursor on the backtrace's first frame,
+    // one line further down than before.
+    const before = out.symbolized_view?.line;
+    if (!before) throw new Error("no symbolized view to compare with");
+    await page.keyboard.press("Control+1"); // the log's group
+    await goTo(scenario.symbolize.line, 1);
+    await page.keyboard.insertText(`${scenario.edit_marker}\n`); // one edit
+    await page.keyboard.press(scenario.view_key);
+    const view = await waitForView(before + 1);
+    await page.keyboard.press("Control+1");
+    await runCommand("File: Revert File"); // the log as it is on disk again, not dirty
+    await page.waitForFunction(
+      () => !document.querySelector(".editor-group-container .tab.dirty"), null, { timeout: TIMEOUT });
+    return { uri: view.uri, line: view.cursorNumber, cursor: view.cursor, lines: view.lines };
   });
 
   await step("code_lens", async () => {
