@@ -16,7 +16,8 @@ missing). Measured in the same run, on the same machine:
    - `stackmark gsym lookup --addresses-from-stdin` (plain GSYM decoding,
      no extras index) for reference.
 
-`--lookups-only` skips part 1 and uses the cache entry bench_markup.py builds.
+`--lookups-only` skips part 1 and uses the cache entry bench_markup.py builds;
+`--convert-only` runs part 1 alone.
 
 Prints Markdown; the figures in docs/benchmarks.md come from it.
 """
@@ -79,7 +80,7 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def main(lookups_only: bool = False) -> int:
+def main(lookups_only: bool = False, convert_only: bool = False) -> int:
     # Here, not at the top: the child (a fresh process per measurement)
     # should pay for stackmark's imports only.
     from measure import measure, table
@@ -117,6 +118,8 @@ def main(lookups_only: bool = False) -> int:
         llvm1 = next(cache_dir.rglob("*.gsym"))
     else:
         cache_dir, llvm1 = convert(tmp)
+        if convert_only:
+            return 0
     lookups(tmp, addrs, cache_dir, llvm1, measure, table)
     return 0
 
@@ -206,4 +209,9 @@ def lookups(tmp: Path, addrs: Path, cache_dir: Path, llvm1: Path, measure: Any, 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         sys.exit(child())
-    sys.exit(main(lookups_only="--lookups-only" in sys.argv[1:]))
+    sys.exit(
+        main(
+            lookups_only="--lookups-only" in sys.argv[1:],
+            convert_only="--convert-only" in sys.argv[1:],
+        )
+    )

@@ -132,7 +132,7 @@ class _Chunk:
     row_lines: array[int] = field(default_factory=lambda: array("I"))
     node_counts: array[int] = field(default_factory=lambda: array("I"))
     nodes: array[int] = field(default_factory=lambda: array("Q"))
-    extras: list[list[NodeExtra]] | None = None
+    extras: list[list[tuple[str | None, str | None, int]]] | None = None  # NodeExtra fields
     column_addresses: array[int] = field(default_factory=lambda: array("Q"))
     column_values: array[int] = field(default_factory=lambda: array("I"))
     report: DwarfReport = field(default_factory=DwarfReport)
@@ -208,7 +208,11 @@ def _convert_units(
         else:
             chunk.node_counts.append(_flatten_tree(info.inline, chunk.nodes))
     if collector is not None:
-        chunk.extras = [collector.function_nodes(info) for info in functions]
+        # Plain tuples: they pickle in C, named tuples through Python calls.
+        chunk.extras = [
+            [(n.linkage_name, n.name, n.call_column) for n in collector.function_nodes(info)]
+            for info in functions
+        ]
         chunk.column_addresses = collector.column_addresses
         chunk.column_values = collector.column_values
     return chunk
@@ -254,6 +258,9 @@ def _convert_parallel(
 _line_entry = partial(tuple.__new__, LineEntry)
 """LineEntry from an (addr, file, line) tuple without Python-level __new__."""
 
+_node_extra = partial(tuple.__new__, NodeExtra)
+"""NodeExtra from a plain tuple, the same way."""
+
 
 def _merge(
     chunk: _Chunk, creator: GsymCreator, report: DwarfReport, extras: ExtrasCollector | None
@@ -291,7 +298,7 @@ def _merge(
             info.inline, at = _unflatten_tree(nodes, at, strings, files, tree)
         creator.functions.append(info)
         if extras is not None and chunk.extras is not None and chunk.extras[i]:
-            extra_nodes = chunk.extras[i]
+            extra_nodes = list(map(_node_extra, chunk.extras[i]))
             extras.roots[id(info)] = extra_nodes[0]
             # `tree` is the nodes in depth-first order, the root first.
             for k in range(1, len(tree)):

@@ -56,8 +56,7 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from stackmark.formats.gsym.codec import Buffer, RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
@@ -72,9 +71,13 @@ _HEADER = struct.Struct("<4sHHQIIIIIIIII12x")
 _LITTLE_HOST = sys.byteorder == "little"
 
 
-@dataclass(frozen=True, slots=True)
-class NodeExtra:
-    """Names and call-site column of one function or inlined call, as DWARF gives them."""
+class NodeExtra(NamedTuple):
+    """Names and call-site column of one function or inlined call, as DWARF gives them.
+
+    A named tuple (not a dataclass): a large binary has hundreds of
+    thousands, made in worker processes and sent to the parent as plain
+    tuples.
+    """
 
     linkage_name: str | None
     name: str | None
