@@ -20,6 +20,7 @@ import contextlib
 import functools
 import gc
 import json
+import json.encoder
 import logging
 import sys
 import threading
@@ -83,11 +84,18 @@ class StackmarkProtocol(LanguageServerProtocol):
         messages sent from several threads never interleave.
         """
         writer = self.writer
+        large, marked = _large_text(data)
         if not data or not self._include_headers or not isinstance(writer, StdoutWriter):
+            if large is not None:
+                data = _large_text(data, str(large))[1]
             super()._send_data(data)
             return
+        data = marked
         try:
             body = json.dumps(data, default=self._serialize_message)  # ASCII: \u escapes
+            if large is not None:
+                self._send_large(writer, body, large)
+                return
             if _rpc_logger.isEnabledFor(logging.INFO):
                 shown = (
                     body if len(body) <= _LOGGED else f"{body[:_LOGGED]}... ({len(body):,} chars)"
@@ -107,6 +115,25 @@ class StackmarkProtocol(LanguageServerProtocol):
         except Exception as error:
             logger.exception("Error sending data")
             self._server._report_server_error(error, JsonRpcInternalError)
+
+    def _send_large(self, writer: StdoutWriter, body: str, large: view.LargeText) -> None:
+        """Write `body` with `large` in place of its marker, escaped a piece at a time
+        (twice: once to count the bytes the header announces, once to write them)."""
+        before, marker, after = body.partition(_MARKER_JSON)
+        assert marker, "the marker is in the message"
+        escape = json.encoder.encode_basestring_ascii
+        size = len(before) + len(after) + 2 + sum(len(escape(p)) - 2 for p in large.pieces)
+        _rpc_logger.info("Sending data: %s... (%d)", before[:_LOGGED], size)
+        header = (
+            f"Content-Length: {size}\r\n"
+            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        )
+        with _write_lock:
+            writer.write(header.encode(self.CHARSET))
+            writer.write(f'{before}"'.encode(self.CHARSET))
+            for piece in large.pieces:
+                writer.write(escape(piece)[1:-1].encode(self.CHARSET))
+            writer.write(f'"{after}'.encode(self.CHARSET))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
@@ -128,6 +155,24 @@ class StackmarkProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+
+_MARKER = "\x00stackmark:large-text\x00"
+_MARKER_JSON = json.dumps(_MARKER)
+
+
+def _large_text(data: Any, replacement: str = _MARKER) -> tuple[view.LargeText | None, Any]:
+    """The `LargeText` value of a response whose result is an object of plain values
+    (the view's answers), and the response as a plain message with `replacement` in its
+    place; (None, data) for any other message."""
+    result = getattr(data, "result", None)
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if isinstance(value, view.LargeText):
+                plain = {"id": data.id, "jsonrpc": data.jsonrpc, "result": {**result}}
+                plain["result"][key] = replacement
+                return value, plain
+    return None, data
 
 
 class StackmarkServer(LanguageServer):
@@ -375,7 +420,7 @@ class StackmarkServer(LanguageServer):
         target_line = shown.line_for(line)
         result: dict[str, Any] = {"uri": target, "line": target_line}
         if with_text or not self.content_registered:
-            result["text"] = shown.text
+            result["text"] = shown.large_text()
         return result
 
 
@@ -652,14 +697,16 @@ async def code_lens(ls: StackmarkServer, params: types.CodeLensParams) -> list[t
 @server.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
 async def text_document_content(
     ls: StackmarkServer, params: types.TextDocumentContentParams
-) -> types.TextDocumentContentResult:
+) -> dict[str, object]:
     await ls.ready.wait()
     log = ls.log_for_view(params.uri)
     if log is None:
         raise ValueError(f"no open log for {params.uri}")
     ls.view_uris[params.uri] = log.uri
     shown = await ls.view_of(log)
-    return types.TextDocumentContentResult(text=shown.text)
+    # TextDocumentContentResult's shape, as a plain object: its text is written out
+    # piece by piece when the answer is sent (`StackmarkProtocol._send_data`).
+    return {"text": shown.large_text()}
 
 
 @server.command(SYMBOLIZE_COMMAND)

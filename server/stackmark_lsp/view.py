@@ -55,8 +55,16 @@ def log_uri(uri: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class View:
     version: int
-    text: str
+    blocks: tuple[str, ...]  # the text, a few thousand lines a piece (never joined whole)
     starts: array[int]  # output line where each log line's output begins
+
+    @property
+    def text(self) -> str:
+        return "".join(self.blocks)
+
+    def large_text(self) -> LargeText:
+        """The text for an answer, written out block by block (server.py)."""
+        return LargeText(self.blocks)
 
     def line_for(self, log_line: int) -> int:
         """The view line showing log line `log_line`."""
@@ -67,6 +75,18 @@ class View:
     def log_line(self, view_line: int) -> int:
         """The log line a view line comes from."""
         return max(bisect.bisect_right(self.starts, view_line) - 1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class LargeText:
+    """A string value of an answer, given as pieces: the server writes it into the JSON
+    message piece by piece, so a view of a large log is never held whole a second time,
+    nor escaped whole (`StackmarkProtocol._send_data`)."""
+
+    pieces: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "".join(self.pieces)
 
 
 def lines_of(text: str) -> Iterator[tuple[str, str]]:
@@ -111,4 +131,4 @@ def render(
             progress(number + 1, total)
     block.append(line_filter.finish())
     out.append("".join(block))
-    return View(version, "".join(out), starts)
+    return View(version, tuple(out), starts)
