@@ -149,6 +149,13 @@ def _settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
     }
 
 
+def _machine_settings(editor_log: EditorLog, python: str) -> dict[str, Any]:
+    """The machine-scoped settings of `_settings` (machine-overridable in package.json)."""
+    keys = ("stackmark.server.pythonPath", "stackmark.debugFileDirectories")
+    every = _settings(editor_log, python)
+    return {key: every[key] for key in keys}
+
+
 def _install(vsix: Path, dirs: list[str], env: dict[str, str]) -> None:
     """`code-server --install-extension`; once more if a run hangs (seen once, under load)."""
     output = ""
@@ -188,6 +195,13 @@ def code_server(
     shutil.copy(editor_log.path, folder / DETECTED)  # plain text by its name
     (data / "User" / "settings.json").write_text(
         json.dumps(_settings(editor_log, server_python), indent=1)
+    )
+    # The machine settings also where a remote window reads them (the Remote tab,
+    # as the README says): under load the extension once read the user file's
+    # pythonPath as unset and fell back to a python3 without the server.
+    (data / "Machine").mkdir()
+    (data / "Machine" / "settings.json").write_text(
+        json.dumps(_machine_settings(editor_log, server_python), indent=1)
     )
     (data / "User" / "keybindings.json").write_text(
         json.dumps([{"key": VIEW_KEY, "command": "stackmark.showSymbolizedLog"}])
