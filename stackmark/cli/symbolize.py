@@ -318,7 +318,12 @@ def _make_symbolizer(
         # The markup layer remembers each answer (and its text) itself.
         cache_size=SYMBOLIZER_ANSWERS,
     )
-    if args.gsym_cache != "off":
+    if args.relativenames:
+        # GSYM keeps absolute paths only: relative names come from the DWARF.
+        from stackmark.symbols.elf_source import relative_elf_source_factory
+
+        options.source_factories = [relative_elf_source_factory]
+    elif args.gsym_cache != "off":
         options.source_factories = [
             _gsym_factory(args.gsym_cache_dir, build=args.gsym_cache == "build"),
             elf_source_factory,

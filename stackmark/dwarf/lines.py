@@ -374,29 +374,36 @@ class LineTable:
             return None
         return self.header.files[index if self.header.version >= 5 else index - 1]
 
-    def file_name(self, index: int) -> str | None:
-        """File `index` as an absolute path the way llvm-symbolizer prints it; None if absent."""
-        if index in self._names:
-            return self._names[index]
+    def file_name(self, index: int, *, relative: bool = False) -> str | None:
+        """File `index` as llvm-symbolizer prints it; None if absent.
+
+        By default the absolute path; `relative` gives llvm's
+        `--relativenames` form: the path as the line table holds it, without
+        the compilation directory (an absolute include directory stays)."""
+        key = -1 - index if relative else index
+        if key in self._names:
+            return self._names[key]
         entry = self.file_entry(index)
-        result = None if entry is None else self._absolute(entry)
-        self._names[index] = result
+        result = None if entry is None else self._path(entry, relative)
+        self._names[key] = result
         return result
 
-    def _absolute(self, entry: FileEntry) -> str:
+    def _path(self, entry: FileEntry, relative: bool) -> str:
         name = entry.name
         if _is_absolute(name):
             return name
         dirs = self.header.directories
         include = ""
         if self.header.version >= 5:
-            if entry.dir_index < len(dirs):
+            # entry 0 is the compilation directory itself: not part of a relative name
+            if entry.dir_index < len(dirs) and not (relative and entry.dir_index == 0):
                 include = dirs[entry.dir_index]
         elif 0 < entry.dir_index <= len(dirs):
             include = dirs[entry.dir_index - 1]
         path = ""
         if (
-            (self.header.version < 5 or entry.dir_index != 0)
+            not relative
+            and (self.header.version < 5 or entry.dir_index != 0)
             and self.comp_dir
             and not _is_absolute(include)
         ):

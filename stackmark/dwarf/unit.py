@@ -619,10 +619,11 @@ class Unit:
         ending with the subprogram; empty when no subprogram covers it (llvm's rules)."""
         return self.function_index().chain_at(address)
 
-    def file_name(self, index: int) -> str | None:
-        """The path of file `index` of the unit's line table, as llvm-symbolizer prints it."""
+    def file_name(self, index: int, *, relative: bool = False) -> str | None:
+        """The path of file `index` of the unit's line table, as llvm-symbolizer prints it
+        (`relative`: without the compilation directory, as for `--relativenames`)."""
         table = self.line_table()
-        return table.file_name(index) if table is not None else None
+        return table.file_name(index, relative=relative) if table is not None else None
 
 
 def check_unit_end(unit: Unit, pos: int) -> None:

@@ -4,8 +4,9 @@
 `short` the bare DWARF name; `none` hides names (llvm then prints
 `<invalid>`). `--no-demangle` keeps linkage names mangled, except in
 `{{{symbol}}}`, which llvm always demangles. `--basenames` keeps the last
-path component, `--relativenames` the path relative to the compilation
-directory.
+path component. With `--relativenames` the symbol source itself names files
+relative to the compilation directory (see symbols/elf_source.py), so the
+path is printed as it comes.
 
 A `pc` element shows the name of the outermost (physical) function with the
 line of the innermost inlined location; `--functions=short` shows the
@@ -54,12 +55,10 @@ class Naming:
         options: NameOptions,
         demangle_name: Demangler,
         demangle_symbol: Demangler,
-        relative_path: Callable[[SourceFrame], str | None] | None = None,
     ) -> None:
         self.options = options
         self._demangle_name = demangle_name
         self.symbol_element = demangle_symbol
-        self._relative_path = relative_path
         self._texts: dict[tuple[str, int], list[FrameText]] = {}
 
     def _linkage(self, name: str) -> str:
@@ -114,8 +113,6 @@ class Naming:
         style = self.options.paths
         if style == "basename":
             return posixpath.basename(path)
-        if style == "relative" and self._relative_path is not None:
-            return self._relative_path(frame) or path
         return path
 
     def data(self, symbol: DataSymbol | None) -> str:

@@ -14,6 +14,9 @@ Code addresses are answered the way llvm-symbolizer 19 answers them
    reads `main.cold`), and a frame without a file takes the STT_FILE name
    of a local symbol.
 
+With `relative_paths`, files are named as llvm's `--relativenames` names
+them: without the compilation directory.
+
 The symbol table is the *binary's* (llvm reads it from the object it was
 asked about, and DWARF from the debug file next to it); `.dynsym` stands
 in when `.symtab` was stripped.
@@ -31,8 +34,9 @@ from stackmark.symbols.symtab import SymbolTable
 class ElfSymbolSource:
     """DWARF + symbol table answers for one module (see the module docstring)."""
 
-    def __init__(self, files: ModuleFiles):
+    def __init__(self, files: ModuleFiles, *, relative_paths: bool = False):
         self.files = files
+        self._relative = relative_paths
         self._binary = ElfFile.open(files.binary)
         self._debug = ElfFile.open(files.debug) if files.debug else None
         dwarf_elf = self._debug or self._binary
@@ -87,7 +91,8 @@ class ElfSymbolSource:
             row = table.lookup(address) if table is not None else None
             if row is None or table is None or not table.has_file(row.file):
                 return []
-            return [SourceFrame(None, None, table.file_name(row.file), row.line, row.column)]
+            path = table.file_name(row.file, relative=self._relative)
+            return [SourceFrame(None, None, path, row.line, row.column)]
         frames: list[SourceFrame] = []
         call_file = call_line = call_column = 0
         for i, function in enumerate(chain):
@@ -96,11 +101,11 @@ class ElfSymbolSource:
             if i == 0:
                 row = table.lookup(address) if table is not None else None
                 if row is not None and table is not None and table.has_file(row.file):
-                    file = table.file_name(row.file)
+                    file = table.file_name(row.file, relative=self._relative)
                     line, column = row.line, row.column
             else:
                 if table is not None:
-                    file = table.file_name(call_file)
+                    file = table.file_name(call_file, relative=self._relative)
                 line, column = call_line, call_column
             frames.append(SourceFrame(function.linkage_name, function.name, file, line, column))
             call_file, call_line, call_column = (
@@ -131,3 +136,10 @@ class ElfSymbolSource:
 def elf_source_factory(files: ModuleFiles) -> ElfSymbolSource:
     """The default factory: always able to answer from an ELF file."""
     return ElfSymbolSource(files)
+
+
+def relative_elf_source_factory(files: ModuleFiles) -> ElfSymbolSource:
+    """For `--relativenames`: files named without the compilation directory.
+
+    Always DWARF, never a GSYM cache entry: GSYM keeps only the absolute path."""
+    return ElfSymbolSource(files, relative_paths=True)
