@@ -552,6 +552,13 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     indexed = time.perf_counter()
     ls.publish(log)
     asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
+    shown = view.view_uri(document.uri)
+    if ls.content_registered and shown in ls.view_uris:
+        # The client may hold the view of this log from before it was closed (or a
+        # request for it failed while it was closed): have it read the view again.
+        ls.workspace_text_document_content_refresh(
+            types.TextDocumentContentRefreshParams(uri=shown)
+        )
     logger.info(
         "opened %s: %d lines indexed in %.3f s, diagnostics published in %.3f s",
         document.uri,
