@@ -301,6 +301,7 @@ try {
   await step("definition", async () => {
     await goTo(scenario.definition.line, scenario.definition.column);
     const before = await activeTab();
+    const from = await statusSelection(); // the log's position, which goTo waited for
     await page.keyboard.press("F12");
     const pressed = Date.now();
     await page.waitForFunction(
@@ -311,11 +312,14 @@ try {
       before.label,
       { timeout: TIMEOUT },
     );
-    // The cursor lands after the editor opened: wait for the status bar to settle off line 1.
-    await page.waitForFunction(() => {
+    // The cursor lands after the editor opened, and the status bar follows on its
+    // own schedule (once it still showed the log's position with the source's tab):
+    // wait until it shows neither line 1 nor the log's position.
+    await page.waitForFunction((logPosition) => {
       const item = document.querySelector("[id='status.editor.selection']");
-      return item && !/Ln 1, Col 1\b/.test(item.textContent.replace(/\u00a0/g, " "));
-    }, null, { timeout: TIMEOUT });
+      const text = item ? item.textContent.replace(/\u00a0/g, " ") : "";
+      return text && !/Ln 1, Col 1\b/.test(text) && text !== logPosition;
+    }, from, { timeout: TIMEOUT });
     const tab = await activeTab();
     const selection = await statusSelection();
     const jump_seconds = (Date.now() - pressed) / 1000;
