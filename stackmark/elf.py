@@ -93,19 +93,7 @@ class Section(FrozenRecord):
         "addralign",
         "entsize",
     )
-    __match_args__ = (
-        "index",
-        "name",
-        "type",
-        "flags",
-        "addr",
-        "offset",
-        "size",
-        "link",
-        "info",
-        "addralign",
-        "entsize",
-    )
+    __match_args__ = _fields
     index: int
     name: str
     type: int
