@@ -28,6 +28,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from stackmark.formats import cbf  # noqa: E402
 from stackmark.model import BacktraceFrame, FrameKind  # noqa: E402

@@ -40,6 +40,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from tests.support.build import build_id_of, compile_program  # noqa: E402
 from tests.support.debuginfod_servers import ElfutilsServer, server_environment  # noqa: E402

@@ -42,6 +42,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from tests.gdb.conftest import LOADER, build_program  # noqa: E402
 

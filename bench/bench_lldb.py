@@ -32,6 +32,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from tests.gdb.conftest import build_program  # noqa: E402
 from tests.lldb.conftest import LLDB, LOADER  # noqa: E402

@@ -44,6 +44,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "server"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402

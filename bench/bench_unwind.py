@@ -33,6 +33,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bytecode  # noqa: E402
+
+bytecode.prepare()
 
 from stackmark.unwind.core import CoreFile, CoreTarget  # noqa: E402
 from stackmark.unwind.tables import SFrameTables, TableCache  # noqa: E402

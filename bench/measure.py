@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import bytecode
+
+bytecode.prepare()
+
 
 @dataclass(frozen=True)
 class Run:
