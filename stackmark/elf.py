@@ -80,7 +80,7 @@ MACHINE_NAMES = {
 class Section(FrozenRecord):
     """One section header."""
 
-    __slots__ = _fields = (
+    __slots__ = _fields = __match_args__ = (
         "index",
         "name",
         "type",
@@ -93,7 +93,6 @@ class Section(FrozenRecord):
         "addralign",
         "entsize",
     )
-    __match_args__ = _fields
     index: int
     name: str
     type: int
@@ -141,8 +140,16 @@ class Section(FrozenRecord):
 class ProgramHeader(FrozenRecord):
     """One program header (segment)."""
 
-    __slots__ = _fields = ("type", "flags", "offset", "vaddr", "paddr", "filesz", "memsz", "align")
-    __match_args__ = ("type", "flags", "offset", "vaddr", "paddr", "filesz", "memsz", "align")
+    __slots__ = _fields = __match_args__ = (
+        "type",
+        "flags",
+        "offset",
+        "vaddr",
+        "paddr",
+        "filesz",
+        "memsz",
+        "align",
+    )
     type: int
     flags: int
     offset: int
@@ -186,8 +193,7 @@ class ProgramHeader(FrozenRecord):
 class Note(FrozenRecord):
     """One note entry: owner name, type and descriptor bytes."""
 
-    __slots__ = _fields = ("name", "type", "desc", "offset")
-    __match_args__ = ("name", "type", "desc", "offset")
+    __slots__ = _fields = __match_args__ = ("name", "type", "desc", "offset")
     name: str
     type: int
     desc: bytes
@@ -204,8 +210,15 @@ class Note(FrozenRecord):
 class ElfSymbol(FrozenRecord):
     """One symbol table entry, with its name resolved."""
 
-    __slots__ = _fields = ("name", "value", "size", "type", "binding", "other", "shndx")
-    __match_args__ = ("name", "value", "size", "type", "binding", "other", "shndx")
+    __slots__ = _fields = __match_args__ = (
+        "name",
+        "value",
+        "size",
+        "type",
+        "binding",
+        "other",
+        "shndx",
+    )
     name: str
     value: int
     size: int

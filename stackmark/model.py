@@ -27,8 +27,7 @@ class Segment(FrozenRecord):
     address) space that `start` corresponds to.
     """
 
-    __slots__ = _fields = ("start", "size", "mode", "module_relative")
-    __match_args__ = ("start", "size", "mode", "module_relative")
+    __slots__ = _fields = __match_args__ = ("start", "size", "mode", "module_relative")
     start: int
     size: int
     mode: str  # subset of "rwx", in that order
@@ -61,8 +60,7 @@ class Module(Record):
     `path` is where the debugger/core found the file, when known.
     """
 
-    __slots__ = _fields = ("id", "name", "build_id", "segments", "path")
-    __match_args__ = ("id", "name", "build_id", "segments", "path")
+    __slots__ = _fields = __match_args__ = ("id", "name", "build_id", "segments", "path")
     id: int
     name: str
     build_id: str
@@ -105,8 +103,7 @@ class SourceFrame(FrozenRecord):
     table only). `column` is 0 when unknown.
     """
 
-    __slots__ = _fields = ("linkage_name", "name", "file", "line", "column")
-    __match_args__ = ("linkage_name", "name", "file", "line", "column")
+    __slots__ = _fields = __match_args__ = ("linkage_name", "name", "file", "line", "column")
     linkage_name: str | None
     name: str | None
     file: str | None
@@ -137,8 +134,7 @@ class SourceFrame(FrozenRecord):
 class DataSymbol(FrozenRecord):
     """A symbol table entry covering a data address."""
 
-    __slots__ = _fields = ("name", "start", "size")
-    __match_args__ = ("name", "start", "size")
+    __slots__ = _fields = __match_args__ = ("name", "start", "size")
     name: str
     start: int
     size: int
@@ -178,8 +174,7 @@ class BacktraceFrame(FrozenRecord):
     frame was found (e.g. "sframe", "frame pointer") for display.
     """
 
-    __slots__ = _fields = ("kind", "address", "count", "note")
-    __match_args__ = ("kind", "address", "count", "note")
+    __slots__ = _fields = __match_args__ = ("kind", "address", "count", "note")
     kind: FrameKind
     address: int
     count: int

@@ -5,9 +5,9 @@ each `@dataclass` compiles its methods with `exec` when the class is
 created: about 30 ms of start-up for the forty records a `stackmark
 symbolize` run touches before its first answer, which is as long as the
 whole run of llvm-symbolizer. The records on that path subclass `Record`
-or `FrozenRecord` instead: each lists its fields in `__slots__` (in
-dataclass order, base fields first: `_fields`) and writes its own
-`__init__`; these bases give them the dataclass `repr`, equality (same
+or `FrozenRecord` instead: each lists its fields once, in dataclass order
+(`__slots__ = _fields = __match_args__ = (...)`: the literal tuple keeps
+mypy's checking of class patterns), and writes its own `__init__`; these bases give them the dataclass `repr`, equality (same
 class, equal fields), and for frozen records hashing, immutability
 (`dataclasses.FrozenInstanceError`) and pickling.
 """

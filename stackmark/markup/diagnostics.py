@@ -28,8 +28,14 @@ class Diagnostic(FrozenRecord):
     `code` is a short stable name for tools (e.g. `bad-tag`, `field-count`).
     """
 
-    __slots__ = _fields = ("severity", "message", "line", "column", "end_column", "code")
-    __match_args__ = ("severity", "message", "line", "column", "end_column", "code")
+    __slots__ = _fields = __match_args__ = (
+        "severity",
+        "message",
+        "line",
+        "column",
+        "end_column",
+        "code",
+    )
     severity: Severity
     message: str
     line: int

@@ -32,8 +32,7 @@ MULTILINE_TAGS = frozenset({"hexdict"})
 class Field(Record):
     """One `:`-separated field of an element, with its position."""
 
-    __slots__ = _fields = ("text", "line", "start")
-    __match_args__ = ("text", "line", "start")
+    __slots__ = _fields = __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int  # column of the first character (of where it would be, if empty)
@@ -51,8 +50,7 @@ class Field(Record):
 class Text(Record):
     """Plain log text (outside any element), never interpreted."""
 
-    __slots__ = _fields = ("text", "line", "start")
-    __match_args__ = ("text", "line", "start")
+    __slots__ = _fields = __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int
@@ -70,8 +68,7 @@ class Text(Record):
 class Sgr(Record):
     """One of the SGR colour codes the spec allows: ESC[0m, ESC[1m, ESC[30m..ESC[37m."""
 
-    __slots__ = _fields = ("text", "line", "start", "code")
-    __match_args__ = ("text", "line", "start", "code")
+    __slots__ = _fields = __match_args__ = ("text", "line", "start", "code")
     text: str
     line: int
     start: int
@@ -95,8 +92,7 @@ class Continuation(Record):
     (see `ParsedLine.abandoned`).
     """
 
-    __slots__ = _fields = ("text", "line", "start")
-    __match_args__ = ("text", "line", "start")
+    __slots__ = _fields = __match_args__ = ("text", "line", "start")
     text: str
     line: int
     start: int
@@ -119,8 +115,15 @@ class Element(Record):
     `end` is the column just past `}}}` on `end_line`.
     """
 
-    __slots__ = _fields = ("tag", "fields", "text", "line", "start", "end_line", "end")
-    __match_args__ = ("tag", "fields", "text", "line", "start", "end_line", "end")
+    __slots__ = _fields = __match_args__ = (
+        "tag",
+        "fields",
+        "text",
+        "line",
+        "start",
+        "end_line",
+        "end",
+    )
     tag: str
     fields: tuple[Field, ...]
     text: str

@@ -24,8 +24,13 @@ class ModuleResolution(Record):
     (e.g. 'could not find build ID') and `searched` lists what was tried.
     """
 
-    __slots__ = _fields = ("build_id", "binary", "error", "searched", "has_debug_info")
-    __match_args__ = ("build_id", "binary", "error", "searched", "has_debug_info")
+    __slots__ = _fields = __match_args__ = (
+        "build_id",
+        "binary",
+        "error",
+        "searched",
+        "has_debug_info",
+    )
     build_id: str
     binary: str | None
     error: str | None
@@ -54,8 +59,7 @@ class CodeLookup(Record):
     last; empty when nothing is known about the address.
     """
 
-    __slots__ = _fields = ("resolution", "address", "frames")
-    __match_args__ = ("resolution", "address", "frames")
+    __slots__ = _fields = __match_args__ = ("resolution", "address", "frames")
     resolution: ModuleResolution
     address: int
     frames: list[SourceFrame]
@@ -71,8 +75,7 @@ class CodeLookup(Record):
 class DataLookup(Record):
     """Result for one data address: the symbol covering it, if any."""
 
-    __slots__ = _fields = ("resolution", "address", "symbol")
-    __match_args__ = ("resolution", "address", "symbol")
+    __slots__ = _fields = __match_args__ = ("resolution", "address", "symbol")
     resolution: ModuleResolution
     address: int
     symbol: DataSymbol | None
