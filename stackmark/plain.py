@@ -7,8 +7,9 @@ symbolize` run touches before its first answer, which is as long as the
 whole run of llvm-symbolizer. The records on that path subclass `Record`
 or `FrozenRecord` instead: each lists its fields once, in dataclass order
 (`__slots__ = _fields = __match_args__ = (...)`: the literal tuple keeps
-mypy's checking of class patterns), and writes its own `__init__`; these bases give them the dataclass `repr`, equality (same
-class, equal fields), and for frozen records hashing, immutability
+mypy's checking of class patterns), and writes its own `__init__`; these
+bases give them the dataclass `repr`, equality (same class, equal fields),
+and for frozen records hashing, immutability
 (`dataclasses.FrozenInstanceError`) and pickling.
 """
 
