@@ -261,8 +261,9 @@ class GdbBackend:
         with self._on_thread(thread):
             if not past_main:
                 return self._walk(symbols)
-            with gdb.with_parameter("backtrace past-main", "on"), gdb.with_parameter(
-                "backtrace past-entry", "on"
+            with (
+                gdb.with_parameter("backtrace past-main", "on"),
+                gdb.with_parameter("backtrace past-entry", "on"),
             ):
                 return self._walk(symbols)
 

@@ -32,9 +32,7 @@ def _stackmark_load() -> None:
 
         install()
     except Exception as exc:  # never let an exception escape into GDB
-        gdb.write(
-            f"stackmark: not loaded: {type(exc).__name__}: {exc} (from {here})\n", gdb.STDERR
-        )
+        gdb.write(f"stackmark: not loaded: {type(exc).__name__}: {exc} (from {here})\n", gdb.STDERR)
 
 
 def _stackmark_bootstrap_module(here: Path) -> ModuleType:

@@ -297,9 +297,7 @@ class _Process:
 
         self.unwinder = Unwinder(self.target, TableCache(table_of))
         self.read_word = word_reader(self.target)
-        self.byte_order: Literal["little", "big"] = (
-            "little" if BYTE_ORDER[arch] == "<" else "big"
-        )
+        self.byte_order: Literal["little", "big"] = "little" if BYTE_ORDER[arch] == "<" else "big"
         self.names = REGISTER_NAMES[arch]
         self.pc_name = PC_NAMES[arch]
         self.sp_name = self.names[arch.sp]
@@ -587,9 +585,7 @@ def sync_registration() -> None:
 def install_unwinder() -> None:
     """Connect the unwinder's events and register it if it has work (see sync_registration)."""
     connect_once(_objfiles_changed, gdb.events.new_objfile, gdb.events.clear_objfiles)
-    connect_once(
-        _forget, gdb.events.exited, gdb.events.new_inferior, gdb.events.inferior_deleted
-    )
+    connect_once(_forget, gdb.events.exited, gdb.events.new_inferior, gdb.events.inferior_deleted)
     connect_once(_resumed, gdb.events.cont)
     for old in [u for u in gdb.frame_unwinders if u.name == UNWINDER_NAME]:
         gdb.frame_unwinders.remove(old)  # a copy from an earlier load of the plugin

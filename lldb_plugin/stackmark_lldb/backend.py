@@ -55,7 +55,14 @@ ARCHES = {"x86_64": Arch.AMD64, "aarch64": Arch.AARCH64, "arm64": Arch.AARCH64, 
 # LLDB register names by DWARF number, per architecture (the pc separately).
 REGISTER_NAMES: dict[Arch, dict[int, str]] = {
     Arch.AMD64: {
-        0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 5: "rdi", 6: "rbp", 7: "rsp",
+        0: "rax",
+        1: "rdx",
+        2: "rcx",
+        3: "rbx",
+        4: "rsi",
+        5: "rdi",
+        6: "rbp",
+        7: "rsp",
         **{n: f"r{n}" for n in range(8, 16)},
     },
     Arch.AARCH64: {**{n: f"x{n}" for n in range(31)}, 31: "sp"},

@@ -137,9 +137,7 @@ class StackmarkCommand:
             ):
                 try:
                     self.on_call()
-                    for line in run_command(
-                        self.session, self.command, argv, arguments, self.prog
-                    ):
+                    for line in run_command(self.session, self.command, argv, arguments, self.prog):
                         write_line(result, line)
                 finally:
                     stdout.flush()

@@ -109,9 +109,7 @@ def init_line(spec: DebuggerInit) -> str:
         found = None
     if found == venv:
         return command
-    return spec.python_load.format(
-        venv_var=bootstrap.ENV_VAR, venv=str(venv), command=command
-    )
+    return spec.python_load.format(venv_var=bootstrap.ENV_VAR, venv=str(venv), command=command)
 
 
 def install_line(line: str, init_file: Path) -> bool:

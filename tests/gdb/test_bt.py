@@ -94,7 +94,13 @@ def test_inline_frames_are_folded(gdb_path: str, program: Program) -> None:
     frames = parse_bt(marked(result, "bt"))
     elements = bt_elements(marked(result, "markup"))
     assert [f.function for f in frames] == [
-        "stop_here", "leaf", "lib_call", "mid", "outer", "dyn", "main",
+        "stop_here",
+        "leaf",
+        "lib_call",
+        "mid",
+        "outer",
+        "dyn",
+        "main",
     ]
     # mid is inlined into outer: one physical frame, at the address GDB shows for mid.
     assert len(elements) == len(frames) - 1

@@ -122,8 +122,6 @@ def test_launcher_starts_gdb_with_the_plugin(gdb_path: str) -> None:
 
 def test_launcher_reports_a_missing_gdb() -> None:
     env = clean_environment(STACKMARK_GDB="/nonexistent/gdb")
-    result = run_in_session(
-        [str(VENV / "bin" / "stackmark-gdb"), "-batch"], timeout=60, env=env
-    )
+    result = run_in_session([str(VENV / "bin" / "stackmark-gdb"), "-batch"], timeout=60, env=env)
     assert result.returncode == 127
     assert "stackmark-gdb: error: cannot run /nonexistent/gdb" in result.stderr

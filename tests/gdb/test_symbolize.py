@@ -160,8 +160,9 @@ def test_cbf_decode_without_image_map_uses_this_process(gdb_path: str, program: 
         [*stop_at(), *section("bt", "bt"), *section("cbf", "stackmark bt --cbf")], program.exe
     )
     cbf_line = marked(result, "cbf").splitlines()[0]
-    again = run_gdb([*stop_at(), *section("decoded", f"stackmark cbf decode {cbf_line[5:]}")],
-                    program.exe)
+    again = run_gdb(
+        [*stop_at(), *section("decoded", f"stackmark cbf decode {cbf_line[5:]}")], program.exe
+    )
     assert functions(marked(again, "decoded")) == gdb_names(marked(result, "bt"))
 
 

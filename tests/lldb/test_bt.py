@@ -35,9 +35,7 @@ def in_gdb(program: Path, args: list[str], *commands: str) -> list[str]:
     return [marked(result, marker) for marker in markers]
 
 
-def in_lldb(
-    program: Path, args: list[str], *commands: str, core: Path | None = None
-) -> list[str]:
+def in_lldb(program: Path, args: list[str], *commands: str, core: Path | None = None) -> list[str]:
     """What LLDB's plugin prints for each of `commands`, stopped at stop_here (or in `core`)."""
     launch = [] if core is not None else stop_at(args=args)
     result = run_lldb([*launch, *commands], program, core=core)

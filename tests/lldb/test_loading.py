@@ -40,16 +40,12 @@ def test_loader_registers_every_command_with_help(lldb_path: str) -> None:
 
 
 def test_loading_twice_keeps_working(lldb_path: str, program: Program) -> None:
-    result = run_lldb(
-        [f"command script import {LOADER}", *stop_at(), "stackmark bt"], program.exe
-    )
+    result = run_lldb([f"command script import {LOADER}", *stop_at(), "stackmark bt"], program.exe)
     assert "Traceback" not in result.output and "error" not in result.stderr
     assert "{{{bt:0:" in command_output(result, "stackmark bt")
 
 
-def test_a_bad_environment_is_one_line_and_lldb_carries_on(
-    lldb_path: str, tmp_path: Path
-) -> None:
+def test_a_bad_environment_is_one_line_and_lldb_carries_on(lldb_path: str, tmp_path: Path) -> None:
     env = clean_environment(STACKMARK_VENV=str(tmp_path))
     result = run_lldb(["script print('still-running')"], env=env)
     messages = [line for line in result.stderr.splitlines() if "stackmark" in line]
