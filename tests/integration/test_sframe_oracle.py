@@ -5,6 +5,8 @@
 - v2/v3: sections we generate are read back by objdump 2.44 and 2.47
   (Debian trixie/sid packages, unpacked by shared/tools/get-binutils.sh
   into build/toolchains on first use).
+- AArch64: the committed fixtures, their .sframe removed and generated again
+  from .eh_frame, read back by the cross objdumps of 2.40, 2.44 and 2.47.
 """
 
 from __future__ import annotations
@@ -103,3 +105,42 @@ def test_generated_sections_read_back_by_newer_objdump(
         expected = _objdump(str(newer_binutils / suite[release] / "objdump"), out)
         assert objdump_text(section, out.name, style=release) == expected, release
     assert subprocess.run([str(out)], check=False).returncode == 0
+
+
+SFRAME_FIXTURES = REPO / "tests" / "fixtures" / "sframe"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["deep", "a64"])
+def test_generated_aarch64_sections_read_back_by_every_objdump(
+    newer_binutils: Path, program: str, tmp_path: Path
+) -> None:
+    """AArch64 (a64: pac-ret with both keys): the committed v1 fixture without its
+    .sframe, generated again from .eh_frame as v1, v2 and v3, then read by the
+    cross objdump of binutils 2.40 (v1), 2.44 (v2) and 2.47 (v2, v3)."""
+    bare = tmp_path / f"{program}-aarch64"
+    subprocess.run(
+        [
+            require_tool("aarch64-linux-gnu-objcopy"),
+            "--remove-section=.sframe",
+            str(SFRAME_FIXTURES / f"{program}-aarch64-v1"),
+            str(bare),
+        ],
+        check=True,
+    )
+    objdumps = {
+        "2.40": require_tool("aarch64-linux-gnu-objdump"),
+        "2.44": str(newer_binutils / "bin-trixie" / "aarch64-objdump"),
+        "2.47": str(newer_binutils / "bin-sid" / "aarch64-objdump"),
+    }
+    readers = {1: ("2.40",), 2: ("2.44", "2.47"), 3: ("2.47",)}
+    for version, releases in readers.items():
+        out = tmp_path / f"{program}-v{version}"
+        _generate(bare, out, version)
+        section = read_sframe_file(out)
+        assert section.version == version and len(section.fdes) >= 8
+        if program == "a64":  # return addresses signed with the A and the B key
+            assert {f.pauth_key for f in section.fdes} == {0, 1}
+        for release in releases:
+            expected = _objdump(objdumps[release], out)
+            assert objdump_text(section, out.name, style=release) == expected, release
