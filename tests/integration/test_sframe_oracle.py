@@ -7,6 +7,8 @@
   into build/toolchains on first use).
 - AArch64: the committed fixtures, their .sframe removed and generated again
   from .eh_frame, read back by the cross objdumps of 2.40, 2.44 and 2.47.
+- Big-endian AArch64 (a freestanding program built -mbig-endian at test
+  time by each release's gas), dumped and generated, against the same objdumps.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from stackmark.cli.main import main
 from stackmark.formats.sframe.dump import objdump_text
 from stackmark.formats.sframe.reader import read_sframe_file
+from stackmark.formats.sframe.spec import AbiArch
 from tests.conftest import require_tool
 from tests.support.build import REPO, compile_program
 
@@ -141,6 +144,67 @@ def test_generated_aarch64_sections_read_back_by_every_objdump(
         assert section.version == version and len(section.fdes) >= 8
         if program == "a64":  # return addresses signed with the A and the B key
             assert {f.pauth_key for f in section.fdes} == {0, 1}
+        for release in releases:
+            expected = _objdump(objdumps[release], out)
+            assert objdump_text(section, out.name, style=release) == expected, release
+
+
+def _aarch64_as_ld(newer_binutils: Path, suite: str, where: Path) -> Path:
+    """A directory with the suite's AArch64 `as` and `ld` under their plain names (for gcc -B)."""
+    where.mkdir(exist_ok=True)
+    for tool in ("as", "ld"):
+        link = where / tool
+        if not link.exists():
+            link.symlink_to(newer_binutils / f"bin-{suite}" / f"aarch64-{tool}")
+    return where
+
+
+@pytest.mark.slow
+def test_big_endian_aarch64_against_every_objdump(newer_binutils: Path, tmp_path: Path) -> None:
+    """Byte order: a big-endian AArch64 program (ELF MSB, abi_arch 1) assembled with
+    --gsframe by binutils 2.40 (v1), 2.44 (v2) and 2.47 (v3): our dump equals each
+    one's objdump; then its .sframe removed and generated again as v1, v2 and v3,
+    which each objdump reads back as we do."""
+    gcc = require_tool("aarch64-linux-gnu-gcc")
+    objdumps = {
+        "2.40": require_tool("aarch64-linux-gnu-objdump"),
+        "2.44": str(newer_binutils / "bin-trixie" / "aarch64-objdump"),
+        "2.47": str(newer_binutils / "bin-sid" / "aarch64-objdump"),
+    }
+    flags = ["-mbig-endian", "-O2", "-Wa,--gsframe", "-nostdlib", "-static", "-Wl,-e,entry"]
+    built = {}
+    for version, release, suite in ((1, "2.40", None), (2, "2.44", "trixie"), (3, "2.47", "sid")):
+        extra = []
+        if suite is not None:
+            tools = _aarch64_as_ld(newer_binutils, suite, newer_binutils / f"bin-{suite}-aarch64")
+            extra = [f"-B{tools}/"]
+        binary = compile_program(
+            f"sframe_be_v{version}", ["sframe_big_endian.c"], compiler=gcc, flags=[*extra, *flags]
+        )
+        section = read_sframe_file(binary)
+        assert section.version == version
+        assert section.header.endian == ">" and section.header.abi_arch == AbiArch.AARCH64_BIG
+        assert len(section.fdes) == 3
+        assert objdump_text(section, binary.name, style=release) == _objdump(
+            objdumps[release], binary
+        )
+        built[version] = binary
+    bare = tmp_path / "be-bare"
+    subprocess.run(
+        [
+            require_tool("aarch64-linux-gnu-objcopy"),
+            "--remove-section=.sframe",
+            str(built[1]),
+            str(bare),
+        ],
+        check=True,
+    )
+    readers = {1: ("2.40",), 2: ("2.44", "2.47"), 3: ("2.47",)}
+    for version, releases in readers.items():
+        out = tmp_path / f"be-generated-v{version}"
+        _generate(bare, out, version)
+        section = read_sframe_file(out)
+        assert section.header.endian == ">" and len(section.fdes) == 3
         for release in releases:
             expected = _objdump(objdumps[release], out)
             assert objdump_text(section, out.name, style=release) == expected, release
