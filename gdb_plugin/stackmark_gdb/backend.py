@@ -261,10 +261,9 @@ class GdbBackend:
         with self._on_thread(thread):
             if not past_main:
                 return self._walk(symbols)
-            with (
-                gdb.with_parameter("backtrace past-main", "on"),
-                gdb.with_parameter("backtrace past-entry", "on"),
-            ):
+            # Past main, not past the entry point: beyond _start there is no caller,
+            # only what GDB's prologue analysis guesses where _start has no CFI.
+            with gdb.with_parameter("backtrace past-main", "on"):
                 return self._walk(symbols)
 
     def unwind_stop(self) -> str | None:

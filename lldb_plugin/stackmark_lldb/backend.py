@@ -345,6 +345,7 @@ class LldbBackend:
     ) -> list[RawFrame]:
         self._stop = None
         trampolines = self._trap_handler_names()
+        entry = self._entry_function()
         result: list[RawFrame] = []
         run_pc: int | None = None  # the pc of the inline frames above a concrete frame
         last: lldb.SBFrame | None = None
@@ -366,14 +367,38 @@ class LldbBackend:
             else:
                 run_pc = None
             result.append(self._raw(frame, pc, kind) if symbols else RawFrame(pc, kind))
-            if not past_main and kind is RawFrameKind.NORMAL and self._is_main(frame, symbol):
+            if kind is not RawFrameKind.NORMAL:
+                continue
+            if not past_main and self._is_main(frame, symbol):
                 return result
+            if entry is not None and entry[0] <= frame.GetPC() < entry[1]:
+                return result  # the entry point (_start) is outermost, as in GDB
         if last is not None:
             self._stop = self._stop_reason(last)
         return result
 
     def unwind_stop(self) -> str | None:
         return self._stop
+
+    def _entry_function(self) -> tuple[int, int] | None:
+        """Runtime [start, end) of the function holding the program's entry point.
+
+        GDB ends a backtrace there (`backtrace past-entry` is off); LLDB goes on
+        where `_start` has no CFI, repeating `_start` with another CFA.
+        """
+        target = self._target()
+        module = target.FindModule(target.GetExecutable())
+        entry = module.GetObjectFileEntryPointAddress() if module.IsValid() else None
+        if entry is None or not entry.IsValid():
+            return None
+        symbol = entry.GetSymbol()
+        if not symbol.IsValid():
+            return None
+        start = symbol.GetStartAddress().GetLoadAddress(target)
+        end = symbol.GetEndAddress().GetLoadAddress(target)
+        if INVALID_ADDRESS in (start, end) or end <= start:
+            return None
+        return int(start), int(end)
 
     def _stop_reason(self, frame: lldb.SBFrame) -> str | None:
         """Why LLDB found no caller of its last frame, when it is plain why: the

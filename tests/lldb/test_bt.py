@@ -85,6 +85,21 @@ def test_all_threads_and_full_are_the_bytes_gdb_prints(
     assert lldb == gdb
 
 
+def test_full_ends_at_the_entry_point_as_gdbs_own_backtrace(
+    lldb_path: str, gdb_path: str, program: Program, stripped_program: Program
+) -> None:
+    """Without .eh_frame, `_start` has no CFI saying it is outermost: GDB's prologue
+    analysis would invent callers past it (so `backtrace past-entry` stays off) and
+    LLDB lists `_start` again with another CFA. Both stop at `_start`, as GDB's own
+    unwinding of the binary with .eh_frame does."""
+    command = "stackmark bt --full"
+    native = bt_elements(in_gdb(program.exe, [], command)[0])
+    gdb = in_gdb(stripped_program.exe, [], command)[0]
+    lldb = in_lldb(stripped_program.exe, [], command)[0]
+    assert bt_elements(gdb) == native
+    assert lldb == gdb
+
+
 def test_an_inlined_frame_has_the_pc_of_the_inlined_code(lldb_path: str, program: Program) -> None:
     """LLDB reports the inlined block's start as the pc of the frame `mid` is inlined
     into; the physical frame must carry the inlined frame's pc, the return address."""
