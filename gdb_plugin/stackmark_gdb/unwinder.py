@@ -140,33 +140,13 @@ def _debug_files() -> dict[str, list[str]]:
     return found
 
 
-def _load_table(
-    module: Module, backend: DebuggerBackend, from_cfi: bool
-) -> tuple[SFrameTable | None, str]:
-    """The module's SFrame table (file, else memory, else generated) and its source."""
-    table, source = sframe_table(module, backend.read_memory)
-    if table is not None:
-        return table, source
-    path = module.path or ""
-    if from_cfi and os.path.isfile(path):
-        from stackmark.formats.sframe.from_cfi import generate_from_file
-
-        try:
-            generated = generate_from_file(path)
-        except StackmarkError as exc:
-            return None, f"{source}; {exc}"
-        table = SFrameTable(generated.section)
-        return table, f"generated from {generated.cfi_source} (v{table.header.version})"
-    return None, source
-
-
 def module_tables(
     modules: Sequence[Module], backend: DebuggerBackend, policy: Policy
 ) -> list[ModuleTable]:
     debug_files = _debug_files()
     result = []
     for module in modules:
-        table, source = _load_table(module, backend, policy.from_cfi)
+        table, source = sframe_table(module, backend.read_memory, policy.from_cfi)
         path = module.path or ""
         files = [path, *debug_files.get(os.path.realpath(path), [])] if path else []
         has_cfi = _has_cfi(files)

@@ -31,9 +31,48 @@ UNREADABLE = "unreadable: "
 """How `sframe_table` starts the reason for a table that is there but damaged."""
 
 
-def sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable | None, str]:
+_GENERATED: dict[tuple[str, int, int], tuple[SFrameTable | None, str]] = {}
+"""(realpath, mtime, size) of a file -> the table generated from its CFI, or why none."""
+
+
+def generated_table(path: str) -> tuple[SFrameTable | None, str]:
+    """An SFrame table generated from the CFI (.eh_frame, .debug_frame) of the file at
+    `path`, and where it came from, or why there is none. Generating takes a while
+    (about 2 s for libc), so each file's table is kept while the file is unchanged."""
+    from stackmark.formats.sframe.from_cfi import generate_from_file
+
+    real = os.path.realpath(path)
+    try:
+        stat = os.stat(real)
+    except OSError as exc:
+        return None, f"{path}: {exc.strerror or exc}"
+    key = (real, stat.st_mtime_ns, stat.st_size)
+    found = _GENERATED.get(key)
+    if found is None:
+        try:
+            generated = generate_from_file(real)
+            table = SFrameTable(generated.section)
+            found = table, f"generated from {generated.cfi_source} (v{table.header.version})"
+        except StackmarkError as exc:
+            found = None, str(exc)
+        _GENERATED[key] = found
+    return found
+
+
+def sframe_table(
+    module: Module, read_memory: ReadMemory, from_cfi: bool = False
+) -> tuple[SFrameTable | None, str]:
     """The module's SFrame table, from its file, else from the PT_GNU_SFRAME segment
-    in target memory; and where it came from, or why there is none."""
+    in target memory, else (with `from_cfi`) generated from the file's CFI; and where
+    it came from, or why there is none."""
+    table, source = _sframe_table(module, read_memory)
+    if table is None and from_cfi and module.path and os.path.isfile(module.path):
+        generated, how = generated_table(module.path)
+        return (generated, how) if generated is not None else (None, f"{source}; {how}")
+    return table, source
+
+
+def _sframe_table(module: Module, read_memory: ReadMemory) -> tuple[SFrameTable | None, str]:
     try:
         found = SFrameTables()(module)  # the file, checked against the build ID
     except StackmarkError as exc:

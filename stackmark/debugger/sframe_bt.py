@@ -38,6 +38,9 @@ from stackmark.unwind.rules import Arch
 from stackmark.unwind.tables import NoTable, TableCache
 from stackmark.unwind.unwinder import DEFAULT_MAX_FRAMES, Unwinder, UnwindResult
 
+NO_SECTION = "no .sframe section"
+FROM_CFI_HINT = "--from-cfi unwinds such modules with tables generated from their .eh_frame"
+
 
 def main_range(modules: Sequence[Module]) -> tuple[int, int] | None:
     """Runtime [start, end) of the program's `main`, from its symbol table."""
@@ -66,9 +69,12 @@ def up_to_main(frames: list[BacktraceFrame], main: tuple[int, int] | None) -> li
     return frames
 
 
-def _table(module: Module, read_memory: Callable[[int, int], bytes]) -> SFrameTable | NoTable:
-    """The table `stackmark sframe info` shows for the module, or why there is none."""
-    table, source = sframe_table(module, read_memory)
+def _table(
+    module: Module, read_memory: Callable[[int, int], bytes], from_cfi: bool
+) -> SFrameTable | NoTable:
+    """The table `stackmark sframe info` shows for the module (or, with `from_cfi`, one
+    generated from its CFI when it has none), or why there is none."""
+    table, source = sframe_table(module, read_memory, from_cfi)
     return table if table is not None else NoTable(source)
 
 
@@ -80,15 +86,21 @@ class UnwoundThread:
 
 
 def unwind_threads(
-    session: Session, *, all_threads: bool, full: bool, max_frames: int = DEFAULT_MAX_FRAMES
+    session: Session,
+    *,
+    all_threads: bool,
+    full: bool,
+    max_frames: int = DEFAULT_MAX_FRAMES,
+    from_cfi: bool = False,
 ) -> tuple[Arch, list[Module], list[UnwoundThread]]:
-    """The modules, and the selected (or every) thread unwound by the SFrame unwinder."""
+    """The modules, and the selected (or every) thread unwound by the SFrame unwinder
+    (with `from_cfi`, modules without .sframe get a table generated from their CFI)."""
     backend = session.backend
     modules = session.modules()
     threads = backend.threads()
     if not all_threads:
         threads = [t for t in threads if t.selected] or threads[:1]
-    tables = TableCache(lambda module: _table(module, backend.read_memory))
+    tables = TableCache(lambda module: _table(module, backend.read_memory, from_cfi))
     main = None if full else main_range(modules)
     unwound = []
     for thread in threads:
@@ -98,6 +110,8 @@ def unwind_threads(
         reason = result.stop_reason
         if len(frames) < len(result.frames):
             reason = "at main (--full shows the frames past it)"
+        elif not from_cfi and NO_SECTION in reason:
+            reason += f"; {FROM_CFI_HINT}"
         unwound.append(UnwoundThread(thread, frames, reason))
     return backend.arch(), modules, unwound
 
@@ -140,6 +154,13 @@ def _configure(parser: CommandParser) -> None:
         "--full", action="store_true", help="also the frames past main (the C library's start-up)"
     )
     parser.add_argument(
+        "--from-cfi",
+        action="store_true",
+        help="give modules without .sframe (such as the C library) a table generated from "
+        "their CFI (.eh_frame), so the walk goes on through them (about 2 s for libc, "
+        "the first time)",
+    )
+    parser.add_argument(
         "--notes",
         action="store_true",
         help="say after each frame how it was found (SFrame, frame pointer, signal frame) "
@@ -159,7 +180,11 @@ def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
     if args.max_frames < 1:
         raise DebuggerError("--max-frames must be at least 1")
     arch, modules, threads = unwind_threads(
-        session, all_threads=args.all_threads, full=args.full, max_frames=args.max_frames
+        session,
+        all_threads=args.all_threads,
+        full=args.full,
+        max_frames=args.max_frames,
+        from_cfi=args.from_cfi,
     )
     if args.format == "cbf":
         snapshot = Snapshot(

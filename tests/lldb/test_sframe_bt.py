@@ -29,6 +29,7 @@ from tests.lldb.conftest import command_output, parse_lldb_bt, run_lldb, stop_at
 
 DRAP_FIXTURE = "edge-x86_64-v3"
 SFRAME_BT = ("stackmark sframe-bt --markup", "stackmark sframe-bt")
+FROM_CFI = ("stackmark sframe-bt --markup --from-cfi", "stackmark sframe-bt --from-cfi")
 STOP_REASON = re.compile(r"^\(unwinding stopped: (.*)\)$", re.MULTILINE)
 
 
@@ -48,7 +49,7 @@ def drap_commands(stops: int) -> list[str]:
     for i in range(stops):
         if i:
             commands.append("process continue")
-        commands += ["bt", *SFRAME_BT]
+        commands += ["bt", *SFRAME_BT, *FROM_CFI]
     return commands
 
 
@@ -78,6 +79,13 @@ def test_drap_behind_a_signal_handler_unwinds_where_lldb_fails(
     listing = command_output(result, SFRAME_BT[1], 0)
     assert functions(listing) == gdb_names(gdb_bt)[:4]
     assert "libc.so.6: no .sframe section" in STOP_REASON.findall(listing)[0]
+    assert "--from-cfi" in STOP_REASON.findall(listing)[0]
+    # With tables generated from libc's .eh_frame the walk goes on through libc to
+    # main: every frame of GDB's native backtrace (GDB's tail-call frame for
+    # __pthread_kill_internal has no stack of its own, so no physical frame).
+    assert bt_elements(command_output(result, FROM_CFI[0], 0)) == expected
+    names = functions(command_output(result, FROM_CFI[1], 0))
+    assert names[:4] == interrupted and names[-1] == "main" == gdb_names(gdb_bt)[-1]
 
     # Stop 3 (main -> drap -> realign): exactly GDB's frames, through the flex FDE.
     gdb_markup, gdb_bt = reference[2]
