@@ -9,7 +9,7 @@ import pytest
 
 from stackmark.cli import debuggers
 from stackmark.cli.main import main as stackmark_main
-from tests.gdb.conftest import LOADER, run_gdb
+from tests.gdb.conftest import LOADER, marked, run_gdb, section
 from tests.support.build import REPO
 from tests.support.sessions import clean_environment, run_in_session
 
@@ -25,6 +25,25 @@ def test_loader_registers_the_commands(gdb_path: str) -> None:
     assert loaded(result.output), result.output
     for name in ("stackmark bt", "stackmark unwinder"):
         assert name in result.stdout
+
+
+COMMANDS = ("bt", "cbf decode", "sframe", "symbolize", "unwinder")
+
+
+def test_every_command_has_help(gdb_path: str) -> None:
+    """`help stackmark X` and `stackmark X --help` print the same text, with the usage."""
+    commands = []
+    for name in COMMANDS:
+        commands += section(f"help {name}", f"help stackmark {name}")
+        commands += section(f"option {name}", f"stackmark {name} --help")
+    commands += section("top", "help symbolize")
+    result = run_gdb(commands)
+    assert "Traceback" not in result.output and not result.stderr.strip(), result.output
+    for name in COMMANDS:
+        text = marked(result, f"help {name}")
+        assert f"usage: stackmark {name} [-h]" in text, text
+        assert marked(result, f"option {name}") == text
+    assert "usage: symbolize [-h]" in marked(result, "top")
 
 
 def test_loading_twice_is_harmless(gdb_path: str) -> None:
