@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--style",
         choices=("2.40", "2.44", "2.47"),
         help="the binutils release to imitate (default: the one that emits the "
-        "section's version: v1 2.40, v2 2.44, v3 2.47)",
+        "section's version: v1 2.40, v2 2.44, v3 2.47; s390x 2.47)",
     )
 
     lookup = sub.add_parser("lookup", help="the unwind rules that hold at a PC")

@@ -34,8 +34,11 @@ _FORMAT_NAMES = {
 _ERR = -1  # what libsframe's getters return for a missing word
 
 
-def default_style(version: int) -> str:
-    """The binutils release whose objdump matches a section version."""
+def default_style(version: int, abi: spec.AbiArch | None = None) -> str:
+    """The binutils release whose objdump matches a section version (s390x: 2.47,
+    since SFrame for s390x came with 2.45)."""
+    if abi is spec.AbiArch.S390X_BIG:
+        return "2.47"
     return {spec.VERSION_1: "2.40", spec.VERSION_2: "2.44"}.get(version, "2.47")
 
 
@@ -60,9 +63,13 @@ def objdump_text(
 
 def dump_sframe(section: SFrameSection, *, style: str | None = None) -> str:
     """libsframe's dump of the section (what objdump prints after "Contents of ...:")."""
-    style = style or default_style(section.version)
+    style = style or default_style(section.version, section.abi_arch)
     if style not in STYLES:
         raise StackmarkError(f"unknown dump style {style!r} (use one of {', '.join(STYLES)})")
+    if section.abi_arch is spec.AbiArch.S390X_BIG and style != "2.47":
+        raise StackmarkError(
+            f"objdump {style} does not know s390x SFrame (added in 2.45; try --style=2.47)"
+        )
     version = section.version
     readable = {"2.40": (1,), "2.44": (1, 2), "2.47": (2, 3)}[style]
     if version not in readable:

@@ -10,6 +10,11 @@ an FRE when its CFA, RA and FP rules can be said in SFrame:
   words, v2 errata 2 and v3);
 - FP unchanged, or at CFA+n; on v3 also at/equal to reg+offset.
 
+s390x (SFrame v2 and v3 only, as gas 2.45+ writes it): the CFA offset is
+stored as (offset - 160) / 8; an RA word 0 is padding (RA still in r14,
+FP saved); an RA or FP kept in another register is the odd word 2R+1 in
+v2 and a flex FDE in v3.
+
 AArch64 return-address signing (DW_CFA_AARCH64_negate_ra_state, with
 remember/restore) becomes the FRE's mangled-RA bit, the CIE's "B"
 augmentation the FDE's B key; a CIE's "S" augmentation (signal trampoline)
@@ -29,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackmark.elf import EM_AARCH64, EM_X86_64, STT_FUNC, ElfFile
+from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64, STT_FUNC, ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
@@ -87,6 +92,7 @@ _ABI_FOR_MACHINE = {
     (EM_X86_64, "<"): spec.AbiArch.AMD64_LITTLE,
     (EM_AARCH64, "<"): spec.AbiArch.AARCH64_LITTLE,
     (EM_AARCH64, ">"): spec.AbiArch.AARCH64_BIG,
+    (EM_S390, ">"): spec.AbiArch.S390X_BIG,
 }
 
 
@@ -99,7 +105,7 @@ def generate_from_file(
         abi = _ABI_FOR_MACHINE.get((elf.machine, elf.endian))
         if abi is None:
             raise StackmarkError(
-                f"{name}: SFrame describes AMD64 and AArch64 code; this file is "
+                f"{name}: SFrame describes AMD64, AArch64 and s390x code; this file is "
                 f"{elf.machine_name} ({'little' if elf.endian == '<' else 'big'}-endian)"
             )
         names = _function_names(elf)
@@ -119,6 +125,11 @@ def generate_from_elf_bytes(
     source: str = "<memory>",
 ) -> GenerationResult:
     """Like `generate_from_file`, for an ELF image already in memory."""
+    if abi is spec.AbiArch.S390X_BIG and version < spec.VERSION_2:
+        raise StackmarkError(
+            f"{source}: s390x has SFrame from version 2 on (binutils 2.45); "
+            f"version {version} cannot describe it"
+        )
     entries, cfi_source = _cfi_entries(image, source)
     converter = _Converter(abi, version)
     fdes: list[FuncDescEntry] = []
@@ -189,6 +200,7 @@ class _Converter:
         self.arch = abi.arch
         self.version = version
         self.fixed_ra = abi.default_fixed_ra_offset
+        self.s390x = self.arch is Arch.S390X
 
     def function(self, entry: Any, start: int, size: int) -> list[FuncDescEntry]:
         augmentation = bytes(entry.cie.header.get("augmentation") or b"")
@@ -264,16 +276,34 @@ class _Converter:
             if cfa_reg not in (arch.sp, arch.fp):
                 flex = True
 
-        ra_word = self._ra_offset(ra_rule, pc)
+        cfa_word = self._cfa_word(cfa_offset, pc)
+        ra_word: int | None
+        ra_flex: tuple[int, int] | None = None
+        fp_plain: int | None
+        fp_flex: tuple[int, int] | None
+        ra_register = self._s390x_register(ra_rule)
+        if ra_register is None:
+            ra_word = self._ra_offset(ra_rule, pc)
+        elif self.version < spec.VERSION_3:
+            ra_word = spec.s390x_v2_regnum_word(ra_register)
+        else:
+            ra_word, ra_flex, flex = None, (spec.flex_control(ra_register, False), 0), True
         fp_rule = row.get(arch.fp)
-        fp_plain, fp_flex = self._fp(fp_rule, pc)
+        fp_register = self._s390x_register(fp_rule)
+        if fp_register is not None and self.version < spec.VERSION_3:
+            fp_plain, fp_flex = spec.s390x_v2_regnum_word(fp_register), None
+        else:
+            fp_plain, fp_flex = self._fp(fp_rule, pc)
         if fp_flex is not None:
             flex = True
 
         if flex:
-            words: list[int] = [spec.flex_control(cfa_reg, cfa_deref), cfa_offset]
+            words: list[int] = [spec.flex_control(cfa_reg, cfa_deref), cfa_word]
             unsigned = [True, False]
-            if ra_word is None or (self.fixed_ra and ra_word == self.fixed_ra):
+            if ra_flex is not None:
+                words += list(ra_flex)
+                unsigned += [True, False]
+            elif ra_word is None or (self.fixed_ra and ra_word == self.fixed_ra):
                 if fp_plain is not None or fp_flex is not None:
                     words.append(spec.RA_OFFSET_PADDING)
                     unsigned.append(True)
@@ -289,7 +319,7 @@ class _Converter:
             # flex rows name their CFA register in the words; gas leaves the base bit clear
             return _RowRules(True, False, tuple(words), tuple(unsigned), mangled)
 
-        words = [cfa_offset]
+        words = [cfa_word]
         if self.fixed_ra:
             if ra_word is not None and ra_word != self.fixed_ra:
                 raise _Unsupported(
@@ -303,9 +333,29 @@ class _Converter:
                 words.append(ra_word)
                 if fp_plain is not None:
                     words.append(fp_plain)
+            elif fp_plain is not None and self.s390x:
+                words += [spec.RA_OFFSET_PADDING, fp_plain]  # RA still in r14
             elif fp_plain is not None:
                 raise _Unsupported("FP is saved but the return address is still in LR", pc)
         return _RowRules(False, cfa_reg == arch.sp, tuple(words), (), mangled)
+
+    def _cfa_word(self, offset: int, pc: int) -> int:
+        """The stored CFA offset: s390x keeps (offset - 160) / 8."""
+        if not self.s390x:
+            return offset
+        if (offset + spec.S390X_CFA_OFFSET_ADJUSTMENT) % spec.S390X_CFA_OFFSET_ALIGNMENT:
+            raise _Unsupported(
+                f"CFA offset {offset} is not 160 plus a multiple of 8, which s390x SFrame "
+                "cannot store",
+                pc,
+            )
+        return spec.s390x_encode_cfa_offset(offset)
+
+    def _s390x_register(self, rule: Any) -> int | None:
+        """On s390x, the register an RA/FP rule says the value is kept in, else None."""
+        if self.s390x and rule is not None and rule.type == "REGISTER":
+            return int(rule.arg)
+        return None
 
     def _ra_offset(self, rule: Any, pc: int) -> int | None:
         """CFA offset of the saved RA; None when the RA is still in its register."""
@@ -342,8 +392,12 @@ class _Converter:
             unsigned = [True, False]
             fp_word = rules.words[1] if self.fixed_ra and len(rules.words) > 1 else None
             if not self.fixed_ra and len(rules.words) > 1:
-                words += [spec.flex_control(None, True), rules.words[1]]
-                unsigned += [True, False]
+                if self.s390x and rules.words[1] == spec.RA_OFFSET_PADDING:
+                    words.append(spec.RA_OFFSET_PADDING)
+                    unsigned.append(True)
+                else:
+                    words += [spec.flex_control(None, True), rules.words[1]]
+                    unsigned += [True, False]
                 if len(rules.words) > 2:
                     fp_word = rules.words[2]
             elif fp_word is not None:

@@ -197,6 +197,11 @@ def s390x_v2_word_is_regnum(word: int) -> bool:
     return bool(word & 1)
 
 
+def s390x_v2_regnum_word(register: int) -> int:
+    """v2 s390x: the RA/FP word saying "kept in DWARF register `register`"."""
+    return (register << 1) | 1
+
+
 def smallest_fre_type(limit: int) -> int:
     """The FRE start encoding gas picks for a function of `limit` bytes."""
     if limit < ADDR1_LIMIT:
