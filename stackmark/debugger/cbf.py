@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Iterable
 
 from stackmark.cli.cbf import image_map_modules, read_data
+from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandGroup, CommandParser
 from stackmark.debugger.session import Session
 from stackmark.debugger.symbolize import symbolize_lines
@@ -37,6 +38,9 @@ def decoded_listing(
 ) -> list[str]:
     """The frames of CBF `data`, symbolized (see the module docstring)."""
     decoded = cbf.decode(data)
+    if decoded.error is not None and not decoded.kinds:  # no frame to show: an error
+        where = f"offset 0x{decoded.error_offset:x}: " if decoded.error_offset is not None else ""
+        raise DebuggerError(f"{source}: {where}{decoded.error}")
     modules: list[Module]
     if image_map is not None:
         images = decode_image_map(image_map, f"{source} image map")

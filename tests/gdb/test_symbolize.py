@@ -171,6 +171,17 @@ def test_damaged_cbf_is_reported(gdb_path: str, program: Program) -> None:
     result = run_gdb([*stop_at(), "stackmark cbf decode 02107005"], program.exe)
     assert "stackmark cbf decode: DATA: offset" in result.stderr
     assert "Traceback" not in result.output
+    assert "(backtrace truncated)" in result.stdout  # the frame before the damage is shown
+
+
+def test_cbf_with_no_frame_before_the_damage_is_an_error(gdb_path: str, program: Program) -> None:
+    # info byte 64-bit, then an opcode whose argument bytes are missing.
+    result = run_gdb(
+        [*stop_at(), *section("out", "stackmark cbf decode 0215"), "echo after\\n"], program.exe
+    )
+    message = "DATA: offset 0x1: opcode 0x15 needs 6 argument bytes, only 0 left"
+    assert result.stderr.strip().endswith(message), result.stderr
+    assert "[[[" not in result.stdout  # no listing of modules without frames
 
 
 def test_completion(gdb_path: str, program: Program, tmp_path: Path) -> None:
