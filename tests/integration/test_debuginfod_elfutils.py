@@ -4,7 +4,8 @@ The server scans a directory of programs compiled at test time; what the
 client downloads is compared byte for byte with those files, and the cache
 layout is checked against elfutils' own client, `debuginfod-find`.
 (`llvm-debuginfod-19` in Debian 12 is built without its HTTP library and
-cannot serve, so elfutils' server is the only real one here.)
+cannot serve, so elfutils' server is the only real one here; see
+test_debuginfod_llvm_server.py.)
 """
 
 from __future__ import annotations
