@@ -6,8 +6,10 @@
 `encode` reads markup `{{{bt:N:ADDR[:pc|:ra]}}}` elements (gaps in N are
 omitted frames; a number that does not increase, or `{{{reset}}}`, starts
 the next backtrace) or lines `pc:ADDR`, `ra:ADDR`, `async:ADDR`,
-`omitted:COUNT`, `truncated`; other lines are ignored, so a whole log can
-be piped in. One encoded backtrace is printed per line.
+`omitted:COUNT`, `truncated`, and the lines `decode` writes for markers
+markup has no element for (`... (3 frames omitted)` at the end,
+`... (backtrace truncated)`); other lines are ignored, so a whole log can be
+piped in. One encoded backtrace is printed per line.
 
 `decode` takes DATA as hex, base64 (Swift's unpadded form included), Swift's
 Codable JSON (`{"backtrace": ..., "imageMap": ...}`) or `@FILE` (`@-`:
@@ -32,7 +34,7 @@ from stackmark.formats import cbf
 from stackmark.formats.imagemap import ImageMap, decode_image_map
 from stackmark.formats.swift_backtrace import SwiftBacktrace, decode_base64, encode_base64
 from stackmark.model import BacktraceFrame, FrameKind, Module
-from stackmark.unwind.emit import TRUNCATED_LINE, context_lines, frame_lines
+from stackmark.unwind.emit import OMITTED_LINE, TRUNCATED_LINE, context_lines, frame_lines
 
 _BT = re.compile(r"\{\{\{bt:(\d+):(0x[0-9a-fA-F]+)(?::(pc|ra))?\}\}\}")
 _RESET = re.compile(r"\{\{\{reset(?::[^}]*)?\}\}\}")
@@ -118,6 +120,12 @@ def parse_frames(lines: Iterable[str], source: str = "<stdin>") -> list[list[Bac
         if line.strip() == TRUNCATED_LINE:
             found.current.append(BacktraceFrame(FrameKind.TRUNCATED))
             found.finish()
+            continue
+        omitted = OMITTED_LINE.match(line.strip())
+        if omitted:
+            count = int(omitted.group(1))
+            found.current.append(BacktraceFrame(FrameKind.OMITTED, count=count))
+            found.last_number += count
             continue
         kind_line = _KIND_LINE.match(line)
         if kind_line:

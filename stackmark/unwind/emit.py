@@ -6,19 +6,27 @@ into `stackmark symbolize` or `llvm-symbolizer --filter-markup`. Used by
 `stackmark unwind`, `stackmark cbf decode` and the debugger plugins.
 
 Markup has no element for CBF's markers: an omitted run advances the frame
-numbers by its count (as Swift prints it), a truncated backtrace ends with
-the plain-text line `TRUNCATED_LINE`. Async resume points are precise
+numbers by its count (as Swift prints it); one with no frame after it, which
+no number can show, is the plain-text line `omitted_line(count)`; a
+truncated backtrace ends with the plain-text line `TRUNCATED_LINE`. Async resume points are precise
 addresses, so they are written as `:pc`. A frame's note, when asked for,
 follows its element as plain text (symbolizers keep text around elements).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from stackmark.model import BacktraceFrame, FrameKind, Module
 
 TRUNCATED_LINE = "... (backtrace truncated)"
+OMITTED_LINE = re.compile(r"^\.\.\. \((\d+) frames? omitted\)$")
+
+
+def omitted_line(count: int) -> str:
+    """The text line for `count` omitted frames at the end of a backtrace."""
+    return f"... ({count} frame{'' if count == 1 else 's'} omitted)"
 
 
 def _field(text: str) -> str:
@@ -49,23 +57,32 @@ def context_lines(modules: Iterable[Module], *, reset: bool = True) -> list[str]
 def frame_lines(
     frames: Iterable[BacktraceFrame], *, first_number: int = 0, notes: bool = False
 ) -> list[str]:
-    """One `bt` element per address frame; omitted runs skip numbers."""
+    """One `bt` element per address frame; omitted runs skip numbers (a final
+    one, with no number after it to skip to, is written as `omitted_line`)."""
     lines = []
     number = first_number
+    omitted = 0
+    truncated = False
     for frame in frames:
         kind = frame.kind
         if kind is FrameKind.OMITTED:
             number += frame.count
+            omitted += frame.count
             continue
         if kind is FrameKind.TRUNCATED:
-            lines.append(TRUNCATED_LINE)
+            truncated = True
             break
+        omitted = 0
         suffix = "ra" if kind is FrameKind.RA else "pc"
         line = f"{{{{{{bt:{number}:0x{frame.address:x}:{suffix}}}}}}}"
         if notes and frame.note:
             line += f" ({frame.note})"
         lines.append(line)
         number += 1
+    if omitted:
+        lines.append(omitted_line(omitted))
+    if truncated:
+        lines.append(TRUNCATED_LINE)
     return lines
 
 

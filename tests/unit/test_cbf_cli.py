@@ -111,6 +111,29 @@ def test_decode_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mon
     }
 
 
+def test_final_omitted_frames_survive_markup(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No frame follows the last omitted run, so no bt number can show it: a line does."""
+    # pc 0x10; ra +0x10; omit 3 (inline 42); omit 40 (external 60 28); end
+    data = "0210102010426028" + "00"
+    out = run(["cbf", "decode", data], capsys, monkeypatch)[1]
+    assert out.splitlines() == [
+        "{{{bt:0:0x10:pc}}}",
+        "{{{bt:1:0x20:ra}}}",
+        "... (43 frames omitted)",
+    ]
+    again = run(["cbf", "encode"], capsys, monkeypatch, out)[1].strip()
+    assert run(["cbf", "decode", "--json", again], capsys, monkeypatch)[1].count('"count": 43') == 1
+    truncated = run(["cbf", "decode", "0210104201"], capsys, monkeypatch)[1]
+    assert truncated.splitlines() == [
+        "{{{bt:0:0x10:pc}}}",
+        "... (3 frames omitted)",
+        "... (backtrace truncated)",
+    ]
+    assert run(["cbf", "encode"], capsys, monkeypatch, truncated)[1] == "0210104201\n"
+
+
 def test_decode_truncated_markup(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,17 @@ def test_frames() -> None:
         "{{{bt:7:0x3000:pc}}}",
         TRUNCATED_LINE,
     ]
+    # omitted frames with no frame after them: a line of their own, before the end
+    assert frame_lines([*frames[:3], BacktraceFrame(FrameKind.OMITTED, count=2)]) == [
+        "{{{bt:0:0x1000:pc}}}",
+        "{{{bt:1:0x2000:ra}}}",
+        "... (7 frames omitted)",
+    ]
+    assert frame_lines([frames[0], BacktraceFrame(FrameKind.OMITTED, count=1), frames[4]]) == [
+        "{{{bt:0:0x1000:pc}}}",
+        "... (1 frame omitted)",
+        TRUNCATED_LINE,
+    ]
     assert frame_lines(frames[:2], notes=True, first_number=3) == [
         "{{{bt:3:0x1000:pc}}} (registers)",
         "{{{bt:4:0x2000:ra}}} (sframe)",
