@@ -9,7 +9,9 @@ interrupted frames `pc`, callers `ra`.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from tests.support.build import REPO, compile_program
 from tests.support.unwind_cores import (
     FRAME_POINTER_FLAGS,
     SFRAME_FLAGS,
+    STRIP_EH_FRAME,
     GdbCapture,
     GdbFrame,
     build_chain,
@@ -216,3 +219,67 @@ def test_every_thread_matches_gdb(gdb: str, tmp_path: Path) -> None:
             else:
                 assert [f.name for f in reference] == ["leaf", "main"]
                 assert_matches_gdb(result, reference)
+
+
+GENERATED_FROM_EH_FRAME = ("-g", "-O2", "-fomit-frame-pointer")
+GENERATED_FROM_DEBUG_FRAME = (
+    "-g",
+    "-O2",
+    "-fomit-frame-pointer",
+    "-fno-asynchronous-unwind-tables",
+)
+
+
+def _chain_with_generated_sframe(flags: tuple[str, ...], *, strip_eh_frame: bool) -> Path:
+    """unwind_chain and its library built without --gsframe, then given an .sframe
+    section by `stackmark sframe generate`; optionally the program is stripped of
+    .eh_frame (not the library: there .eh_frame fills a whole PT_LOAD, and objcopy
+    leaves an empty, misaligned segment that ld.so refuses to load)."""
+    generate = [sys.executable, "-m", "stackmark", "sframe", "generate", "{out}", "-o", "{out}.g"]
+    # The generator's source is part of the build recipe, so a change rebuilds the fixtures.
+    sources = sorted((REPO / "stackmark" / "formats" / "sframe").glob("*.py"))
+    generator = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    post = [["true", f"generator-{generator}"], generate, ["mv", "{out}.g", "{out}"]]
+    variant = "-noeh" if strip_eh_frame else ""
+    if "-fno-asynchronous-unwind-tables" in flags:
+        variant += "-debug-frame"
+    lib = compile_program("libunwind_lib.so", ["unwind_lib.c"], flags=flags, shared=True, post=post)
+    return compile_program(
+        f"unwind_chain_generated{variant}",
+        ["unwind_chain.c"],
+        flags=flags,
+        link_flags=[str(lib), f"-Wl,-rpath,{lib.parent}"],
+        post=[*post, [*STRIP_EH_FRAME, "{out}"]] if strip_eh_frame else post,
+    )
+
+
+def test_generated_sframe_without_eh_frame_matches_gdb(gdb: str, tmp_path: Path) -> None:
+    """Built without --gsframe: SFrame generated from .eh_frame, then .eh_frame stripped.
+    Our unwinder gives GDB's frames on the copy that still has .eh_frame."""
+    reference = capture_with_gdb(
+        _chain_with_generated_sframe(GENERATED_FROM_EH_FRAME, strip_eh_frame=False),
+        "leaf",
+        tmp_path / "reference",
+    )
+    assert [f.name for f in reference.frames][-1] == "main"
+    stripped = _chain_with_generated_sframe(GENERATED_FROM_EH_FRAME, strip_eh_frame=True)
+    with ElfFile.open(stripped) as elf:
+        assert elf.section(".eh_frame") is None and elf.section(".sframe") is not None
+    result = unwind_core(capture_with_gdb(stripped, "leaf", tmp_path / "stripped").core)
+    assert_matches_gdb(result, reference.frames)
+    depth = len(reference.frames)
+    assert [f.frame.note for f in result.frames[1:depth]] == [BY_SFRAME] * (depth - 1)
+
+
+def test_generated_sframe_from_debug_frame_matches_gdb(gdb: str, tmp_path: Path) -> None:
+    """-fno-asynchronous-unwind-tables: the program's functions are described only in
+    .debug_frame (the C runtime's in .eh_frame); SFrame generated from both."""
+    program = _chain_with_generated_sframe(GENERATED_FROM_DEBUG_FRAME, strip_eh_frame=False)
+    with ElfFile.open(program) as elf:
+        assert elf.section(".debug_frame") is not None
+    capture = capture_with_gdb(program, "leaf", tmp_path)
+    assert [f.name for f in capture.frames][-1] == "main"
+    result = unwind_core(capture.core)
+    assert_matches_gdb(result, capture.frames)
+    depth = len(capture.frames)
+    assert [f.frame.note for f in result.frames[1:depth]] == [BY_SFRAME] * (depth - 1)

@@ -154,7 +154,12 @@ def generate_from_elf_bytes(
 
 
 def _cfi_entries(image: bytes, source: str) -> tuple[list[Any], str]:
-    """pyelftools' CIEs and FDEs, and the section they come from.
+    """pyelftools' CIEs and FDEs, and the section(s) they come from.
+
+    `.eh_frame` first; `.debug_frame` adds the functions `.eh_frame` does not
+    describe (built with -fno-asynchronous-unwind-tables -g, a program's own
+    functions are only in `.debug_frame`, and only the C runtime's startup
+    code in `.eh_frame`).
 
     pyelftools has no single error type for a damaged file (ELFError,
     DWARFError, struct and construct errors, OverflowError, ...): whatever it
@@ -162,17 +167,33 @@ def _cfi_entries(image: bytes, source: str) -> tuple[list[Any], str]:
     """
     from elftools.elf.elffile import ELFFile  # lazy: slow to import
 
+    entries: list[Any] = []
+    sections: list[str] = []
     try:
         dwarf = ELFFile(io.BytesIO(image)).get_dwarf_info(relocate_dwarf_sections=False)
         if dwarf.has_EH_CFI():
-            return list(dwarf.EH_CFI_entries()), ".eh_frame"
+            entries = list(dwarf.EH_CFI_entries())
+            sections.append(".eh_frame")
         if dwarf.has_CFI():
-            return list(dwarf.CFI_entries()), ".debug_frame"
+            described = {_fde_start(e) for e in entries} - {None}
+            more = [e for e in dwarf.CFI_entries() if _fde_start(e) not in described]
+            if any(_fde_start(e) is not None for e in more):
+                entries += more
+                sections.append(".debug_frame")
     except Exception as exc:  # the pyelftools boundary (see above)
         raise FormatError(
             f"cannot read the call-frame information: {type(exc).__name__}: {exc}", source=source
         ) from None
-    raise StackmarkError(f"{source}: no .eh_frame or .debug_frame to generate SFrame from")
+    if not sections:
+        raise StackmarkError(f"{source}: no .eh_frame or .debug_frame to generate SFrame from")
+    return entries, " and ".join(sections)
+
+
+def _fde_start(entry: Any) -> int | None:
+    """An FDE's first address; None for CIEs and terminators."""
+    if getattr(entry, "cie", None) is None:
+        return None
+    return int(entry.header["initial_location"])
 
 
 def _function_names(elf: ElfFile) -> dict[int, str]:
