@@ -176,6 +176,25 @@ def test_committed_sframe_binaries_match_gdb(gdb: str, tmp_path: Path, version: 
     assert_matches_gdb(result, capture.frames)
 
 
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+def test_committed_binaries_without_eh_frame_match_gdb(
+    gdb: str, tmp_path: Path, version: str
+) -> None:
+    """The same fixtures with .eh_frame stripped: SFrame alone gives GDB's frames
+    of the unstripped binary (the stop is at the same pcs: stripping moves no code)."""
+    program = tmp_path / f"deep-{version}"
+    program.write_bytes((SFRAME_FIXTURES / f"deep-x86_64-{version}").read_bytes())
+    program.chmod(0o755)
+    reference = capture_with_gdb(program, "leaf", tmp_path / "reference")
+    stripped = tmp_path / f"deep-{version}-noeh"
+    subprocess.run([*STRIP_EH_FRAME, str(program), str(stripped)], check=True)
+    with ElfFile.open(stripped) as elf:
+        assert elf.section(".eh_frame") is None and elf.section(".sframe") is not None
+    result = unwind_core(capture_with_gdb(stripped, "leaf", tmp_path / "stripped").core)
+    assert_matches_gdb(result, reference.frames)
+    assert [f.name for f in reference.frames][-1] == "main"
+
+
 def test_v3_flex_fde_drap_frame_matches_gdb(gdb: str, tmp_path: Path) -> None:
     """v3 describes the stack-realigning `drap` with a flex FDE (CFA = *(rbp-8))."""
     program = tmp_path / "edge-v3"
