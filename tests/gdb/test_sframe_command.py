@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import require_tool
 from tests.gdb.conftest import (
     LIST_FRAMES,
+    SFRAME_FIXTURES,
     Program,
     build_program,
     listed_frames,
@@ -70,3 +75,21 @@ def test_unwinder_with_tables_generated_from_cfi(gdb_path: str) -> None:
     assert re.search(r"dbg_main +generated from \.eh_frame \(v3\); unwound by stackmark", status)
     unwound = int(re.search(r"frames unwound: (\d+)", status)[1])  # type: ignore[index]
     assert unwound >= 5
+
+
+@pytest.mark.parametrize(
+    ("fixture", "objdump"),
+    [("deep-x86_64-v2", "2.44"), ("edge-x86_64-v3", "2.47")],
+)
+def test_dump_of_v2_and_v3_is_what_newer_objdump_printed(
+    gdb_path: str, tmp_path: Path, fixture: str, objdump: str
+) -> None:
+    """objdump 2.40 reads only SFrame v1: the oracle is the committed output of the
+    binutils that wrote the fixture (tests/fixtures/sframe/*.objdump-X.txt)."""
+    binary = tmp_path / fixture
+    shutil.copy(SFRAME_FIXTURES / fixture, binary)
+    breakpoint = "realign" if fixture.startswith("edge") else "leaf"
+    commands = ["handle SIGUSR1 nostop noprint pass", f"break {breakpoint}", "run"]
+    result = run_gdb([*commands, *section("dump", f"stackmark sframe dump {fixture}")], binary)
+    expected = (SFRAME_FIXTURES / f"{fixture}.objdump-{objdump}.txt").read_text()
+    assert marked(result, "dump").replace(str(binary), fixture).strip() == expected.strip()
