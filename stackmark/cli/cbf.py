@@ -15,12 +15,16 @@ piped in. One encoded backtrace is printed per line.
 Codable JSON (`{"backtrace": ..., "imageMap": ...}`) or `@FILE` (`@-`:
 stdin) holding any of these or raw bytes. It prints markup `bt` lines
 (with `--images`, or an image map in the JSON, preceded by the module
-context, ready for `stackmark symbolize`), or JSON with `--json`.
+context, ready for `stackmark symbolize`), or JSON with `--json`. With
+`--symbolize` it runs those lines through `stackmark symbolize` itself: the
+image map's files that exist here are used (as `--obj`), and `--obj` /
+`--debug-file-directory` add more places.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -75,6 +79,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     dec.add_argument("data", metavar="DATA", help="hex, base64, Swift JSON, or @FILE (@- = stdin)")
     dec.add_argument("--json", action="store_true", help="print JSON instead of markup")
+    dec.add_argument(
+        "--symbolize",
+        action="store_true",
+        help="print the frames symbolized (as `stackmark symbolize` does), not as markup",
+    )
+    dec.add_argument(
+        "--obj",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --symbolize: a binary or debug file to take symbols from (repeatable)",
+    )
+    dec.add_argument(
+        "--debug-file-directory",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --symbolize: a directory of .build-id files (repeatable)",
+    )
     dec.add_argument(
         "--images",
         metavar="IMAGEMAP",
@@ -276,12 +299,19 @@ def _decode(args: argparse.Namespace) -> int:
         for warning in image_map.warnings:
             print(f"stackmark cbf: warning: {image_source}: {warning}", file=sys.stderr)
     modules = image_map_modules(image_map) if image_map is not None else []
+    if args.json and args.symbolize:
+        raise StackmarkError("--json and --symbolize do not go together")
     if args.json:
         print(json.dumps(_json(decoded, image_map), indent=2))
     else:
         lines = (context_lines(modules) if modules else []) + frame_lines(decoded.frames)
-        for line in lines:
-            print(line)
+        if args.symbolize:
+            status = _symbolize(lines, modules, args, given.source)
+            if status and decoded.error is None:
+                return status
+        else:
+            for line in lines:
+                print(line)
     if decoded.error is not None:
         offset = f"offset 0x{decoded.error_offset:x}: " if decoded.error_offset is not None else ""
         shown = "" if decoded.word_bits is None else f"; {len(decoded)} frames before it"
@@ -294,6 +324,35 @@ def _decode(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _symbolize(
+    lines: list[str], modules: list[Module], args: argparse.Namespace, source: str
+) -> int:
+    """`lines` through the markup filter of `stackmark symbolize`, to stdout."""
+    from stackmark.cli import symbolize
+
+    parser = argparse.ArgumentParser(prog="stackmark symbolize")
+    symbolize.add_arguments(parser)
+    objects = [*args.obj, *(m.path for m in modules if m.path and os.path.isfile(m.path))]
+    argv = [f"--obj={path}" for path in objects]
+    argv += [f"--debug-file-directory={path}" for path in args.debug_file_directory]
+    options = parser.parse_args(argv)
+    data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+
+    def err_write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    sys.stdout.flush()
+    return symbolize.run_streams(
+        [(source, io.BytesIO(data))],
+        sys.stdout.buffer,
+        err_write,
+        options,
+        symbolize._make_symbolizer(options),
+        symbolize._make_naming(options),
+    )
 
 
 def _json(decoded: cbf.DecodedBacktrace, image_map: ImageMap | None) -> dict[str, object]:

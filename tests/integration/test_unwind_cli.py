@@ -77,6 +77,25 @@ def test_cbf_output_decodes_to_the_same_backtrace(
     assert bt.findall(decoded.stdout) == bt.findall(markup)
 
 
+def test_cbf_decode_symbolizes_with_the_image_map(
+    chain: tuple[GdbCapture, Path], tmp_path: Path
+) -> None:
+    """`cbf decode --symbolize`: the image map's files (here, where the core ran) give the
+    functions GDB names, with no debug directory; the same frames llvm-symbolizer prints."""
+    capture, debug_dir = chain
+    (tmp_path / "bt.json").write_text(stackmark("unwind", "--cbf", str(capture.core)).stdout)
+    proc = stackmark("cbf", "decode", "--symbolize", f"@{tmp_path / 'bt.json'}")
+    assert proc.returncode == 0, proc.stderr
+    frames = re.findall(r"^\s+#(\d+)\s+0x[0-9a-f]+ (\S+)", proc.stdout, re.MULTILINE)
+    ours = [(int(n), name) for n, name in frames]
+    assert ours[: len(capture.frames)] == gdb_functions(capture)
+    markup = stackmark("cbf", "decode", f"@{tmp_path / 'bt.json'}").stdout
+    theirs = symbolize(markup, debug_dir)  # its debug directory has no libc: a prefix
+    assert len(theirs) >= len(capture.frames) and ours[: len(theirs)] == theirs
+    both = stackmark("cbf", "decode", "--symbolize", "--json", f"@{tmp_path / 'bt.json'}")
+    assert both.returncode == 1 and "do not go together" in both.stderr
+
+
 def test_json_output(chain: tuple[GdbCapture, Path]) -> None:
     capture, _debug_dir = chain
     proc = stackmark("unwind", "--json", str(capture.core))
