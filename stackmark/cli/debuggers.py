@@ -123,6 +123,12 @@ def install_line(line: str, init_file: Path) -> bool:
     separator = "" if not existing or existing.endswith("\n") else "\n"
     try:
         init_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "a file is in the way" if isinstance(exc, FileExistsError) else exc.strerror
+        raise StackmarkError(
+            f"cannot create the directory {init_file.parent} for {init_file.name}: {why or exc}"
+        ) from None
+    try:
         with init_file.open("a", encoding="utf-8") as out:
             out.write(f"{separator}{line}\n")
     except OSError as exc:

@@ -103,6 +103,18 @@ def test_install_keeps_existing_text(tmp_path: Path) -> None:
     assert init.read_text() == "set history save on\nsource /x/loader.py\n"
 
 
+def test_install_into_an_impossible_place_is_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    init = blocker / ".gdbinit"
+    assert stackmark_main(["gdb-init", "--install", "--init-file", str(init)]) != 0
+    err = capsys.readouterr().err
+    assert f"cannot create the directory {blocker} for .gdbinit: a file is in the way" in err
+    assert "Traceback" not in err
+
+
 def test_a_venv_the_loader_cannot_find_is_named_in_the_line(
     gdb_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
