@@ -64,6 +64,7 @@ class Row:
     max_rss_mib: float
     requests: int  # debuginfo + executable requests the server got during the row
     failures: int  # commands that exited non-zero
+    load: float = 0.0  # 1-minute load average when the row ended
 
 
 # ---------------------------------------------------------------------------
@@ -193,6 +194,7 @@ def measure_row(
         max(r[2] for r in runs),
         after - before,
         sum(1 for r in runs if r[3] != 0),
+        os.getloadavg()[0],
     )
 
 
@@ -281,52 +283,36 @@ def main() -> int:
             env["XDG_CACHE_HOME"] = str(work / f"{cache}-xdg")
             return env
 
-        ours = env_for("stackmark")
-        rows.append(
-            measure_row(
-                "stackmark batch, first run (downloads)",
-                server,
-                lambda: stackmark_batch(logs, work / "out-stackmark", ours),
+        # Round robin: each stackmark row is followed by its llvm counterpart, so both
+        # see the same machine (the 2 cores are shared with other people's work).
+        ours, theirs = env_for("stackmark"), env_for("llvm")
+        for run in ("first run (downloads)", "second run"):
+            rows.append(
+                measure_row(
+                    f"stackmark batch, {run}",
+                    server,
+                    lambda: stackmark_batch(logs, work / "out-stackmark", ours),
+                )
             )
-        )
-        rows.append(
-            measure_row(
-                "stackmark batch, second run",
-                server,
-                lambda: stackmark_batch(logs, work / "out-stackmark", ours),
+            rows.append(
+                measure_row(
+                    f"llvm-symbolizer-19 per file, {run}",
+                    server,
+                    lambda: llvm_per_file(logs, work / "out-llvm", theirs),
+                )
             )
-        )
         if not options.no_gsym:
             gsym = env_for("stackmark-gsym")
-            rows.append(
-                measure_row(
-                    "stackmark batch --gsym-cache build, first run (downloads + GSYM)",
-                    server,
-                    lambda: stackmark_batch(logs, work / "out-gsym", gsym, "--gsym-cache", "build"),
+            for run in ("first run (downloads + GSYM)", "second run"):
+                rows.append(
+                    measure_row(
+                        f"stackmark batch --gsym-cache build, {run}",
+                        server,
+                        lambda: stackmark_batch(
+                            logs, work / "out-gsym", gsym, "--gsym-cache", "build"
+                        ),
+                    )
                 )
-            )
-            rows.append(
-                measure_row(
-                    "stackmark batch --gsym-cache build, second run",
-                    server,
-                    lambda: stackmark_batch(logs, work / "out-gsym", gsym, "--gsym-cache", "build"),
-                )
-            )
-        theirs = env_for("llvm")
-        rows.append(
-            measure_row(
-                "llvm-symbolizer-19 per file, first run (downloads)",
-                server,
-                lambda: llvm_per_file(logs, work / "out-llvm", theirs),
-            )
-        )
-        rows.append(
-            measure_row(
-                "llvm-symbolizer-19 per file, second run",
-                server,
-                lambda: llvm_per_file(logs, work / "out-llvm", theirs),
-            )
-        )
         rows.append(
             measure_row(
                 "llvm-symbolizer-19 per file, 2 at a time, second run",
@@ -352,13 +338,13 @@ def main() -> int:
     )
     print(
         "| run | wall | CPU (all processes) | peak RSS (largest process) "
-        "| server requests | failed |"
+        "| server requests | failed | load after |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         print(
             f"| {row.label} | {row.wall:.1f} s | {row.cpu:.1f} s | {row.max_rss_mib:.0f} MiB | "
-            f"{row.requests} | {row.failures} |"
+            f"{row.requests} | {row.failures} | {row.load:.1f} |"
         )
     print(f"\nstackmark printed {same} of llvm's {total} frame lines identically (DWARF run)")
     if same_gsym is not None:
