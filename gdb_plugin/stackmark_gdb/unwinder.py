@@ -286,6 +286,7 @@ class _Process:
         self.code: dict[int, bool] = {}  # return addresses seen: in loaded code?
         self.trampolines: dict[int, bool] = {}
         self.interrupted: set[tuple[int, int]] = set()  # (pc, SP) a signal interrupted
+        self.inline_depths: dict[int, int] = {}
         self.errors: dict[str, str] = {}  # module name -> why its rows could not be read
         self.inferior = gdb.selected_inferior()
         self.pc_type: gdb.Type | None = None
@@ -318,6 +319,31 @@ class _Process:
                     claim = _Claim(start, row, base, row.cfa_offset, *slots)
         self.claims[key] = claim
         return claim
+
+    def inline_depth(self, pc: int) -> int:
+        """How many inlined calls the debug info has at `pc` (0 without debug info).
+
+        A frame whose younger frames are all inline frames (stopped in inlined
+        code: GDB lists the inlined calls at levels 0 to n-1, the function they
+        were inlined into at level n) has the exact pc of the stop, like frame 0,
+        and must be looked up at it, not at pc - 1: at the first instruction of
+        an inlined block right after a stack adjustment, pc - 1 is in another row.
+        So a frame at level n <= the inline depth at its pc is precise (a return
+        address has a normal frame among its younger ones: level > depth).
+        """
+        depth = self.inline_depths.get(pc)
+        if depth is None:
+            depth = 0
+            try:
+                block = gdb.block_for_pc(pc)
+                while block is not None and not block.is_global and not block.is_static:
+                    if block.function is not None:
+                        depth += 1
+                    block = block.superblock
+            except (gdb.error, RuntimeError):
+                depth = 1
+            self.inline_depths[pc] = depth = max(depth - 1, 0)  # the concrete function
+        return depth
 
     def is_code(self, address: int) -> bool:
         known = self.code.get(address)
@@ -429,7 +455,8 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
             return None
         pc_value = pending.read_register(process.pc_name)
         pc = int(pc_value) & UNSIGNED_64
-        precise = pending.level() == 0
+        level = pending.level()
+        precise = level == 0 or level <= process.inline_depth(pc)
         if not precise and process.interrupted:
             sp = int(pending.read_register(process.sp_name)) & UNSIGNED_64
             precise = (pc, sp) in process.interrupted

@@ -17,6 +17,7 @@ import pytest
 
 from tests.gdb.conftest import (
     LIST_FRAMES,
+    OPTIMIZED,
     SFRAME_FIXTURES,
     STRIP_CFI,
     Program,
@@ -26,7 +27,7 @@ from tests.gdb.conftest import (
     section,
     stop_at,
 )
-from tests.support.build import run
+from tests.support.build import compile_program, run
 
 SCENARIOS = {
     "chain": ["dyn", "outer", "mid", "lib_call", "leaf", "stop_here"],
@@ -227,3 +228,25 @@ def test_tables_from_memory_when_the_file_is_gone(
     assert re.search(r"^dbg_main +SFrame v1 at 0x[0-9a-f]+:", info, re.M), info
     assert "sframe v1 (from memory); unwound by stackmark" in marked(result, "status")
     assert listed_frames(result) == frames_of(program.exe, "chain", plugin=False)
+
+
+def test_stopped_in_inlined_code_right_after_a_stack_adjustment(gdb_path: str) -> None:
+    """Frame 0 is an inlined call (level 0), the function it was inlined into is
+    level 1 with the same, exact pc: at the inlined block's first instruction, right
+    after `sub $n, %rsp`, only that pc's row (not pc - 1's) gives the right CFA."""
+
+    def build(strip: bool) -> Path:
+        post = [[*STRIP_CFI, "{out}"]] if strip else []
+        return compile_program(
+            "dbg_inline_start", ["dbg_inline_start.c"], flags=OPTIMIZED, post=post
+        )
+
+    original, stripped = build(False), build(True)
+    stop = ["break inl", "run"]
+    premise = run_gdb([*stop, *section("row", "stackmark sframe lookup $pc")], original)
+    # The premise: the breakpoint is where a row starts (pc - 1 is in the one before).
+    assert re.search(r"\+0x([0-9a-f]+): .* row \[0x\1,", marked(premise, "row")), premise.output
+    native = listed_frames(run_gdb([*stop, LIST_FRAMES], original, plugin=False))
+    assert [name for _pc, name in native] == ["inl", "outer2", "top", "main"]
+    assert listed_frames(run_gdb([*stop, LIST_FRAMES], stripped, plugin=False)) != native
+    assert listed_frames(run_gdb([*stop, LIST_FRAMES], stripped)) == native
