@@ -23,6 +23,7 @@ import pytest
 
 from stackmark.cli.main import main
 from stackmark.formats.sframe.dump import objdump_text
+from stackmark.formats.sframe.from_cfi import generate_from_file
 from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import read_sframe_file
 from stackmark.formats.sframe.spec import AbiArch
@@ -295,3 +296,25 @@ def test_s390x_against_objdump_2_47(s390x_tools: Path, tmp_path: Path) -> None:
         _assert_rows_follow_the_cfi(out)
         if version == 3:
             assert expected.replace(out.name, binary.name, 1) == gas_dump
+
+
+def test_s390x_cfa_offset_sframe_cannot_store_is_reported(
+    s390x_tools: Path, tmp_path: Path
+) -> None:
+    """s390x stores the CFA offset as (offset - 160) / 8: a CFA of sp+164 has no
+    encoding, so the function is left out and reported (gas 2.47 writes sp+160 for it)."""
+    source = tmp_path / "odd.S"
+    source.write_text(
+        "\t.text\n\t.globl odd\n\t.type odd, @function\nodd:\n\t.cfi_startproc\n"
+        "\taghi %r15,-4\n\t.cfi_def_cfa_offset 164\n\taghi %r15,4\n\t.cfi_def_cfa_offset 160\n"
+        "\tbr %r14\n\t.cfi_endproc\n\t.size odd, .-odd\n"
+    )
+    obj, binary = tmp_path / "odd.o", tmp_path / "odd"
+    subprocess.run([s390x_tools / "as", source, "-o", obj], check=True)
+    subprocess.run([s390x_tools / "ld", "-e", "odd", obj, "-o", binary], check=True)
+    result = generate_from_file(binary, version=3)
+    assert result.section.fdes == []
+    [skipped] = result.skipped
+    assert skipped.name == "odd" and "CFA offset 164 is not 160 plus a multiple of 8" in (
+        skipped.reason
+    )
