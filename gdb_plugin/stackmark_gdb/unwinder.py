@@ -287,6 +287,7 @@ class _Process:
         self.trampolines: dict[int, bool] = {}
         self.interrupted: set[tuple[int, int]] = set()  # (pc, SP) a signal interrupted
         self.inline_depths: dict[int, int] = {}
+        self.claimed_pcs: dict[int, bool] = {}
         self.errors: dict[str, str] = {}  # module name -> why its rows could not be read
         self.inferior = gdb.selected_inferior()
         self.pc_type: gdb.Type | None = None
@@ -319,6 +320,15 @@ class _Process:
                     claim = _Claim(start, row, base, row.cfa_offset, *slots)
         self.claims[key] = claim
         return claim
+
+    def may_claim(self, pc: int) -> bool:
+        """Whether `pc` lies in a module whose frames the unwinder claims."""
+        known = self.claimed_pcs.get(pc)
+        if known is None:
+            found = self.index.find(pc)
+            known = found is not None and self.by_module[id(found[0])].claims
+            self.claimed_pcs[pc] = known
+        return known
 
     def inline_depth(self, pc: int) -> int:
         """How many inlined calls the debug info has at `pc` (0 without debug info).
@@ -456,7 +466,9 @@ class SFrameUnwinder(gdb.unwinder.Unwinder):  # type: ignore[misc]
         pc_value = pending.read_register(process.pc_name)
         pc = int(pc_value) & UNSIGNED_64
         level = pending.level()
-        precise = level == 0 or level <= process.inline_depth(pc)
+        precise = level == 0
+        if not precise and process.may_claim(pc):
+            precise = level <= process.inline_depth(pc)
         if not precise and process.interrupted:
             sp = int(pending.read_register(process.sp_name)) & UNSIGNED_64
             precise = (pc, sp) in process.interrupted
