@@ -10,7 +10,7 @@ run) for everything else, and by default also for modules that carry CFI
 (`.eh_frame`/`.debug_frame`), where GDB's own unwinding is right and knows
 more registers than SFrame does; `--everywhere` claims those too.
 `--from-cfi` gives modules without `.sframe` a table generated from their
-CFI (useful with `--everywhere`).
+CFI (and implies `--everywhere`: only modules with CFI get one).
 
 Signal frames stay with GDB's sigtramp unwinder, which restores every
 register from the kernel's `ucontext`. The unwinder still looks at the
@@ -644,7 +644,9 @@ def _configure(parser: CommandParser) -> None:
     parser.add_argument(
         "--from-cfi",
         action="store_true",
-        help="with on: generate SFrame from the CFI of modules that have no .sframe section",
+        help="with on: generate SFrame from the CFI of modules that have no .sframe section "
+        "and unwind them with it (implies --everywhere: those modules have CFI, so GDB "
+        "would unwind them itself otherwise)",
     )
 
 
@@ -653,7 +655,7 @@ def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
     if args.action != "status":
         unwinder.enabled = args.action == "on"
         if unwinder.enabled:
-            unwinder.policy = Policy(args.everywhere, args.from_cfi)
+            unwinder.policy = Policy(args.everywhere or args.from_cfi, args.from_cfi)
         unwinder.forget()
         sync_registration()
         gdb.invalidate_cached_frames()

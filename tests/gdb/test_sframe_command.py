@@ -64,7 +64,7 @@ def test_unwinder_with_tables_generated_from_cfi(gdb_path: str) -> None:
     result = run_gdb(
         [
             *stop_at(),
-            "stackmark unwinder on --everywhere --from-cfi",
+            "stackmark unwinder on --from-cfi",  # implies --everywhere
             LIST_FRAMES,
             *section("status", "stackmark unwinder status"),
         ],
