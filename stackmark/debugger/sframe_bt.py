@@ -25,6 +25,7 @@ from stackmark.debugger.backend import DebuggerError, ThreadInfo
 from stackmark.debugger.bt import Snapshot, ThreadBacktrace, cbf_lines, thread_title
 from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.frames import PhysicalFrame
+from stackmark.debugger.modules import module_for_address
 from stackmark.debugger.session import Session
 from stackmark.debugger.sframe import sframe_table
 from stackmark.debugger.symbolize import symbolize_lines
@@ -38,8 +39,7 @@ from stackmark.unwind.rules import Arch
 from stackmark.unwind.tables import NoTable, TableCache
 from stackmark.unwind.unwinder import DEFAULT_MAX_FRAMES, Unwinder, UnwindResult
 
-NO_SECTION = "no .sframe section"
-FROM_CFI_HINT = "--from-cfi unwinds such modules with tables generated from their .eh_frame"
+FROM_CFI_HINT = "{name} has no SFrame table: --from-cfi generates one from its .eh_frame"
 
 
 def main_range(modules: Sequence[Module]) -> tuple[int, int] | None:
@@ -110,8 +110,10 @@ def unwind_threads(
         reason = result.stop_reason
         if len(frames) < len(result.frames):
             reason = "at main (--full shows the frames past it)"
-        elif not from_cfi and NO_SECTION in reason:
-            reason += f"; {FROM_CFI_HINT}"
+        elif not from_cfi and frames:
+            last = module_for_address(modules, frames[-1].lookup_address)
+            if last is not None and isinstance(tables.table_for(last), NoTable):
+                reason += "; " + FROM_CFI_HINT.format(name=last.name)
         unwound.append(UnwoundThread(thread, frames, reason))
     return backend.arch(), modules, unwound
 

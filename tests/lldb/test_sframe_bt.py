@@ -79,7 +79,7 @@ def test_drap_behind_a_signal_handler_unwinds_where_lldb_fails(
     listing = command_output(result, SFRAME_BT[1], 0)
     assert functions(listing) == gdb_names(gdb_bt)[:4]
     assert "libc.so.6: no .sframe section" in STOP_REASON.findall(listing)[0]
-    assert "--from-cfi" in STOP_REASON.findall(listing)[0]
+    assert "libc.so.6 has no SFrame table: --from-cfi" in STOP_REASON.findall(listing)[0]
     # With tables generated from libc's .eh_frame the walk goes on through libc to
     # main: every frame of GDB's native backtrace (GDB's tail-call frame for
     # __pthread_kill_internal has no stack of its own, so no physical frame).
@@ -139,3 +139,23 @@ def test_cbf_holds_the_same_frames_and_full_goes_past_main(
     assert bt_lines[0].endswith(":pc}}}")  # frame 0: the registers, nothing to say
     assert bt_lines[1].endswith(":ra}}} (sframe)")  # leaf's caller, found by SFrame
     assert STOP_REASON.search(full)
+
+
+def test_threads_blocked_in_libc_unwind_through_it_with_tables_from_its_cfi(
+    lldb_path: str, gdb_path: str, program: Program, stripped_program: Program
+) -> None:
+    """The worker threads wait in libc's read(), which has no .sframe and no frame
+    pointer: the walk ends there, naming --from-cfi; with it, every thread's frames
+    are GDB's native ones (up to clone3)."""
+    commands = [*gdb_stop_at(), *section("markup", "stackmark bt -a --markup")]
+    reference = marked(run_gdb(commands, program.exe, args=["threads"]), "markup")
+    plain, from_cfi = "stackmark sframe-bt -a", "stackmark sframe-bt -a --markup --from-cfi"
+    result = run_lldb([*stop_at(args=["threads"]), plain, from_cfi], stripped_program.exe)
+
+    def per_thread(markup: str) -> list[str]:
+        return [line for line in markup.splitlines() if line.startswith(("Thread ", "{{{bt:"))]
+
+    assert per_thread(command_output(result, from_cfi)) == per_thread(reference)
+    assert sum(line.startswith("Thread ") for line in per_thread(reference)) == 3
+    reasons = STOP_REASON.findall(command_output(result, plain))
+    assert sum("libc.so.6 has no SFrame table: --from-cfi" in r for r in reasons) == 2, reasons
