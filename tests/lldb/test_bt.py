@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.gdb.conftest import Program, build_program, marked, run_gdb, section
+from tests.gdb.conftest import (
+    OPTIMIZED,
+    STRIP_CFI,
+    Program,
+    build_program,
+    marked,
+    run_gdb,
+    section,
+)
 from tests.gdb.conftest import stop_at as gdb_stop_at
 from tests.gdb.test_bt import bt_elements, debug_directory, llvm_functions
 from tests.lldb.conftest import command_output, parse_lldb_bt, run_lldb, stop_at
@@ -98,6 +106,32 @@ def test_full_ends_at_the_entry_point_as_gdbs_own_backtrace(
     lldb = in_lldb(stripped_program.exe, [], command)[0]
     assert bt_elements(gdb) == native
     assert lldb == gdb
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["eh_frame", "stripped"])
+def test_stopped_in_inlined_code_prints_the_bytes_gdb_prints(
+    lldb_path: str, gdb_path: str, stripped: bool
+) -> None:
+    """Frame 0 is an inlined call (tests/fixtures/src/dbg_inline_start.c), stopped at
+    the inlined block's first instruction, where a new SFrame row starts. LLDB's own
+    `b inl` stops elsewhere (at the entry pc DWARF gives), so LLDB stops at the
+    address GDB's `break inl` chose."""
+    post = [[*STRIP_CFI, "{out}"]] if stripped else []
+    binary = compile_program("dbg_inline_start", ["dbg_inline_start.c"], flags=OPTIMIZED, post=post)
+    commands = ("stackmark bt --markup", "stackmark bt --cbf")
+    script = ["break inl", "run", *section("pc", 'printf "%#lx\\n", $pc')]
+    for i, command in enumerate(commands):
+        script += section(f"out{i}", command)
+    reference = run_gdb(script, binary)
+    pc = marked(reference, "pc").strip()
+    gdb = [marked(reference, f"out{i}") for i in range(len(commands))]
+    launch = ["process launch --stop-at-entry", f"breakpoint set -a {pc}", "process continue"]
+    lldb_commands = (*commands, "stackmark sframe-bt --markup")
+    result = run_lldb([*launch, *lldb_commands], binary)
+    lldb = [command_output(result, command) for command in lldb_commands]
+    assert [e[2] for e in bt_elements(gdb[0])] == ["pc", "ra", "ra"]  # inl+outer2, top, main
+    assert lldb[:2] == gdb
+    assert bt_elements(lldb[2]) == bt_elements(gdb[0])
 
 
 def test_an_inlined_frame_has_the_pc_of_the_inlined_code(lldb_path: str, program: Program) -> None:
