@@ -49,13 +49,22 @@ def _objdump(objdump: str, binary: Path) -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge", "sframe_wide"])
 def test_v1_from_gas_matches_system_objdump(program: str) -> None:
     objdump = require_tool("objdump")
     binary = compile_program(f"{program}_v1", [f"{program}.c"], flags=GSFRAME)
     section = read_sframe_file(binary)
     assert section.version == 1
     assert objdump_text(section, binary.name) == _objdump(objdump, binary)
+
+
+def test_wide_fixture_has_every_start_and_offset_size() -> None:
+    """sframe_wide.c makes gas use 1-, 2- and 4-byte FRE start addresses and CFA
+    offsets, so the oracle tests above cover every FRE encoding."""
+    section = read_sframe_file(compile_program("sframe_wide_v1", ["sframe_wide.c"], flags=GSFRAME))
+    start_sizes = {fde.info & 0xF for fde in section.fdes}  # SFRAME_FRE_TYPE_ADDR1/2/4
+    offset_sizes = {(fre.info >> 5) & 3 for fde in section.fdes for fre in fde.fres}
+    assert start_sizes == {0, 1, 2} and offset_sizes == {0, 1, 2}
 
 
 def _generate(binary: Path, out: Path, version: int) -> None:
@@ -65,7 +74,7 @@ def _generate(binary: Path, out: Path, version: int) -> None:
     )
 
 
-@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge", "sframe_wide"])
 def test_generated_v1_read_back_by_system_objdump(program: str, tmp_path: Path) -> None:
     objdump = require_tool("objdump")
     binary = compile_program(f"{program}_plain", [f"{program}.c"], flags=PLAIN)
@@ -97,7 +106,7 @@ def newer_binutils() -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge"])
+@pytest.mark.parametrize("program", ["sframe_deep", "sframe_edge", "sframe_wide"])
 @pytest.mark.parametrize(
     ("version", "releases"), [(2, ("2.44", "2.47")), (3, ("2.47",))], ids=["v2", "v3"]
 )
