@@ -35,12 +35,19 @@ def s390x_binutils(toolchains: Path) -> Path:
         f"-oDir::State::Lists={apt / 'lists'}",
         f"-oDir::Cache={apt / 'cache'}",
     ]
-    subprocess.run(
+    fetched = subprocess.run(
         ["apt-get", *options, "download", f"{PACKAGE}={version}"],
         cwd=debs,
-        check=True,
         capture_output=True,
+        text=True,
+        check=False,
     )
+    if fetched.returncode != 0:
+        raise RuntimeError(
+            f"cannot fetch {PACKAGE} {version} (the version of {libbinutils[-1].name}): "
+            f"{fetched.stderr.strip()}\nDelete {toolchains} and run the tests again: "
+            "get-binutils.sh then fetches a matching set."
+        )
     root = toolchains / "root-sid"
     for deb in debs.glob(f"{PACKAGE}_*_amd64.deb"):
         subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
