@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             for _thread, result in results:
                 swift = SwiftBacktrace(
                     SWIFT_ARCHITECTURE.get(core.machine_name, core.machine_name),
-                    cbf.encode(result.backtrace),
+                    cbf.encode(result.backtrace_with_markers),
                     image_map,
                 )
                 print(swift.to_json())
@@ -117,7 +117,7 @@ def _print_markup(
         if len(results) > 1:
             signal = f" (signal {thread.signal})" if thread.signal else ""
             print(f"thread {thread.tid}{signal}:")
-        for line in frame_lines(result.backtrace, notes=args.notes):
+        for line in frame_lines(result.backtrace_with_markers, notes=args.notes):
             print(line)
         if args.notes:
             print(f"(unwinding stopped: {result.stop_reason})")
@@ -146,6 +146,7 @@ def _json(core: CoreFile, results: list[tuple[CoreThread, UnwindResult]]) -> dic
                 "signal": thread.signal,
                 "frames": frames,
                 "stop_reason": result.stop_reason,
+                "truncated": result.truncated,
             }
         )
     return {

@@ -106,10 +106,17 @@ class UnwindResult:
 
     frames: list[UnwoundFrame] = field(default_factory=list)
     stop_reason: str = ""
+    truncated: bool = False  # cut at the depth limit: the frames went on
 
     @property
     def backtrace(self) -> list[BacktraceFrame]:
         return [f.frame for f in self.frames]
+
+    @property
+    def backtrace_with_markers(self) -> list[BacktraceFrame]:
+        """`backtrace`, ending with CBF's truncated marker when it was cut short."""
+        marker = [BacktraceFrame(FrameKind.TRUNCATED)] if self.truncated else []
+        return self.backtrace + marker
 
 
 class _Stop(Exception):
@@ -197,6 +204,7 @@ class Unwinder:
                 previous_cfa = cfa
             if len(result.frames) >= self.max_frames:
                 result.stop_reason = f"depth limit of {self.max_frames} frames reached"
+                result.truncated = True
                 return result
             state = step.caller
             note = step.caller_note or step.method

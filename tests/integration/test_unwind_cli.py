@@ -96,6 +96,24 @@ def test_cbf_decode_symbolizes_with_the_image_map(
     assert both.returncode == 1 and "do not go together" in both.stderr
 
 
+def test_depth_limit_is_marked_truncated(chain: tuple[GdbCapture, Path], tmp_path: Path) -> None:
+    """Frames cut at --max-frames end with the truncated marker (markup and CBF);
+    a walk that ended by itself does not."""
+    capture, _debug_dir = chain
+    markup = stackmark("unwind", "--max-frames", "3", str(capture.core)).stdout.splitlines()
+    assert markup[-1] == "... (backtrace truncated)" and markup[-2].startswith("{{{bt:2:")
+    assert "truncated" not in stackmark("unwind", str(capture.core)).stdout
+    (tmp_path / "bt.json").write_text(
+        stackmark("unwind", "--cbf", "--max-frames", "3", str(capture.core)).stdout
+    )
+    decoded = json.loads(stackmark("cbf", "decode", "--json", f"@{tmp_path / 'bt.json'}").stdout)
+    assert decoded["truncated"] is True and len(decoded["frames"]) == 3
+    report = json.loads(
+        stackmark("unwind", "--json", "--max-frames", "3", str(capture.core)).stdout
+    )
+    assert report["threads"][0]["truncated"] is True
+
+
 def test_json_output(chain: tuple[GdbCapture, Path]) -> None:
     capture, _debug_dir = chain
     proc = stackmark("unwind", "--json", str(capture.core))

@@ -155,6 +155,7 @@ def test_outermost_rows_stop(row: UnwindRow, reason: str) -> None:
     result = Unwinder(target, loader({"app": [row]})).unwind()
     assert addresses(result) == [0x1150]
     assert result.stop_reason == reason
+    assert not result.truncated  # the stack ended: nothing was cut
 
 
 def test_a_cfa_that_does_not_grow_stops() -> None:
@@ -187,6 +188,8 @@ def test_depth_limit() -> None:
     result = Unwinder(target, loader({"app": [recursion]}), max_frames=25).unwind()
     assert addresses(result) == [0x1150] + [0x1180] * 24
     assert result.stop_reason == "depth limit of 25 frames reached"
+    assert result.truncated and result.backtrace_with_markers[-1].kind is FrameKind.TRUNCATED
+    assert len(result.backtrace_with_markers) == 26
 
 
 def test_a_register_the_row_needs_must_be_known() -> None:
