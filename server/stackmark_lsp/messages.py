@@ -73,6 +73,9 @@ EN: dict[str, str] = {
     "settings.not-a-list": "stackmark: setting “{key}” must be a list of strings; ignored",
     "settings.not-a-string": "stackmark: setting “{key}” must be a string; ignored",
     "settings.not-an-object": "stackmark: setting “{key}” must map old prefixes to new; ignored",
+    "settings.not-a-number": "stackmark: setting “{key}” must be a number of seconds, "
+    "0 or more; ignored",
+    "settings.not-a-boolean": "stackmark: setting “{key}” must be true or false; ignored",
     "settings.unknown-key": "stackmark: unknown setting “{key}”; ignored",
     "settings.debuginfod": "stackmark: debuginfod is not usable: {reason}",
     "link.source": "open {path}",
@@ -132,6 +135,10 @@ JA: dict[str, str] = {
     "settings.not-a-string": "stackmark: 設定「{key}」は文字列でなければなりません。無視します",
     "settings.not-an-object": "stackmark: 設定「{key}」は旧接頭辞から新接頭辞への"
     "対応でなければなりません。無視します",
+    "settings.not-a-number": "stackmark: 設定「{key}」は 0 以上の秒数でなければなりません。"
+    "無視します",
+    "settings.not-a-boolean": "stackmark: 設定「{key}」は true か false でなければなりません。"
+    "無視します",
     "settings.unknown-key": "stackmark: 不明な設定「{key}」です。無視します",
     "settings.debuginfod": "stackmark: debuginfod を使えません: {reason}",
     "link.source": "{path} を開く",

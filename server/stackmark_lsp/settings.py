@@ -13,6 +13,10 @@ use them):
     cacheDir              path        GSYM cache and debuginfod downloads
                                       (default $XDG_CACHE_HOME/stackmark)
     debuginfodUrls        [url]       servers (default: DEBUGINFOD_URLS)
+    debuginfodTimeout     seconds     per request, 0 for none (default: DEBUGINFOD_TIMEOUT, 90)
+    debuginfodCachePath   path        downloads (default: cacheDir/debuginfod, else
+                                      DEBUGINFOD_CACHE_PATH, else debuginfod's default)
+    debuginfodOffline     bool        answer from downloads already made, ask no server
     sourcePathMap         {old: new}  source path prefixes to rewrite, longest first
 
 An empty list means "the default", as when the key is absent (editors
@@ -32,6 +36,9 @@ KEYS = (
     "symbolPaths",
     "cacheDir",
     "debuginfodUrls",
+    "debuginfodTimeout",
+    "debuginfodCachePath",
+    "debuginfodOffline",
     "sourcePathMap",
 )
 
@@ -41,7 +48,8 @@ class Problem:
     """A setting that could not be used: which key, and what was wrong (a message id)."""
 
     key: str
-    reason: str  # "not-a-list", "not-a-string", "not-an-object", "unknown-key"
+    reason: str  # "not-a-list", "not-a-string", "not-an-object", "not-a-number",
+    # "not-a-boolean", "unknown-key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +59,9 @@ class Settings:
     symbol_paths: tuple[str, ...] = ()
     cache_dir: str | None = None
     debuginfod_urls: tuple[str, ...] = ()
+    debuginfod_timeout: float | None = None  # None: DEBUGINFOD_TIMEOUT or the default
+    debuginfod_cache_path: str | None = None
+    debuginfod_offline: bool = False
     source_path_map: tuple[tuple[str, str], ...] = field(default=())
 
     def map_source(self, path: str) -> str:
@@ -114,6 +125,20 @@ def parse(layers: list[object], root: str | None = None) -> tuple[Settings, list
     ):
         problems.append(Problem("debuginfodUrls", "not-a-list"))
         urls = None
+    timeout = values.get("debuginfodTimeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+    ):
+        problems.append(Problem("debuginfodTimeout", "not-a-number"))
+        timeout = None
+    downloads = values.get("debuginfodCachePath")
+    if downloads is not None and not isinstance(downloads, str):
+        problems.append(Problem("debuginfodCachePath", "not-a-string"))
+        downloads = None
+    offline = values.get("debuginfodOffline", False)
+    if not isinstance(offline, bool):
+        problems.append(Problem("debuginfodOffline", "not-a-boolean"))
+        offline = False
     mapping = values.get("sourcePathMap")
     pairs: list[tuple[str, str]] = []
     if mapping is not None:
@@ -130,6 +155,9 @@ def parse(layers: list[object], root: str | None = None) -> tuple[Settings, list
         symbol_paths=paths("symbolPaths"),
         cache_dir=_path(cache_dir, root) if isinstance(cache_dir, str) else None,
         debuginfod_urls=tuple(urls or ()),
+        debuginfod_timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        debuginfod_cache_path=_path(downloads, root) if isinstance(downloads, str) else None,
+        debuginfod_offline=offline,
         source_path_map=tuple(pairs),
     )
     return settings, problems

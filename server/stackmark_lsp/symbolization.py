@@ -138,9 +138,11 @@ class SymbolService:
     # -- set-up -----------------------------------------------------------------------
 
     def _debuginfod_client(self, report: Callable[[str], None]) -> DebuginfodClient | None:
-        """A debuginfod client when servers are configured (settings, else DEBUGINFOD_URLS)."""
+        """A debuginfod client when servers are configured (settings, else DEBUGINFOD_URLS),
+        or offline mode asks for the downloads already made."""
         urls = self.settings.debuginfod_urls
-        if not urls and not os.environ.get("DEBUGINFOD_URLS", "").strip():
+        offline = self.settings.debuginfod_offline
+        if not urls and not offline and not os.environ.get("DEBUGINFOD_URLS", "").strip():
             return None
         from stackmark.symbols.debuginfod import (
             DebuginfodClient,
@@ -148,10 +150,17 @@ class SymbolService:
             DebuginfodSettings,
         )
 
-        cache = Path(self.settings.cache_dir) / "debuginfod" if self.settings.cache_dir else None
+        cache: Path | None = None
+        if self.settings.debuginfod_cache_path:
+            cache = Path(self.settings.debuginfod_cache_path)
+        elif self.settings.cache_dir:
+            cache = Path(self.settings.cache_dir) / "debuginfod"
         try:
             settings = DebuginfodSettings.from_environment(
-                urls=list(urls) or None, cache_path=cache
+                urls=list(urls) or None,
+                cache_path=cache,
+                timeout=self.settings.debuginfod_timeout,  # 0: no timeout, as DEBUGINFOD_TIMEOUT=0
+                offline=offline,
             )
         except DebuginfodConfigError as exc:
             report(str(exc))

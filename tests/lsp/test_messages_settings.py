@@ -84,6 +84,15 @@ def test_settings_layers_and_paths(tmp_path: Path) -> None:
     assert settings.cache_dir == str(Path.home() / "c")
     assert settings.symbol_paths == ("/s",)
     assert settings.debuginfod_urls == ("http://a", "http://b")
+    assert (settings.debuginfod_timeout, settings.debuginfod_offline) == (None, False)
+    more, problems = parse(
+        [config, {"debuginfodTimeout": 0, "debuginfodCachePath": "dl", "debuginfodOffline": True}],
+        str(tmp_path),
+    )
+    assert problems == []
+    assert more.debuginfod_timeout == 0.0  # no limit, as DEBUGINFOD_TIMEOUT=0
+    assert more.debuginfod_cache_path == str(tmp_path / "dl")
+    assert more.debuginfod_offline is True
     assert settings.map_source("/b/src/f.c") == "/y/f.c"  # the longest prefix wins
     assert settings.map_source("/b/lib/g.c") == "/x/lib/g.c"
     assert settings.map_source("/bin/h.c") == "/bin/h.c"  # a prefix of a name is not one
@@ -96,6 +105,11 @@ def test_settings_layers_and_paths(tmp_path: Path) -> None:
         ({"cacheDir": ["a"]}, "not-a-string"),
         ({"sourcePathMap": ["a"]}, "not-an-object"),
         ({"debuginfodUrls": {"a": 1}}, "not-a-list"),
+        ({"debuginfodTimeout": "10"}, "not-a-number"),
+        ({"debuginfodTimeout": -1}, "not-a-number"),
+        ({"debuginfodTimeout": True}, "not-a-number"),
+        ({"debuginfodCachePath": 3}, "not-a-string"),
+        ({"debuginfodOffline": "yes"}, "not-a-boolean"),
         ({"colour": True}, "unknown-key"),
     ],
 )

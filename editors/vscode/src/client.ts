@@ -29,6 +29,9 @@ export const SERVER_SETTINGS = [
   "symbolPaths",
   "cacheDir",
   "debuginfodUrls",
+  "debuginfodTimeout",
+  "debuginfodCachePath",
+  "debuginfodOffline",
   "sourcePathMap",
 ] as const;
 

@@ -27,6 +27,9 @@ M.setting_keys = {
   "symbolPaths",
   "cacheDir",
   "debuginfodUrls",
+  "debuginfodTimeout",
+  "debuginfodCachePath",
+  "debuginfodOffline",
   "sourcePathMap",
 }
 
