@@ -110,6 +110,8 @@ def unwind_threads(
         reason = result.stop_reason
         if len(frames) < len(result.frames):
             reason = "at main (--full shows the frames past it)"
+        elif result.truncated:
+            frames = result.backtrace_with_markers  # cut at --max-frames: say so in the data
         elif not from_cfi and frames:
             last = module_for_address(modules, frames[-1].lookup_address)
             if last is not None and isinstance(tables.table_for(last), NoTable):

@@ -15,7 +15,10 @@ trampoline.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from tests.gdb.test_bt import bt_elements
 from tests.gdb.test_symbolize import functions, gdb_names
 from tests.gdb.test_unwinder import fixture_copy
 from tests.lldb.conftest import command_output, parse_lldb_bt, run_lldb, stop_at
+from tests.support.build import REPO
 
 DRAP_FIXTURE = "edge-x86_64-v3"
 SFRAME_BT = ("stackmark sframe-bt --markup", "stackmark sframe-bt")
@@ -159,3 +163,28 @@ def test_threads_blocked_in_libc_unwind_through_it_with_tables_from_its_cfi(
     assert sum(line.startswith("Thread ") for line in per_thread(reference)) == 3
     reasons = STOP_REASON.findall(command_output(result, plain))
     assert sum("libc.so.6 has no SFrame table: --from-cfi" in r for r in reasons) == 2, reasons
+
+
+def test_a_walk_cut_at_max_frames_says_so_in_markup_and_cbf(
+    lldb_path: str, stripped_program: Program, tmp_path: Path
+) -> None:
+    """`--max-frames 3` on a deeper stack: three `bt` elements then the truncated line in
+    markup, and CBF whose decoding (outside the debugger) ends with the truncated marker."""
+    commands = [
+        "stackmark sframe-bt --markup --max-frames 3",
+        "stackmark sframe-bt --cbf --max-frames 3",
+        "stackmark sframe-bt --markup",
+    ]
+    result = run_lldb([*stop_at(args=["chain"]), *commands], stripped_program.exe)
+    cut, whole = command_output(result, commands[0]), command_output(result, commands[2])
+    assert bt_elements(cut) == bt_elements(whole)[:3] and len(bt_elements(whole)) > 3
+    assert cut.splitlines()[-1] == "... (backtrace truncated)"
+    cbf_line = next(line for line in command_output(result, commands[1]).splitlines()
+                    if line.startswith("cbf: "))  # fmt: skip
+    decoded = subprocess.run(
+        [sys.executable, "-m", "stackmark", "cbf", "decode", "--json", cbf_line[len("cbf: ") :]],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )  # fmt: skip
+    answer = json.loads(decoded.stdout)
+    assert answer["truncated"] is True
+    assert [f["kind"] for f in answer["frames"]] == ["pc", "ra", "ra"]
