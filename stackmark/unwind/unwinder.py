@@ -280,7 +280,7 @@ class Unwinder:
             return Step(cfa, method, None, f"{why}; frame-pointer chain unreadable: {exc}")
         if self.arch is Arch.AARCH64:
             ra = self._strip_pac(ra)
-        return self._caller(cfa, ra, caller_fp, method)
+        return self._caller(cfa, ra, caller_fp, method, why)
 
     def _step_outside_modules(self, state: FrameState) -> Step:
         """Frame 0 at an address no module holds: unwind as if just called."""
@@ -315,12 +315,25 @@ class Unwinder:
 
     # -- helpers -------------------------------------------------------------------
 
-    def _caller(self, cfa: int, ra: int | None, fp: int | None, method: str) -> Step:
+    def _caller(
+        self, cfa: int, ra: int | None, fp: int | None, method: str, guess: str = ""
+    ) -> Step:
+        """The caller at return address `ra`. `guess` is set when the frame-pointer chain
+        gave `ra` (why there was no table): then a stop says so, since a frame that does
+        not keep the chain (most of a libc without .sframe) ends it with junk, not at
+        the outermost frame."""
         if ra is None:
             return Step(cfa, method, None, "return address unknown")
         if ra == 0:
+            if guess:
+                return Step(
+                    cfa, method, None, f"{guess}; the frame-pointer chain gave return address 0"
+                )
             return Step(cfa, method, None, "return address 0: outermost frame")
         if not self.modules.is_code(ra):
+            if guess:
+                why = f"{guess}; the frame-pointer chain gave return address 0x{ra:x}, "
+                return Step(cfa, method, None, why + "outside the loaded code")
             return Step(cfa, method, None, f"return address 0x{ra:x} is outside the loaded code")
         registers = {self._sp: cfa + self._sp_from_cfa}
         if fp is not None:

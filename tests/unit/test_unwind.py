@@ -231,6 +231,24 @@ def test_frame_pointer_chain_where_a_module_has_no_table() -> None:
     assert result.stop_reason == "lib: no table here; frame pointer 0: outermost frame"
 
 
+@pytest.mark.parametrize(
+    ("ra", "reason"),
+    [
+        (0, "lib: no table here; the frame-pointer chain gave return address 0"),
+        (0x9999, "lib: no table here; the frame-pointer chain gave return address 0x9999, "
+                 "outside the loaded code"),
+    ],
+)  # fmt: skip
+def test_a_frame_pointer_chain_that_ends_in_junk_says_it_was_a_guess(ra: int, reason: str) -> None:
+    """A libc without tables: a frame that does not keep the chain leaves a saved RA of 0
+    or garbage. That is the chain's guess failing, not the outermost frame."""
+    words = {0x7100: 0x7200, 0x7108: ra}
+    target = FakeTarget(Arch.AMD64, 0x5100, {RSP: 0x7000, RBP: 0x7100}, words, [APP, LIB])
+    result = Unwinder(target, loader({"app": []})).unwind()
+    assert addresses(result) == [0x5100]
+    assert result.stop_reason == reason
+
+
 def test_frame_pointer_fallback_where_no_row_covers_the_pc() -> None:
     words = {0x7100: 0, 0x7108: 0x1150}
     target = FakeTarget(Arch.AMD64, 0x1900, {RSP: 0x7000, RBP: 0x7100}, words, [APP])
