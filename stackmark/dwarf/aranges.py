@@ -14,12 +14,14 @@ import struct
 import sys
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from heapq import heappop, heappush
 
 from stackmark.dwarf.sections import Section
 
-ArangeSet = tuple[int, list[int], list[int]]
-"""(unit offset, range starts, range lengths): one unit's address ranges."""
+ArangeSet = tuple[int, Sequence[int], Sequence[int]]
+"""(unit offset, range starts, range lengths): one unit's address ranges (arrays as read:
+a first lookup looks at few of them, so they are not turned into lists)."""
 
 
 def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
@@ -66,14 +68,11 @@ def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
         count = max(0, (set_end - first) // tuple_size)
         blob = buf[base + first : base + first + count * tuple_size]
         code = {2: "H", 4: "I", 8: "Q"}[addr_size]
-        if native:
-            words = array(code)
-            words.frombytes(blob)
-            lows, lengths = words[0::2].tolist(), words[1::2].tolist()
-        else:
-            pairs = list(struct.iter_unpack(endian + code * 2, blob))
-            lows, lengths = [p[0] for p in pairs], [p[1] for p in pairs]
-        sets.append((unit_offset, lows, lengths))
+        words = array(code)
+        words.frombytes(blob)
+        if not native:
+            words.byteswap()
+        sets.append((unit_offset, words[0::2], words[1::2]))
         offset = set_end
     return sets
 
@@ -82,21 +81,16 @@ class AddressRanges:
     """Disjoint [low, high) ranges, each naming the unit (by offset) that covers it.
 
     Merging sorts every endpoint, which costs more than a first lookup should;
-    the first few lookups instead look for the ranges containing the address,
-    and when only one unit has any, that unit is the merged answer too.
+    the first few lookups instead look for the ranges containing the address
+    (one pass over the ranges as read: cheaper than any per-set summary, which
+    would itself visit every range), and when only one unit has any, that unit
+    is the merged answer too.
     """
 
     _SCANS_BEFORE_MERGE = 4
 
     def __init__(self, sets: list[ArangeSet]):
         self._sets = sets
-        # Each set's span, to pass over most sets without looking at their ranges.
-        self._spans = [
-            (min(lows), max(low + n for low, n in zip(lows, lengths, strict=True)))
-            if lows
-            else (0, 0)
-            for _, lows, lengths in sets
-        ]
         self._scans = 0
         self._merged = False
         self.lows: list[int] = []
@@ -105,12 +99,11 @@ class AddressRanges:
 
     def _scan(self, address: int) -> set[int]:
         found: set[int] = set()
-        for (unit, lows, lengths), (first, last) in zip(self._sets, self._spans, strict=True):
-            if first <= address < last:
-                for low, n in zip(lows, lengths, strict=True):
-                    if low <= address < low + n:
-                        found.add(unit)
-                        break
+        for unit, lows, lengths in self._sets:
+            for low, n in zip(lows, lengths, strict=True):
+                if low <= address < low + n:
+                    found.add(unit)
+                    break
         return found
 
     def _merge(self) -> None:
