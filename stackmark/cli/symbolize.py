@@ -360,17 +360,13 @@ def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
         if not files.build_id:
             return None
         try:
-            gsym_path, extras_path, _lock = cache.entry_paths(files.build_id)
-            if not (gsym_path.is_file() and extras_path.is_file()):
+            # Validation checks the entry (the extras belong to the GSYM, whose UUID,
+            # when it has one, is the build ID; CRC-32s unless this very pair passed
+            # them before); the source then opens it without checking again.
+            entry = cache.validate(files.build_id)
+            if entry is None:
                 return None
-            # Opening the entry checks it (the extras must belong to the GSYM);
-            # the GSYM's UUID, when it has one, must be the build ID.
-            source = GsymSource(str(gsym_path), str(extras_path), files)
-            uuid = source.reader.uuid.hex()
-            if uuid and not files.build_id.startswith(uuid):
-                source.close()
-                return None
-            return source
+            return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
         except (StackmarkError, OSError):
             return None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stackmark.symbols.buildid import is_valid_build_id
-from stackmark.symbols.cache import LAYOUT, GsymCache
+from stackmark.symbols.cache import LAYOUT, VERIFIED_SUFFIX, GsymCache
 from stackmark.symbols.download_cache import DownloadCache
 from stackmark.symbols.negative_cache import MISS_SUFFIX
 
@@ -177,7 +177,8 @@ class Caches:
             except BlockingIOError:
                 return False  # being built right now: leave it
             # The GSYM first: without it the pair is not an entry, whatever the extras.
-            for path in (gsym_path, extras_path):
+            verified_path = gsym_path.with_suffix(VERIFIED_SUFFIX)
+            for path in (gsym_path, extras_path, verified_path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
         finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stackmark.errors import FormatError, StackmarkError
@@ -28,7 +29,7 @@ from stackmark.formats.gsym.extras import NO_STATE, Extras
 from stackmark.formats.gsym.lookup import join_path
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.model import DataSymbol, SourceFrame
-from stackmark.symbols.cache import GsymCache
+from stackmark.symbols.cache import GsymCache, open_pair
 
 if TYPE_CHECKING:
     from stackmark.symbols.elf_source import ElfSymbolSource
@@ -43,17 +44,21 @@ callers keep answers per address)."""
 class GsymSource:
     """Frames from a cached GSYM + extras; symbols from the binary (see module doc)."""
 
-    def __init__(self, gsym_path: str, extras_path: str, files: ModuleFiles):
+    def __init__(self, gsym_path: str, extras_path: str, files: ModuleFiles, identity: str = ""):
+        """`identity`: the pair's as the cache checked it (`CacheEntry.identity`); when the
+        files opened here still have it, their CRC-32s are not computed again."""
         from stackmark.symbols.elf_source import ElfSymbolSource
 
         self.files = files
         self.gsym_path = gsym_path
-        self.reader = GsymReader.open(gsym_path)
-        with open(extras_path, "rb") as f:
-            # Kept open: the extras' tables are views into it.
-            self._extras_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        # Kept open: the extras' tables are views into their mapping.
+        gsym_map, self._extras_map, opened = open_pair(Path(gsym_path), Path(extras_path))
+        self.reader = GsymReader(gsym_map, gsym_path)
         try:
-            self.extras = Extras(self._extras_map, self.reader.data, extras_path)
+            checksums = not identity or identity != opened
+            self.extras = Extras(
+                self._extras_map, self.reader.data, extras_path, checksums=checksums
+            )
         except BaseException:
             self._extras_map.close()
             self.reader.close()
@@ -210,7 +215,7 @@ def gsym_source_factory(cache: GsymCache) -> SourceFactory:
                 if not elf.has_dwarf:
                     return None
             entry = cache.get_or_build(files.build_id, files.dwarf_file)
-            return GsymSource(str(entry.gsym), str(entry.extras), files)
+            return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
         except (StackmarkError, OSError):
             return None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import subprocess
 from pathlib import Path
 
@@ -179,3 +180,70 @@ def test_entries_do_not_depend_on_the_number_of_processes(tmp_path: Path) -> Non
     two = GsymCache(tmp_path / "two", jobs=2).get_or_build(build_id, str(binary))
     assert one.gsym.read_bytes() == two.gsym.read_bytes()
     assert one.extras.read_bytes() == two.extras.read_bytes()
+
+
+def test_a_checked_pair_is_not_checksummed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first validation reads every byte (CRC-32s) and records the pair's identity in
+    `.verified`; opening the same files again (validation and the lookup source) skips
+    the CRC passes, and answers are unchanged."""
+    import stackmark.formats.gsym.extras as extras_module
+
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    cache = GsymCache(tmp_path)
+    entry = cache.get_or_build(build_id, str(binary))
+    verified = entry.gsym.with_suffix(".verified")
+    assert verified.read_text().strip() == entry.identity != ""
+    passes: list[str] = []
+    real_fingerprint, real_body = extras_module.gsym_fingerprint, extras_module._check_body
+    monkeypatch.setattr(
+        extras_module, "gsym_fingerprint", lambda g: passes.append("gsym") or real_fingerprint(g)
+    )
+    monkeypatch.setattr(
+        extras_module, "_check_body", lambda *a: passes.append("body") or real_body(*a)
+    )
+    again = cache.validate(build_id)
+    assert again is not None and again.identity == entry.identity
+    files = ModuleFiles(build_id, str(binary))
+    source = GsymSource(str(again.gsym), str(again.extras), files, again.identity)
+    with ElfFile.open(binary) as elf:
+        text = next(s for s in elf.sections if s.name == ".text")
+    assert source.frames_at(text.addr + text.size // 2)
+    source.close()
+    assert passes == []
+    # Without the identity (or with another one) the source checks in full.
+    GsymSource(str(again.gsym), str(again.extras), files).close()
+    assert passes == ["gsym", "body"]
+
+
+def test_a_file_changed_in_place_is_checked_in_full(tmp_path: Path) -> None:
+    """A byte changed in place, size kept and mtime put back: the ctime moved, so the
+    identity differs, the CRC passes run and the damage is found."""
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    cache = GsymCache(tmp_path)
+    entry = cache.get_or_build(build_id, str(binary))
+    good = entry.extras.read_bytes()
+    status = entry.extras.stat()
+    data = bytearray(good)
+    data[len(data) // 2] ^= 0xFF
+    with open(entry.extras, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(entry.extras, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert entry.extras.stat().st_size == status.st_size
+    assert cache.validate(build_id) is None
+    assert cache.get_or_build(build_id, str(binary)).extras.read_bytes() == good
+
+
+def test_a_forged_record_does_not_skip_the_check(tmp_path: Path) -> None:
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    cache = GsymCache(tmp_path)
+    entry = cache.get_or_build(build_id, str(binary))
+    entry.gsym.with_suffix(".verified").write_text("1:2:3:4 5:6:7:8\n")
+    data = bytearray(entry.gsym.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.gsym.write_bytes(bytes(data))
+    assert cache.validate(build_id) is None

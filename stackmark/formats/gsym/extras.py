@@ -405,8 +405,19 @@ def _check_body(data: Buffer, body_crc: int, source: str) -> None:
         )
 
 
-def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") -> None:
-    """Check magic, version, size, CRC and pairing with `gsym` without loading the tables."""
+def _pairs_with(gsym: Buffer, size: int, crc: int, checksums: bool) -> bool:
+    """Whether the header's (size, CRC) fingerprint is `gsym`'s; without `checksums`
+    (a pair already checked byte for byte, see symbols/cache.py) only the size."""
+    if not checksums:
+        return size == len(gsym)
+    return (size, crc) == gsym_fingerprint(gsym)
+
+
+def check_extras_header(
+    data: Buffer, gsym: Buffer, source: str = "<extras>", *, checksums: bool = True
+) -> None:
+    """Check magic, version, size, CRC and pairing with `gsym` without loading the tables
+    (`checksums` False: everything but the two CRC-32 passes over the files' bytes)."""
     if len(data) < _HEADER.size:
         raise RecordError("extras file is shorter than its header", offset=0, source=source)
     fields = _HEADER.unpack_from(data, 0)
@@ -416,7 +427,7 @@ def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") ->
         raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
     if version != VERSION:
         raise RecordError(f"unsupported extras version {version}", offset=4, source=source)
-    if (size, crc) != gsym_fingerprint(gsym):
+    if not _pairs_with(gsym, size, crc, checksums):
         raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
     need = (
         4 * (nfuncs + 1)
@@ -433,13 +444,17 @@ def check_extras_header(data: Buffer, gsym: Buffer, source: str = "<extras>") ->
             offset=_HEADER.size,
             source=source,
         )
-    _check_body(data, body_crc, source)
+    if checksums:
+        _check_body(data, body_crc, source)
 
 
 class Extras:
     """An extras file read back and checked against its GSYM."""
 
-    def __init__(self, data: Buffer, gsym: Buffer, source: str = "<extras>"):
+    def __init__(
+        self, data: Buffer, gsym: Buffer, source: str = "<extras>", *, checksums: bool = True
+    ):
+        """`checksums` False skips the CRC-32 passes (a pair the cache knows is intact)."""
         self.source = source
         if len(data) < _HEADER.size:
             raise RecordError("extras file is shorter than its header", offset=0, source=source)
@@ -462,7 +477,7 @@ class Extras:
             raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
         if version != VERSION:
             raise RecordError(f"unsupported extras version {version}", offset=4, source=source)
-        if (size, crc) != gsym_fingerprint(gsym):
+        if not _pairs_with(gsym, size, crc, checksums):
             raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
         pos = _HEADER.size
         need = (
@@ -480,7 +495,8 @@ class Extras:
                 offset=pos,
                 source=source,
             )
-        _check_body(data, body_crc, source)
+        if checksums:
+            _check_body(data, body_crc, source)
 
         # On a little-endian host the tables are views into `data` (an mmap
         # in the cache): nothing is copied at open, and only the pages a
