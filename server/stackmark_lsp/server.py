@@ -392,9 +392,19 @@ class StackmarkServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         self._refresh_handles[log.uri] = asyncio.get_running_loop().call_later(
-            0.5,
-            self.workspace_text_document_content_refresh,
-            types.TextDocumentContentRefreshParams(uri=uri),
+            0.5, self.refresh_view_now, log.uri
+        )
+
+    def refresh_view_now(self, log_uri: str) -> None:
+        """Send the refresh `view_changed` scheduled for the log's view, now (the timer's
+        end, or the view is about to be shown: a client that still holds the old text
+        would show it, one edit behind)."""
+        handle = self._refresh_handles.pop(log_uri, None)
+        if handle is None:
+            return  # nothing pending: the client was told, or nothing changed
+        handle.cancel()
+        self.workspace_text_document_content_refresh(
+            types.TextDocumentContentRefreshParams(uri=view.view_uri(log_uri))
         )
 
     def log_for_view(self, uri: str) -> OpenLog | None:
@@ -723,6 +733,7 @@ async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, A
     uri, line = _command_arguments(arguments)
     result = await ls.symbolize(uri, line, with_text=False)
     if ls.content_registered and ls.supports_show_document():
+        ls.refresh_view_now(uri)  # an edit still waiting to be announced: before showing
         position = types.Position(line=result["line"], character=0)
         await ls.window_show_document_async(
             types.ShowDocumentParams(

@@ -488,6 +488,34 @@ async def test_symbolized_view_is_what_the_command_prints(
         assert content is not None and content.text == "new first line\n" + cli.stdout
 
 
+async def test_a_view_shown_right_after_an_edit_is_refreshed_first(
+    programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
+) -> None:
+    """The code lens run within the refresh's half-second debounce after an edit: the
+    server tells the client to read the view again before asking it to show the view
+    (a client holding the old text showed it, one edit behind), and only once."""
+    program = programs["pie"]
+    path = copy_of(program, tmp_path)
+    lines = path.read_text().splitlines()
+    first_frame = next(i for i, line in enumerate(lines) if "{{{bt:0:" in line)
+    async with borrow(shared) as session:
+        uri = session.open(path)
+        await session.diagnostics(uri)
+        view_uri = (await session.command("stackmark.symbolize", uri, first_frame))["uri"]
+        before = session.refreshed.count(view_uri)
+        session.edit(uri, 2, (0, 0), (0, 0), "a new first line\n")
+        result = await session.command("stackmark.symbolize", uri, first_frame + 1)
+        # Notifications arrive in order: the refresh came before the command's answer.
+        assert session.refreshed.count(view_uri) == before + 1
+        assert result["uri"] == view_uri
+        await asyncio.sleep(1.0)  # past the debounce: it was cancelled, not sent again
+        assert session.refreshed.count(view_uri) == before + 1
+        content = await session.client.workspace_text_document_content_async(
+            types.TextDocumentContentParams(uri=view_uri)
+        )
+        assert content is not None and content.text.startswith("a new first line\n")
+
+
 # -- configuration, missing binaries, bad input ----------------------------------------
 
 
