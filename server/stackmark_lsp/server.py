@@ -445,13 +445,21 @@ def guarded(default: Callable[[], object]) -> Callable[[_Handler], _Handler]:
         @functools.wraps(handler)
         async def run(ls: StackmarkServer, params: Any) -> object:
             await ls.ready.wait()
-            try:
-                return await handler(ls, params)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("%s failed", handler.__name__)
-                return default()
+            for attempt in (1, 2):
+                try:
+                    return await handler(ls, params)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is None or task.cancelling():
+                        raise  # the client cancelled the request (or the server stops)
+                    # New settings closed the symbolizer this request was waiting on
+                    # (its pool cancels what it had queued): ask the new one, once.
+                    if attempt == 2:
+                        return default()
+                except Exception:
+                    logger.exception("%s failed", handler.__name__)
+                    return default()
+            return default()
 
         return cast(_Handler, run)
 
