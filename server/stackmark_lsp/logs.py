@@ -33,11 +33,14 @@ def uri_to_path(uri: str) -> str | None:
 class OpenLog:
     """One open document and what the server knows about it."""
 
-    def __init__(self, uri: str, text: str, version: int, codec: PositionCodec) -> None:
+    def __init__(
+        self, uri: str, text: str, version: int, codec: PositionCodec, *, read: bool = True
+    ) -> None:
+        """`read=False` leaves the index unread (the caller reads it: see split.py)."""
         self.uri = uri
         self.codec = codec
         self.document = Document(uri, text, version)
-        self.index = Index(self.document)
+        self.index = Index(self.document, read=read)
         self.path = uri_to_path(uri)
 
     @property

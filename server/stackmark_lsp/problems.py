@@ -8,6 +8,8 @@ the diagnostics are published again when the answers arrive.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from lsprotocol import types
 
 from stackmark.markup.diagnostics import Diagnostic, Severity
@@ -17,6 +19,7 @@ from stackmark.symbols.api import ModuleResolution
 from stackmark_lsp.epochs import Position
 from stackmark_lsp.logs import OpenLog
 from stackmark_lsp.messages import Messages
+from stackmark_lsp.split import Preview
 from stackmark_lsp.symbolization import SymbolService
 
 MAX_DIAGNOSTICS = 5000  # per document: beyond this an editor gains nothing but lag
@@ -48,9 +51,13 @@ class ModuleRecords:
         return self._by_build_id
 
 
-def markup_diagnostics(log: OpenLog, t: Messages) -> list[types.Diagnostic]:
+def markup_diagnostics(
+    log: OpenLog, t: Messages, preview: Preview | None = None
+) -> list[types.Diagnostic]:
+    """The markup's problems, from the index (or from `preview` while the index is read)."""
     found: list[types.Diagnostic] = []
-    for line, diag in log.index.diagnostics():
+    source = log.index.diagnostics() if preview is None else preview.diagnostics
+    for line, diag in source:
         found.append(_convert(log, line, diag, t))
         if len(found) >= MAX_DIAGNOSTICS:
             break
@@ -73,17 +80,23 @@ def _convert(log: OpenLog, line: int, diag: Diagnostic, t: Messages) -> types.Di
 
 
 def module_diagnostics(
-    log: OpenLog, records: ModuleRecords, service: SymbolService, t: Messages
+    log: OpenLog,
+    records: ModuleRecords,
+    service: SymbolService,
+    t: Messages,
+    preview: Preview | None = None,
 ) -> tuple[list[types.Diagnostic], list[Module]]:
     """(warnings for modules known to have no binary, modules not looked for yet).
 
     The index counts the build IDs the log declares, so a log whose modules were
     all found costs one question per build ID; the module elements themselves are
-    only gathered (`records`) when some build ID is unresolved or missing.
+    only gathered (`records`) when some build ID is unresolved or missing. While
+    the index is read, `preview` has them all.
     """
     unknown: list[str] = []
     missing: list[tuple[str, ModuleResolution]] = []
-    for build_id in log.index.build_ids:
+    build_ids = log.index.build_ids if preview is None else preview.build_ids
+    for build_id in build_ids:
         if not build_id:
             continue
         resolution = service.resolved_build_id(build_id)
@@ -93,14 +106,22 @@ def module_diagnostics(
             missing.append((build_id, resolution))
     if not unknown and not missing:
         return [], []
-    to_find = _first_modules(log, set(unknown))
+    if preview is None:
+        to_find = _first_modules(_index_modules(log), set(unknown))
+    else:
+        to_find = _first_modules((module for module, _, _ in preview.modules), set(unknown))
     if not missing:
         return [], to_find
-    declared = records.by_build_id(log)
+    if preview is None:
+        declared = {
+            build_id: [(module, info.line, column) for module, (info, column) in places]
+            for build_id, places in records.by_build_id(log).items()
+        }
+    else:
+        declared = preview.by_build_id()
     found: list[types.Diagnostic] = []
     for build_id, resolution in missing:
-        for module, (info, column) in declared.get(build_id, ()):
-            line = info.chunk.start + info.local
+        for module, line, column in declared.get(build_id, ()):
             span = _build_id_range(log, line, column)
             message = t("diag.no_binary", build_id=build_id, id=module.id, name=module.name)
             if resolution.searched:
@@ -120,21 +141,31 @@ def module_diagnostics(
     return found, to_find
 
 
-def _first_modules(log: OpenLog, build_ids: set[str]) -> list[Module]:
+def _index_modules(log: OpenLog) -> Iterable[Module]:
+    """The module elements of the log, in order, from the index (as far as asked)."""
+    for epoch in log.index.epochs():
+        for module_id, (_, name, build_id) in epoch.modules.items():
+            yield Module(module_id, name, build_id)
+
+
+def _first_modules(modules: Iterable[Module], build_ids: set[str]) -> list[Module]:
     """The first module element declaring each of `build_ids` (what to look the binary
     up with), reading the crash reports only as far as needed."""
     found: list[Module] = []
-    for epoch in log.index.epochs():
-        for module_id, (_, name, build_id) in epoch.modules.items():
-            if build_id in build_ids:
-                build_ids.discard(build_id)
-                found.append(Module(module_id, name, build_id))
-        if not build_ids:
-            break
+    if not build_ids:
+        return found
+    for module in modules:
+        if module.build_id in build_ids:
+            build_ids.discard(module.build_id)
+            found.append(module)
+            if not build_ids:
+                break
     return found
 
 
 def _build_id_range(log: OpenLog, line: int, column: int) -> types.Range:
+    # The line is read again by the core (a module element is on one line, so this
+    # does not need the index, which may not have reached the line yet).
     for element, typed in log.index.elements(line).elements:
         if element.start == column and isinstance(typed, ModuleElement):
             field = element.fields[3]

@@ -43,7 +43,8 @@ from pygls.protocol.language_server import lsp_method
 
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark_lsp import __version__, navigation, outline, problems, tokens, view
+from stackmark.model import Module
+from stackmark_lsp import __version__, navigation, outline, problems, split, tokens, view
 from stackmark_lsp.document import PositionCodec
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
@@ -207,6 +208,8 @@ class StackmarkServer(LanguageServer):
         self.declarations = navigation.Declarations()
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
+        # The last diagnostics published for each log.
+        self.published: dict[str, list[types.Diagnostic]] = {}
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
@@ -302,16 +305,28 @@ class StackmarkServer(LanguageServer):
 
     # -- diagnostics -------------------------------------------------------------------
 
-    def publish(self, log: OpenLog) -> None:
+    def diagnostics_of(
+        self, log: OpenLog, preview: split.Preview | None = None
+    ) -> tuple[list[types.Diagnostic], list[Module]]:
+        """(the log's diagnostics, modules whose binary was not looked for yet)."""
+        assert self.service is not None
+        found = problems.markup_diagnostics(log, self.messages, preview)
+        records = self.records.setdefault(log.uri, problems.ModuleRecords())
+        missing, unknown = problems.module_diagnostics(
+            log, records, self.service, self.messages, preview
+        )
+        return found + missing, unknown
+
+    def publish(self, log: OpenLog, preview: split.Preview | None = None) -> None:
+        """Publish the log's diagnostics (from `preview` while its index is being read)."""
         if not self.ready.is_set():
             return  # `initialized` publishes every open log once the settings are known
         assert self.service is not None
-        found = problems.markup_diagnostics(log, self.messages)
-        records = self.records.setdefault(log.uri, problems.ModuleRecords())
-        missing, unknown = problems.module_diagnostics(log, records, self.service, self.messages)
+        diagnostics, unknown = self.diagnostics_of(log, preview)
+        self.published[log.uri] = diagnostics
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=log.uri, diagnostics=found + missing, version=log.version
+                uri=log.uri, diagnostics=diagnostics, version=log.version
             )
         )
         pending = [m for m in unknown if m.build_id not in self.resolving]
@@ -565,10 +580,17 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     document = params.text_document
     started = time.perf_counter()
     with _quiet_gc():
-        log = OpenLog(document.uri, document.text, document.version, ls.codec)
+        log = OpenLog(document.uri, document.text, document.version, ls.codec, read=False)
+        preview = split.read_first_half(log.index)
     ls.logs[document.uri] = log
     indexed = time.perf_counter()
-    ls.publish(log)
+    ls.publish(log, preview)
+    if preview is not None:  # the second half was read by a child: read it here too
+        with _quiet_gc():
+            log.index.read_on(preview.line)
+        if ls.ready.is_set() and ls.diagnostics_of(log)[0] != ls.published.get(log.uri):
+            logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
+            ls.publish(log)
     asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
     shown = view.view_uri(document.uri)
     if ls.content_registered and shown in ls.view_uris:
@@ -608,6 +630,7 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
     ls.logs.pop(uri, None)
     ls.views.pop(uri, None)
     ls.records.pop(uri, None)
+    ls.published.pop(uri, None)
     gc.unfreeze()  # the closed log's objects can go; the others are frozen again later
     gc.collect()
     gc.freeze()

@@ -50,6 +50,18 @@ def capabilities(*, markdown: bool = True, links: bool = True) -> types.ClientCa
     )
 
 
+class _Recording(dict[str, list[types.Diagnostic]]):
+    """The client's diagnostics by URI, noting every publication as it is stored."""
+
+    def __init__(self, log: list[tuple[str, list[types.Diagnostic]]]) -> None:
+        super().__init__()
+        self.log = log
+
+    def __setitem__(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        self.log.append((uri, diagnostics))
+        super().__setitem__(uri, diagnostics)
+
+
 class Session:
     """One server process and its client (use `async with`)."""
 
@@ -70,6 +82,9 @@ class Session:
         self.client: LanguageClient = make_test_lsp_client()
         self.registrations: list[types.Registration] = []
         self.refreshed: list[str] = []
+        # Every publication, in order (pytest-lsp's client keeps the last one per URI).
+        self.publications: list[tuple[str, list[types.Diagnostic]]] = []
+        self.client.diagnostics = _Recording(self.publications)
 
     async def __aenter__(self) -> Session:
         client = self.client

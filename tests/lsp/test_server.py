@@ -390,6 +390,67 @@ async def test_diagnostics_match_llvm(
         assert all(d.severity == types.DiagnosticSeverity.Warning for d in missing)
 
 
+async def test_a_large_log_read_in_two_processes(
+    programs: dict[str, ProgramLog], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log large enough to be split (the threshold lowered for the test) is read by the
+    server and a forked child at once (split.py): the first publication holds every
+    problem llvm reports, on both sides of the split, and the modules without binaries."""
+    from collections import Counter
+
+    from stackmark_lsp import split
+    from stackmark_lsp.document import Document
+
+    program = programs["pie"]
+    build_id = oracle.spots(log_path(program).read_text())[0].build_id
+    reports = []
+    for n in range(300):
+        reports += [
+            "{{{reset}}}",
+            f"{{{{{{module:0:prog:elf:{build_id}}}}}}}",
+            "{{{mmap:0x10000:0x1000:load:0:rx:0x1000}}}",
+            f"[{n}] {{{{{{bt:0:0x10010}}}}}}",
+        ]
+        if n % 7 == 2:
+            reports.append(f"[{n}] overlap {{{{{{mmap:0x10800:0x1000:load:0:r:0x0}}}}}}")
+        if n % 11 == 5:
+            reports.append(f"[{n}] out of range {{{{{{pc:0x{0x90000 + n:x}}}}}}}")
+        if n % 13 == 9:
+            reports.append(f"[{n}] {{{{{{module:{n}:nobody:elf:0123456789abcdef}}}}}}")
+        reports.append(f"[{n}] text " + "x" * 400)
+    text = "\n".join(reports) + "\n"
+    log = tmp_path / "large.log"
+    log.write_text(text)
+    monkeypatch.setattr(split, "MIN_CHARS", 0)
+    middle = split.split_line(Document("file:///t", text))
+    assert middle is not None and 0 < middle < len(reports)
+    _, stderr = oracle.filter_markup(log.read_bytes(), program.debug_dir)
+    expected = Counter(
+        (line, caret, message) for message, line, caret in oracle.llvm_errors(stderr)
+    )
+    assert sum(expected.values()) > 40
+    assert any(reports.index(line) > middle for line, _, _ in expected)
+    monkeypatch.setenv("STACKMARK_LSP_SPLIT_MIN_CHARS", "0")
+    config = settings(program, tmp_path / "gsym")
+    async with Session(tmp_path / "xdg", configuration=config) as session:
+        (tmp_path / "small.log").write_text("{{{reset}}}\n")
+        await session.diagnostics(session.open(tmp_path / "small.log"))  # the server is ready
+        uri = session.open(log)
+        await session.diagnostics(uri)
+        first = next(found for where, found in session.publications if where == uri)
+        errors = Counter(
+            (reports[d.range.start.line], d.range.start.character, d.message)
+            for d in first
+            if d.severity == types.DiagnosticSeverity.Error
+        )
+        assert errors == expected
+        found = await session.diagnostics(
+            uri, until=lambda d: any(x.code == "no-symbols" for x in d)
+        )
+        missing = sorted(d.range.start.line for d in found if d.code == "no-symbols")
+        assert missing == [i for i, line in enumerate(reports) if ":nobody:" in line]
+
+
 async def test_edits_that_change_context(
     programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
 ) -> None:
