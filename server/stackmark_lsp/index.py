@@ -27,6 +27,7 @@ else to the core.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
@@ -432,7 +433,7 @@ class Index:
             pos = text.index("\n", pos) + 1
         line = local
         pos, line = self._read_open(chunk, text, pos, line, infos, pending)
-        run = scan.CONTEXT_RUN.match
+        context_row = scan.CONTEXT_ROW.match
         search = scan.SPECIAL.search
         while (special := search(text, pos)) is not None:
             at = special.start()
@@ -440,11 +441,10 @@ class Index:
             if start > pos:
                 self._check_frames(chunk, text, pos, start, line, infos)
                 line += text.count("\n", pos, start)
-            contextual = run(text, start)
-            if contextual is not None:
-                pos = contextual.end()
-                line, stopped = self._read_context(
-                    chunk, text, start, pos, line, infos, stop_line, old
+            row = context_row(text, start)
+            if row is not None:
+                pos, line, stopped = self._read_context(
+                    chunk, text, row, line, infos, stop_line, old
                 )
                 if stopped:
                     return line, None
@@ -468,33 +468,37 @@ class Index:
         self,
         chunk: Chunk,
         text: str,
-        begin: int,
-        end: int,
+        row: re.Match[str] | None,
         line: int,
         infos: dict[int, Entry],
         stop_line: int | None,
         old: dict[int, Entry],
-    ) -> tuple[int, bool]:
-        """Read a run of contextual lines (`scan.CONTEXT_RUN`, `text[begin:end]`, the first
+    ) -> tuple[int, int, bool]:
+        """Read a run of contextual lines, one `scan.CONTEXT_ROW` each (`row`, the first,
         being line `line`): the records take each element the core's rules accept; one
         they refuse is read again by `_read`, which asks the core for the error.
-        (line after the run, or the line the pass stops at; whether it stopped)."""
+        (position and line after the run, or of the line the pass stops at; whether it
+        stopped)."""
         hexes = ("0x", "0X")
         epoch = self._live
-        for (
-            column,
-            reset,
-            module_id,
-            name,
-            build_id,
-            start,
-            size,
-            mapped_id,
-            mode,
-            relative,
-        ) in scan.CONTEXT_ROW.findall(text, begin, end):
-            if stop_line is not None and self._stops_at(line, stop_line, old):
-                return line, True
+        next_row = scan.CONTEXT_ROW.match
+        checking = stop_line is not None
+        pos = row.start() if row is not None else 0
+        while row is not None:
+            if checking and self._stops_at(line, stop_line, old):
+                return pos, line, True
+            (
+                column,
+                reset,
+                module_id,
+                name,
+                build_id,
+                start,
+                size,
+                mapped_id,
+                mode,
+                relative,
+            ) = row.groups("")
             info = LineInfo(chunk, line)
             where = (info, len(column))
             if reset:
@@ -528,7 +532,9 @@ class Index:
                 assert refused is not None
                 infos[line] = refused
             line += 1
-        return line, False
+            pos = row.end()
+            row = next_row(text, pos)
+        return pos, line, False
 
     def _check_frames(
         self, chunk: Chunk, text: str, begin: int, end: int, line: int, infos: dict[int, Entry]

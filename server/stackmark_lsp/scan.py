@@ -65,10 +65,10 @@ SPECIAL = re.compile(r"\{\{\{(?!" + _FRAME_SHAPES + ")")
 # The address of every plain frame (in text where every `{{{` opens one).
 FRAME_ADDRESS = re.compile(r"\{\{\{(?:bt:[0-9]{1,19}:|pc:|data:)0x([0-9a-fA-F]{1,16})")
 
-# A run of whole lines ('\n' each) that each hold one contextual element of the fast
-# shapes and no other brace, and (CONTEXT_ROW, its findall groups) each of its lines:
-# the text before the element (its column), then `reset`, or a module's ID, name and
-# build ID, or an mmap's start, size, module ID, mode and module-relative address.
+# A whole line ('\n' ended) that holds one contextual element of the fast shapes and no
+# other brace; its groups: the text before the element (its column), then `reset`, or a
+# module's ID, name and build ID, or an mmap's start, size, module ID, mode and
+# module-relative address. The index reads runs of these lines row by row.
 _CONTEXT_ELEMENT = (
     r"\{\{\{(?:(reset)|module:"
     + _ID
@@ -83,9 +83,6 @@ _CONTEXT_ELEMENT = (
     + r")\}\}\}"
 )
 CONTEXT_ROW = re.compile(r"([^{\n]*)" + _CONTEXT_ELEMENT + r"[^{\n]*\n")
-CONTEXT_RUN = re.compile(
-    r"(?:[^{\n]*" + re.sub(r"\((?!\?)", "(?:", _CONTEXT_ELEMENT) + r"[^{\n]*\n)+"
-)
 
 Scanned = re.Match[str]  # an element matched by _ELEMENT; `lastindex` is its kind
 

@@ -30,8 +30,10 @@ saves below a few megabytes.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -45,6 +47,8 @@ from stackmark_lsp.index import Index
 MIN_CHARS = int(os.environ.get("STACKMARK_LSP_SPLIT_MIN_CHARS", "8000000"))
 RESET_LINE = "{{{reset}}}"
 MAX_DIAGNOSTICS = 5000  # what the child sends at most (problems.py publishes no more)
+
+logger = logging.getLogger(__name__)
 
 
 class Preview:
@@ -114,9 +118,12 @@ def read_first_half(index: Index) -> Preview | None:
         os.close(reader)
         _run_child(index, line, writer)  # never returns
     os.close(writer)
+    started = time.perf_counter()
     try:
         clean = index.read_until(line)
+        read = time.perf_counter()
         answer = _read_all(reader) if clean else b""
+        waited = time.perf_counter() - read
     finally:
         os.close(reader)
         if not clean:
@@ -132,7 +139,14 @@ def read_first_half(index: Index) -> Preview | None:
     except Exception:  # the child failed (it sends nothing then): read on here
         index.read_on(line)
         return None
-    diagnostics, modules, build_ids = theirs
+    diagnostics, modules, build_ids, child_time = theirs
+    logger.info(
+        "read up to line %d in %.3f s, then waited %.3f s for the child's half (read in %.3f s)",
+        line,
+        read - started,
+        waited,
+        child_time,
+    )
     mine_diagnostics = list(_first(index.diagnostics(), MAX_DIAGNOSTICS))
     return Preview(
         line,
@@ -146,11 +160,13 @@ def _run_child(index: Index, line: int, writer: int) -> None:
     """The child: read from `line` on, send the preview's part, leave at once."""
     code = 1
     try:
+        started = time.perf_counter()
         index.read_from(line)
         payload = (
             list(_first(index.diagnostics(), MAX_DIAGNOSTICS)),
             _modules(index),
             index.build_ids,
+            time.perf_counter() - started,
         )
         _write_all(writer, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
         code = 0
