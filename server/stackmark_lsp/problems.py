@@ -109,7 +109,7 @@ def module_diagnostics(
     if preview is None:
         to_find = _first_modules(_index_modules(log), set(unknown))
     else:
-        to_find = _first_modules((module for module, _, _ in preview.modules), set(unknown))
+        to_find = _first_modules((module for module, _, _ in preview.modules()), set(unknown))
     if not missing:
         return [], to_find
     if preview is None:

@@ -51,32 +51,46 @@ MAX_DIAGNOSTICS = 5000  # what the child sends at most (problems.py publishes no
 logger = logging.getLogger(__name__)
 
 
+# A module element as the child sends it: (ID, name, build ID, line, column of its `{{{`).
+ModuleRecord = tuple[int, str, str, int, int]
+
+
 class Preview:
     """What the first publication needs, for the whole log, before the index is whole.
 
     `diagnostics`: (document line, diagnostic) in document order, as
-    `Index.diagnostics` gives them; `modules`: each module element as
-    (module, line, column of its `{{{`), in document order; `build_ids`:
-    how many module elements declare each build ID.
+    `Index.diagnostics` gives them; `build_ids`: how many module elements
+    declare each build ID; `modules()`: each module element, in document
+    order (the first half's from the index, read only if asked: a log whose
+    binaries are all known never needs them).
     """
 
-    __slots__ = ("build_ids", "diagnostics", "line", "modules")
+    __slots__ = ("_index", "_theirs", "build_ids", "diagnostics", "line")
 
     def __init__(
         self,
         line: int,
+        index: Index,
         diagnostics: list[tuple[int, Diagnostic]],
-        modules: list[tuple[Module, int, int]],
+        theirs: list[ModuleRecord],
         build_ids: Counter[str],
     ) -> None:
         self.line = line  # where the halves meet
+        self._index = index  # read up to `line` (until the caller reads on)
+        self._theirs = theirs
         self.diagnostics = diagnostics
-        self.modules = modules
         self.build_ids = build_ids
+
+    def modules(self) -> Iterator[tuple[Module, int, int]]:
+        """(module, line, column of its `{{{`) of each module element, in document order."""
+        for record in _module_records(self._index):
+            yield Module(*record[:3]), record[3], record[4]
+        for record in self._theirs:
+            yield Module(*record[:3]), record[3], record[4]
 
     def by_build_id(self) -> dict[str, list[tuple[Module, int, int]]]:
         found: dict[str, list[tuple[Module, int, int]]] = {}
-        for record in self.modules:
+        for record in self.modules():
             found.setdefault(record[0].build_id, []).append(record)
         return found
 
@@ -150,8 +164,9 @@ def read_first_half(index: Index) -> Preview | None:
     mine_diagnostics = list(_first(index.diagnostics(), MAX_DIAGNOSTICS))
     return Preview(
         line,
+        index,
         mine_diagnostics + diagnostics[: MAX_DIAGNOSTICS - len(mine_diagnostics)],
-        _modules(index) + modules,
+        modules,
         index.build_ids + build_ids,
     )
 
@@ -164,7 +179,7 @@ def _run_child(index: Index, line: int, writer: int) -> None:
         index.read_from(line)
         payload = (
             list(_first(index.diagnostics(), MAX_DIAGNOSTICS)),
-            _modules(index),
+            list(_module_records(index)),
             index.build_ids,
             time.perf_counter() - started,
         )
@@ -176,13 +191,11 @@ def _run_child(index: Index, line: int, writer: int) -> None:
         os._exit(code)
 
 
-def _modules(index: Index) -> list[tuple[Module, int, int]]:
+def _module_records(index: Index) -> Iterator[ModuleRecord]:
     """Every module element the index has read, in document order."""
-    found: list[tuple[Module, int, int]] = []
     for epoch in index.epochs():
         for module_id, ((info, column), name, build_id) in epoch.modules.items():
-            found.append((Module(module_id, name, build_id), info.line, column))
-    return found
+            yield module_id, name, build_id, info.line, column
 
 
 def _first(items: Iterator[tuple[int, Diagnostic]], count: int) -> Iterator[tuple[int, Diagnostic]]:

@@ -46,7 +46,7 @@ def state(index: Index) -> tuple[object, ...]:
     return (
         chunks,
         list(index.diagnostics()),
-        split._modules(index),
+        list(split._module_records(index)),
         +index.build_ids,
     )
 
@@ -74,7 +74,9 @@ def read_both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> split.Preview 
     preview = split.read_first_half(halves)
     if preview is not None:
         assert preview.diagnostics == list(whole.diagnostics())
-        assert preview.modules == split._modules(whole)
+        assert [
+            (m.id, m.name, m.build_id, line, column) for m, line, column in preview.modules()
+        ] == list(split._module_records(whole))
         assert +preview.build_ids == +whole.build_ids
         halves.read_on(preview.line)
     assert state(halves) == state(whole)
