@@ -1,7 +1,9 @@
 """Run `stackmark` in a child process and measure it: status, seconds, peak memory.
 
-The child reports its own peak RSS (getrusage(RUSAGE_SELF) at exit), so a
-measurement is not confused by other children of the test process. Output
+The child reports its own peak RSS at exit: VmHWM from /proc/self/status, the
+high-water mark of its own address space. Not getrusage(RUSAGE_SELF): Linux
+carries the parent's peak through fork and exec into ru_maxrss, so a child of
+a 350 MB pytest process would report 350 MB however little it used. Output
 goes to files, so a test does not hold a hundred megabytes of it.
 """
 
@@ -17,10 +19,12 @@ from pathlib import Path
 from tests.support.build import REPO
 
 _WRAPPER = """\
-import atexit, resource, sys
+import atexit, sys
 report = sys.argv.pop(1)
-atexit.register(lambda: open(report, "w").write(
-    str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+def peak_kb():
+    with open("/proc/self/status") as status:
+        return next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+atexit.register(lambda: open(report, "w").write(peak_kb()))
 from stackmark.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
