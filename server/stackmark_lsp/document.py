@@ -91,23 +91,25 @@ class Chunk:
         return f"<Chunk lines {self.start}+{self.count}>"
 
 
-def cut(text: str, target: int = CHUNK_TARGET) -> list[str]:
-    """`text` cut into pieces of about `target` characters, each ending with a terminator
-    (except possibly the last). Cuts fall after '\\n', or after a lone '\\r'."""
+def cut(text: str, target: int | None = None, start: int = 0, stop: int | None = None) -> list[str]:
+    """`text[start:stop]` cut into pieces of about `target` characters (`CHUNK_TARGET`),
+    each ending with a terminator (except possibly the last). Cuts fall after '\\n', or
+    after a lone '\\r'."""
+    target = CHUNK_TARGET if target is None else target
     pieces: list[str] = []
-    pos = 0
-    size = len(text)
+    pos = start
+    size = len(text) if stop is None else stop
     while size - pos > target:
-        at = text.find("\n", pos + target)
+        at = text.find("\n", pos + target, size)
         if at < 0:
-            at = text.find("\r", pos + target)
+            at = text.find("\r", pos + target, size)
             while at >= 0 and text.startswith("\n", at + 1):
                 at = text.find("\r", at + 2)
             if at < 0:
                 break
         pieces.append(text[pos : at + 1])
         pos = at + 1
-    pieces.append(text[pos:])
+    pieces.append(text[pos:size])
     return pieces
 
 
@@ -215,7 +217,17 @@ class _WideCharacters:
 class Document:
     """The text of one open log, as chunks."""
 
-    def __init__(self, uri: str, text: str, version: int = 0, language_id: str = "") -> None:
+    def __init__(
+        self,
+        uri: str,
+        text: str,
+        version: int = 0,
+        language_id: str = "",
+        *,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> None:
+        """The document of `text[start:stop]` (a log opened in halves: see split.py)."""
         self.uri = uri
         self.version = version
         self.language_id = language_id
@@ -224,14 +236,34 @@ class Document:
         self._lines: OrderedDict[int, tuple[list[str], list[int] | None]] = OrderedDict()
         # Completes a lazy chunk's entries before its text changes (set by the index).
         self.prepare: Callable[[Chunk], None] | None = None
-        self.set_text(text)
+        self.set_text(text, start, stop)
 
     # -- whole text -------------------------------------------------------------
 
-    def set_text(self, text: str) -> None:
-        pieces = cut(text)
+    def set_text(self, text: str, start: int = 0, stop: int | None = None) -> None:
+        pieces = cut(text, start=start, stop=stop)
         self.chunks = [Chunk(p, i == len(pieces) - 1) for i, p in enumerate(pieces)]
         self._lines.clear()
+        self.renumber()
+
+    def extend(self, text: str, start: int = 0) -> None:
+        """Append `text[start:]` as the document's last line and the lines after it.
+
+        The document must end with a terminator: its last line, empty, becomes the
+        first line of the text appended (so a document of `a[:k]` extended with `a`
+        from `k` is the document of `a`, for `k` just after a terminator). That empty
+        line loses whatever entry the index gave it."""
+        last = self.chunks[-1]
+        if not last.text.endswith(("\n", "\r")) and last.text:
+            raise ValueError("extend: the document does not end with a line terminator")
+        last.count -= 1
+        last.infos.pop(last.count, None)
+        last.problems = None
+        self._lines.pop(id(last), None)
+        if last.count == 0:
+            self.chunks.pop()
+        pieces = cut(text, start=start)
+        self.chunks.extend(Chunk(p, i == len(pieces) - 1) for i, p in enumerate(pieces))
         self.renumber()
 
     @property

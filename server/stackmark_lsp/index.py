@@ -146,11 +146,6 @@ class Index:
         self.build_ids: Counter[str] = Counter()
         self._added: list[Epoch] = []
         self._dropped: list[Epoch] = []
-        # A pass stops at this document line, whatever it holds (see `read_until`); the
-        # line it stopped at, if it did.
-        self._halt: int | None = None
-        self._halt_local = -1  # `_halt` within the chunk being read (-1: not in it)
-        self.halted_at: int | None = None
         document.prepare = self._complete
         if read:
             self.rebuild()
@@ -159,39 +154,6 @@ class Index:
 
     def rebuild(self) -> None:
         """Read the whole document."""
-        self._clear()
-        self._pass(0, None, Epoch(None, 0))
-
-    def read_until(self, line: int) -> bool:
-        """Read the document from the top as `rebuild` does, but stop at `line` if it starts
-        a crash report cleanly: a reset first on the line, no multi-line element open.
-        True when it stopped there (`read_on` then reads the rest); False when it read
-        the whole document (the line did not qualify)."""
-        self._clear()
-        self._halt = line
-        try:
-            self._pass(0, None, Epoch(None, 0))
-        finally:
-            self._halt = None
-            self._halt_local = -1
-        if self.halted_at != line:
-            return False
-        chunk = self.document.locate(line)[0]
-        chunk.lazy = False  # not `_complete`d before `read_on` reads the rest of it
-        return self._pending_before(line) is None
-
-    def read_on(self, line: int) -> None:
-        """Read the rest of the document after `read_until(line)` returned True."""
-        self._pass(line, None, self._live)
-
-    def read_from(self, line: int) -> None:
-        """Read only from `line` (which starts a crash report cleanly) to the end, as if
-        the document began there: what the lines after it get does not depend on any
-        line before it (see split.py)."""
-        self._clear()
-        self._pass(line, None, Epoch(None, 0))
-
-    def _clear(self) -> None:
         for chunk in self.document.chunks:
             chunk.infos = {}
             chunk.problems = None
@@ -200,7 +162,19 @@ class Index:
         self._reread.clear()
         self.build_ids.clear()
         self._dropped.clear()
-        self.halted_at = None
+        self._pass(0, None, Epoch(None, 0))
+
+    def opens_cleanly(self, line: int) -> bool:
+        """True when no multi-line element is open where `line` begins."""
+        return self._pending_before(line) is None
+
+    def read_on(self, line: int) -> None:
+        """Read the document from `line` on, the lines before it being read and the
+        document having grown after them (`Document.extend`: see split.py)."""
+        chunk, local = self.document.locate(line)
+        if local == 0:
+            chunk.entry = self._live
+        self._pass(line, None, self._live)
 
     def _settle(self) -> None:
         """Count the modules of the epochs a pass made, uncount those it dropped."""
@@ -346,10 +320,6 @@ class Index:
         infos = {k: v for k, v in old.items() if k < local} if local else {}
         chunk.epochs = [e for e in old_epochs if e.start is not None and e.start.local < local]
         stop_line = None if stop_after is None else stop_after - chunk.start
-        halt = -1 if self._halt is None else self._halt - chunk.start
-        self._halt_local = halt if local <= halt < chunk.count else -1
-        if self._halt_local >= 0 and stop_line is None:
-            stop_line = -1  # so that the checks below run; `_stops_at` sees the halt
         if "\r" in chunk.text:
             stop_at, pending = self._pass_split(chunk, local, stop_line, old, infos, pending)
         else:
@@ -358,8 +328,6 @@ class Index:
         chunk.problems = None
         kept = {id(e) for e in chunk.epochs}  # the new ones, and those before `local`
         if stop_at >= 0:
-            if stop_at == self._halt_local:
-                self.halted_at = chunk.start + stop_at
             infos.update((k, v) for k, v in old.items() if k >= stop_at)
             after = [e for e in old_epochs if e.start is not None and e.start.local >= stop_at]
             chunk.epochs.extend(after)
@@ -368,11 +336,9 @@ class Index:
         chunk.infos = infos
         return (True, None) if stop_at >= 0 else (False, pending)
 
-    def _stops_at(self, line: int, stop_line: int | None, old: dict[int, Entry]) -> bool:
-        """After `stop_line`, a line that began cleanly with a reset ends the pass (and
-        so does the line `read_until` halts at)."""
-        if line == self._halt_local:
-            return True
+    @staticmethod
+    def _stops_at(line: int, stop_line: int | None, old: dict[int, Entry]) -> bool:
+        """After `stop_line`, a line that began cleanly with a reset ends the pass."""
         if stop_line is None or line <= stop_line:
             return False
         entry = old.get(line)

@@ -34,12 +34,20 @@ class OpenLog:
     """One open document and what the server knows about it."""
 
     def __init__(
-        self, uri: str, text: str, version: int, codec: PositionCodec, *, read: bool = True
+        self,
+        uri: str,
+        text: str,
+        version: int,
+        codec: PositionCodec,
+        *,
+        read: bool = True,
+        stop: int | None = None,
     ) -> None:
-        """`read=False` leaves the index unread (the caller reads it: see split.py)."""
+        """`read=False` leaves the index unread, and `stop` the text after it out: a log
+        opened in two halves (see split.py)."""
         self.uri = uri
         self.codec = codec
-        self.document = Document(uri, text, version)
+        self.document = Document(uri, text, version, stop=stop)
         self.index = Index(self.document, read=read)
         self.path = uri_to_path(uri)
 

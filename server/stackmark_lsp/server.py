@@ -580,15 +580,23 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     document = params.text_document
     started = time.perf_counter()
     with _quiet_gc():
-        log = OpenLog(document.uri, document.text, document.version, ls.codec, read=False)
+        halves = split.fork_second_half(document.uri, document.text)
+        stop = halves.offset if halves is not None else None
+        log = OpenLog(
+            document.uri, document.text, document.version, ls.codec, read=False, stop=stop
+        )
         cut = time.perf_counter()
-        preview = split.read_first_half(log.index)
+        preview = None
+        if halves is None:
+            log.index.rebuild()
+        elif (preview := halves.read_first_half(log.index)) is None:
+            halves.read_second_half(log.index)  # the child's half is not to be used
     ls.logs[document.uri] = log
     indexed = time.perf_counter()
     ls.publish(log, preview)
-    if preview is not None:  # the second half was read by a child: read it here too
+    if halves is not None and preview is not None:  # the child read the second half
         with _quiet_gc():
-            log.index.read_on(preview.line)
+            halves.read_second_half(log.index)
         if ls.ready.is_set() and ls.diagnostics_of(log)[0] != ls.published.get(log.uri):
             logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
             ls.publish(log)

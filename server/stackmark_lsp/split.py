@@ -7,24 +7,28 @@ with `{{{reset}}}` (no multi-line element open) begins afresh, and what
 every later line gets does not depend on any line before it. So a large
 log is read in two halves at once:
 
-* the server picks such a line near the middle (`split_line`) and forks;
-* the child reads from that line to the end (`Index.read_from`) and sends
-  back only what the first publication needs: the diagnostics, the module
-  elements and the build IDs of its half (a few kilobytes, pickled through
-  a pipe), then leaves with `os._exit` (no clean-up of the parent's state,
-  no output on the parent's streams);
-* meanwhile the parent reads up to that line (`Index.read_until`), then
-  takes the child's answer: the two halves make the `Preview` the first
-  publication is made from;
-* after publishing, the parent reads the second half itself (`read_on`),
-  so that its index is whole; its diagnostics are the same as the
-  preview's, and the server publishes again only if they are not.
+* the server picks such a line near the middle of the text it was sent
+  (`split_offset`) and forks (`fork_second_half`) before it does anything
+  else with the text;
+* the child cuts the text from that line on into a document of its own,
+  reads it, and sends back only what the first publication needs: the
+  diagnostics, the module elements and the build IDs of its half (a few
+  kilobytes, pickled through a pipe), then leaves with `os._exit` (no
+  clean-up of the parent's state, no output on the parent's streams);
+* meanwhile the parent makes the document of the text before that line and
+  reads it (`Halves.read_first_half`), then takes the child's answer, with
+  its lines moved down by the first half's: the two halves make the
+  `Preview` the first publication is made from;
+* after publishing, the parent appends the second half to its document and
+  reads it itself (`Halves.read_second_half`), so that its index is whole;
+  its diagnostics are the same as the preview's, and the server publishes
+  again only if they are not.
 
-The parent checks that the line did start a crash report cleanly when its
-own reading reached it; if not (a multi-line element was open there), or if
-there is no such line, no `fork`, or the child fails, the log is read in
-one go as before. Small logs are read in one go: forking costs more than it
-saves below a few megabytes.
+The parent checks that the line did start a crash report cleanly once it has
+read the first half; if not (a multi-line element was open there), or if
+there is no such line, no `fork`, or the child fails, the parent reads the
+second half before publishing, as one pass would. Small logs are read in one
+go: forking costs more than it saves below a few megabytes.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ from stackmark_lsp.index import Index
 # Logs smaller than this (in characters) are read in one go. Tests lower it through
 # the environment to exercise the split on small logs.
 MIN_CHARS = int(os.environ.get("STACKMARK_LSP_SPLIT_MIN_CHARS", "8000000"))
+# Where the cut is looked for, as a share of the text: the parent's half a little larger
+# than the child's, which also pickles its answer and pays for the fork's page copies.
+FIRST_SHARE = 0.5
 RESET_LINE = "{{{reset}}}"
 MAX_DIAGNOSTICS = 5000  # what the child sends at most (problems.py publishes no more)
 
@@ -95,30 +102,82 @@ class Preview:
         return found
 
 
-def split_line(document: Document) -> int | None:
-    """A line near the middle of `document` that starts with a reset (None: none found
-    in its third quarter, or the log is small)."""
-    chunks = document.chunks
-    if sum(len(chunk.text) for chunk in chunks) < MIN_CHARS or len(chunks) < 4:
+def split_offset(text: str) -> int | None:
+    """Where `text` is cut in two: the start of a line near the middle that begins with a
+    reset (None: the text is small, or no such line in its third quarter)."""
+    if len(text) < MIN_CHARS:
         return None
-    for chunk in chunks[len(chunks) // 2 : 3 * len(chunks) // 4]:
-        text = chunk.text
-        if text.startswith(RESET_LINE):
-            return chunk.start
-        at = text.find("\n" + RESET_LINE)
-        if at >= 0 and text.count("\n", 0, at + 1) < chunk.count:
-            return chunk.start + text.count("\n", 0, at + 1)
-    return None
+    at = text.find("\n" + RESET_LINE, int(len(text) * FIRST_SHARE), len(text) * 3 // 4)
+    return None if at < 0 else at + 1
 
 
-def read_first_half(index: Index) -> Preview | None:
-    """Read `index`'s document, in two processes when it is large (see the module
-    docstring). With a preview returned, the index is read up to `preview.line` and the
-    caller must call `index.read_on(preview.line)` after publishing; with None, the
-    index is whole."""
-    line = split_line(index.document) if hasattr(os, "fork") else None
-    if line is None:
+class Halves:
+    """A log being read in two processes (see the module docstring): the parent's side."""
+
+    def __init__(self, text: str, offset: int, child: int, reader: int) -> None:
+        self.text = text
+        self.offset = offset  # where the child's half begins in `text`
+        self.line = 0  # its first line (known once the parent has cut the first half)
+        self._child = child
+        self._reader = reader
+
+    def read_first_half(self, index: Index) -> Preview | None:
+        """Read `index`, whose document is `text[:offset]`, and join the child's answer to
+        it. With a preview returned, the caller publishes, then calls `read_second_half`;
+        with None (the child's answer is not to be used), it calls `read_second_half`
+        first."""
+        document = index.document
+        self.line = len(document) - 1  # the empty last line the second half fills
+        started = time.perf_counter()
         index.rebuild()
+        read = time.perf_counter()
+        clean = index.opens_cleanly(self.line)
+        try:
+            answer = _read_all(self._reader) if clean else b""
+            waited = time.perf_counter() - read
+        finally:
+            os.close(self._reader)
+            if not clean:
+                with contextlib.suppress(OSError):
+                    os.kill(self._child, 9)
+            _reap(self._child)
+        if not clean:
+            return None
+        try:
+            diagnostics, modules, build_ids, child_time = pickle.loads(answer)
+        except Exception:  # the child failed (it sends nothing then)
+            return None
+        logger.info(
+            "read up to line %d in %.3f s, then waited %.3f s for the child's half "
+            "(read in %.3f s)",
+            self.line,
+            read - started,
+            waited,
+            child_time,
+        )
+        base = self.line  # the child numbered its lines from 0
+        mine = list(_first(index.diagnostics(), MAX_DIAGNOSTICS))
+        theirs = [(base + line, diagnostic) for line, diagnostic in diagnostics]
+        records = [(i, name, bid, base + line, col) for i, name, bid, line, col in modules]
+        return Preview(
+            self.line,
+            index,
+            mine + theirs[: MAX_DIAGNOSTICS - len(mine)],
+            records,
+            index.build_ids + build_ids,
+        )
+
+    def read_second_half(self, index: Index) -> None:
+        """Append the second half to `index`'s document and read it there."""
+        index.document.extend(self.text, self.offset)
+        self.text = ""
+        index.read_on(self.line)
+
+
+def fork_second_half(uri: str, text: str) -> Halves | None:
+    """Start a child reading the second half of `text` (None: the log is read in one go)."""
+    offset = split_offset(text) if hasattr(os, "fork") else None
+    if offset is None:
         return None
     reader, writer = os.pipe()
     try:
@@ -126,57 +185,20 @@ def read_first_half(index: Index) -> Preview | None:
     except OSError:
         os.close(reader)
         os.close(writer)
-        index.rebuild()
         return None
     if child == 0:
         os.close(reader)
-        _run_child(index, line, writer)  # never returns
+        _run_child(uri, text, offset, writer)  # never returns
     os.close(writer)
-    started = time.perf_counter()
-    try:
-        clean = index.read_until(line)
-        read = time.perf_counter()
-        answer = _read_all(reader) if clean else b""
-        waited = time.perf_counter() - read
-    finally:
-        os.close(reader)
-        if not clean:
-            with contextlib.suppress(OSError):
-                os.kill(child, 9)
-        _reap(child)
-    if not clean:
-        if index.halted_at == line:
-            index.read_on(line)  # stopped there, but inside a multi-line element
-        return None
-    try:
-        theirs = pickle.loads(answer)
-    except Exception:  # the child failed (it sends nothing then): read on here
-        index.read_on(line)
-        return None
-    diagnostics, modules, build_ids, child_time = theirs
-    logger.info(
-        "read up to line %d in %.3f s, then waited %.3f s for the child's half (read in %.3f s)",
-        line,
-        read - started,
-        waited,
-        child_time,
-    )
-    mine_diagnostics = list(_first(index.diagnostics(), MAX_DIAGNOSTICS))
-    return Preview(
-        line,
-        index,
-        mine_diagnostics + diagnostics[: MAX_DIAGNOSTICS - len(mine_diagnostics)],
-        modules,
-        index.build_ids + build_ids,
-    )
+    return Halves(text, offset, child, reader)
 
 
-def _run_child(index: Index, line: int, writer: int) -> None:
-    """The child: read from `line` on, send the preview's part, leave at once."""
+def _run_child(uri: str, text: str, offset: int, writer: int) -> None:
+    """The child: read `text` from `offset` on, send the preview's part, leave at once."""
     code = 1
     try:
         started = time.perf_counter()
-        index.read_from(line)
+        index = Index(Document(uri, text, start=offset))
         payload = (
             list(_first(index.diagnostics(), MAX_DIAGNOSTICS)),
             list(_module_records(index)),

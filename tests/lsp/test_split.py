@@ -22,33 +22,44 @@ from stackmark_lsp.index import Index, flags_of, frame_of, pending_of
 
 from tests.lsp.test_index import element
 
+CHUNK = 60  # characters per chunk here, so that the middle falls inside a crash report
 
-def small_chunks(text: str, target: int = 60) -> Document:
-    document = Document("file:///t.log", text)
-    pieces = document_module.cut(text, target)
-    document.chunks = [document_module.Chunk(p, i == len(pieces) - 1) for i, p in enumerate(pieces)]
-    document.renumber()
-    return document
+
+def small_chunks(text: str, monkeypatch: pytest.MonkeyPatch) -> Document:
+    monkeypatch.setattr(document_module, "CHUNK_TARGET", CHUNK)
+    return Document("file:///t.log", text)
 
 
 def state(index: Index) -> tuple[object, ...]:
-    """Everything the index knows, in a comparable form."""
-    chunks = []
+    """Everything the index knows, by document line (the halves cut chunks elsewhere)."""
+    entries = []
+    epochs = []
     for chunk in index.document.chunks:
         if chunk.lazy:
             index._complete(chunk)
-        entries = sorted(
-            (line, flags_of(e), frame_of(e), repr(pending_of(e)), getattr(e, "diags", ()))
+        base = chunk.start
+        entries += sorted(
+            (base + line, flags_of(e), frame_of(e), repr(pending_of(e)), getattr(e, "diags", ()))
             for line, e in chunk.infos.items()
         )
-        epochs = [(e.line, e.column, sorted(e.modules), e.starts) for e in chunk.epochs]
-        chunks.append((chunk.start, entries, epochs, chunk.entry is not None))
+        epochs += [(e.line, e.column, sorted(e.modules), e.starts) for e in chunk.epochs]
+    # The epoch a chunk starts in is the one in force at the end of the chunk before it.
+    in_force = [
+        (chunk.start, _epoch(chunk.entry), _epoch(index.epoch_at(chunk.start - 1, 1 << 30)))
+        for chunk in index.document.chunks[1:]
+    ]
     return (
-        chunks,
+        entries,
+        epochs,
+        all(entry == at for _, entry, at in in_force),
         list(index.diagnostics()),
         list(split._module_records(index)),
         +index.build_ids,
     )
+
+
+def _epoch(epoch: object) -> object:
+    return None if epoch is None else (epoch.line, epoch.column)  # type: ignore[attr-defined]
 
 
 @st.composite
@@ -68,18 +79,29 @@ def crash_logs(draw: st.DrawFn) -> str:
 
 
 def read_both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> split.Preview | None:
-    whole = Index(small_chunks(text))
+    """Read `text` as the server opens it (halves when split_offset says so) and in one
+    pass; compare the preview, then the whole index, with the one pass."""
+    whole = Index(small_chunks(text, monkeypatch))
     monkeypatch.setattr(split, "MIN_CHARS", 0)
-    halves = Index(small_chunks(text), read=False)
-    preview = split.read_first_half(halves)
+    halves = split.fork_second_half("file:///t.log", text)
+    stop = None if halves is None else halves.offset
+    document = Document("file:///t.log", text, stop=stop)
+    index = Index(document, read=False)
+    preview = None
+    if halves is None:
+        index.rebuild()
+    elif (preview := halves.read_first_half(index)) is None:
+        halves.read_second_half(index)
     if preview is not None:
+        assert halves is not None
         assert preview.diagnostics == list(whole.diagnostics())
         assert [
             (m.id, m.name, m.build_id, line, column) for m, line, column in preview.modules()
         ] == list(split._module_records(whole))
         assert +preview.build_ids == +whole.build_ids
-        halves.read_on(preview.line)
-    assert state(halves) == state(whole)
+        halves.read_second_half(index)
+    assert document.text == text
+    assert state(index) == state(whole)
     return preview
 
 
@@ -115,13 +137,24 @@ def test_the_split_happens_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_multi_line_element_open_at_the_split_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reset line inside an open hexdict does not start a crash report: the parent finds
-    that when it gets there, and reads the log in one pass."""
+    that once it has read the first half, and reads the second half itself before
+    publishing."""
     head = ["{{{reset}}}", "{{{module:0:p:elf:ab}}}", "{{{mmap:0x1000:0x100:load:0:r:0x0}}}"]
     head += ["{{{bt:0:0x1010}}}"] * 20
-    inner = len(head) + 1
     lines = [*head, "{{{hexdict:", "{{{reset}}}", "  pc: 0x1010", "}}}", *head, "{{{bt:1:0x9}}}"]
-    assert lines[inner] == "{{{reset}}}"
-    monkeypatch.setattr(split, "split_line", lambda document: inner)
-    assert read_both_ways("\n".join(lines), monkeypatch) is None
-    index = Index(small_chunks("\n".join(lines)), read=False)
-    assert index.read_until(inner) is False
+    text = "\n".join(lines)
+    inner = text.index("\n{{{reset}}}\n  pc:") + 1
+    monkeypatch.setattr(split, "split_offset", lambda text: inner)
+    assert read_both_ways(text, monkeypatch) is None
+
+
+def test_the_cut_is_at_a_reset_near_the_middle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "MIN_CHARS", 0)
+    report = "{{{reset}}}\n{{{bt:0:0x1}}}\n" + "x\n" * 30
+    text = report * 10
+    offset = split.split_offset(text)
+    assert offset is not None and text.startswith("{{{reset}}}\n", offset)
+    assert len(text) / 2 <= offset < len(text) * 3 / 4
+    assert split.split_offset("{{{reset}}}\n" + "x\n" * 500) is None  # no reset after the middle
+    monkeypatch.setattr(split, "MIN_CHARS", len(text) + 1)
+    assert split.split_offset(text) is None
