@@ -140,7 +140,6 @@ class Halves:
             if not clean:
                 with contextlib.suppress(OSError):
                     os.kill(self._child, 9)
-            _reap(self._child)
         if not clean:
             return None
         try:
@@ -169,6 +168,9 @@ class Halves:
 
     def read_second_half(self, index: Index) -> None:
         """Append the second half to `index`'s document and read it there."""
+        # The child is gone or going: it closed the pipe before leaving, so that the
+        # parent did not wait for the kernel to tear down its memory.
+        _reap(self._child)
         index.document.extend(self.text, self.offset)
         self.text = ""
         index.read_on(self.line)
@@ -206,6 +208,7 @@ def _run_child(uri: str, text: str, offset: int, writer: int) -> None:
             time.perf_counter() - started,
         )
         _write_all(writer, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        os.close(writer)  # the parent's end-of-file now, not after this process is torn down
         code = 0
     except BaseException:
         pass  # the parent reads the log itself then
