@@ -35,7 +35,7 @@ except ImportError:  # not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import JsonRpcInternalError
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -53,7 +53,6 @@ from stackmark_lsp.messages import Messages
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
-from stackmark_lsp.wire import read_messages
 
 logger = logging.getLogger("stackmark_lsp")
 
@@ -214,27 +213,6 @@ class StackmarkServer(LanguageServer):
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
-
-    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
-        """pygls' stdio server, reading with `wire.read_messages`: a large log is decoded
-        while it arrives instead of after (see wire.py)."""
-        self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-
-        def report(error: Exception) -> None:
-            self._report_server_error(error, JsonRpcException)
-
-        messages = read_messages(
-            self._stop_event, stdin or sys.stdin.buffer, self.thread_pool, self.protocol, report
-        )
-        try:
-            asyncio.run(messages)
-        except BrokenPipeError:
-            logger.error("the connection to the client is lost: shutting down")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()  # type: ignore[no-untyped-call]
 
     # -- capabilities ------------------------------------------------------------------
 
