@@ -181,6 +181,12 @@ class Symbolizer:
                 entry.files = None
             return entry.source
 
+    def opened_source(self, module: Module) -> SymbolSource | None:
+        """The source answering for `module` if it is open already (never finds files or
+        opens anything): front ends use it to tell a quick lookup from a slow one."""
+        entry = self._modules.get(self._key(module))
+        return entry.source if entry is not None else None
+
     # -- lookups -------------------------------------------------------------------
 
     def code(self, module: Module, address: int) -> CodeLookup:
