@@ -48,6 +48,8 @@ class LineFilter(Protocol):
 
     def skip_plain_lines(self, count: int) -> None: ...
 
+    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None: ...
+
     def feed(self, text: str, eol: str) -> str: ...
 
     def finish(self) -> str: ...
@@ -492,6 +494,17 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
                 if pos >= end:
                     break
         newline = data.index(b"\n", pos)
+        # No ESC in the line (`escape` is stale, below pos, otherwise), and not a
+        # context line (those start with their element):
+        if escape > newline and (data[pos] != 123 or data.startswith(b"{{{bt:", pos)):
+            raw = line_filter.feed_bt_bytes(data, pos, newline)
+            if raw is not None:
+                if produced:
+                    parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+                    produced.clear()
+                parts.append(raw)
+                pos = newline + 1
+                continue
         if newline > pos and data[newline - 1] == 13:  # b"\r"
             text, eol = data[pos : newline - 1], "\r\n"
         else:

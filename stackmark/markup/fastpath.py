@@ -26,6 +26,7 @@ from stackmark.model import Module
 # below 2^64) or `0x` hex of 1-16 digits.
 _NUMBER = r"(0|[1-9][0-9]{0,18}|0[xX][0-9a-fA-F]{1,16})"
 _BT = re.compile(r"\{\{\{bt:([0-9]{1,20}):0x([0-9a-fA-F]{1,16})(?::(ra|pc))?\}\}\}")
+_BT_BYTES = re.compile(_BT.pattern.encode("ascii"))
 _MODULE = re.compile(r"\{\{\{module:" + _NUMBER + r":([^:{}]*):elf:([0-9a-fA-F]+)\}\}\}")
 _MMAP = re.compile(
     r"\{\{\{mmap:0x([0-9a-fA-F]{1,16}):"
@@ -62,13 +63,14 @@ class BtLines:
     crash, at different load addresses and frame numbers.
     """
 
-    __slots__ = ("_texts", "naming", "resolver", "show_invalid")
+    __slots__ = ("_byte_texts", "_texts", "naming", "resolver", "show_invalid")
 
     def __init__(self, resolver: Resolver, naming: Naming, show_invalid: bool) -> None:
         self.resolver = resolver
         self.naming = naming
         self.show_invalid = show_invalid
         self._texts: dict[tuple[str, str, int, str], str] = {}
+        self._byte_texts: dict[tuple[str, str, int, str], bytes] = {}  # for `line_bytes`
 
     def line(self, text: str, context: MarkupContext, eol: str) -> str | None:
         """`text` with its one `bt` element symbolized, or None (use the general path)."""
@@ -95,14 +97,57 @@ class BtLines:
             template = self._template(module, relative, eol)
             if template is None:
                 return None
+            if len(self._texts) >= _CACHE_LIMIT:
+                self._texts.clear()
+            self._texts[(module.build_id, module.name, relative, eol)] = template
         rendered = template.replace(_HEADER, f"#{number}".rjust(6)).replace(
             _ADDRESS, f" 0x{address:016x} "
         )
         return f"{text[:start]}{rendered}{text[end:]}"
 
+    def line_bytes(
+        self, data: bytes, start: int, newline: int, context: MarkupContext
+    ) -> bytes | None:
+        """`line` on the raw line `data[start:newline + 1]` (its line feed included,
+        no ESC in it), answered as bytes: a block of input need not decode a `bt`
+        line nor encode its output. None: use `line` or the general path."""
+        match = _BT_BYTES.search(data, start, newline)
+        if match is None:
+            return None
+        begin, end = match.span()
+        if data.find(b"{{{", start, newline) != begin or data.find(b"{{{", end, newline) >= 0:
+            return None
+        number_text, address_text, kind = match.groups()
+        number = int(number_text)
+        if number > U64_MASK:
+            return None
+        address = int(address_text, 16)
+        if kind != b"pc":
+            address = (address - 1) & U64_MASK
+        mapping = context.find(address)
+        if mapping is None:
+            return None
+        relative = mapping.to_module_relative(address)
+        module = mapping.module
+        eol = "\r\n" if newline > end and data[newline - 1] == 13 else "\n"
+        key = (module.build_id, module.name, relative, eol)
+        template = self._byte_texts.get(key)
+        if template is None:
+            text = self._template(module, relative, eol)
+            if text is None:
+                return None
+            template = text.encode("utf-8", "surrogateescape")
+            if len(self._byte_texts) >= _CACHE_LIMIT:
+                self._byte_texts.clear()
+            self._byte_texts[key] = template
+        rendered = template.replace(b"\x00", (b"#%d" % number).rjust(6)).replace(
+            b"\x01", b" 0x%016x " % address
+        )
+        return b"".join((data[start:begin], rendered, data[end : newline + 1]))
+
     def _template(self, module: Module, relative: int, eol: str) -> str | None:
-        """The frame lines with placeholders, or None when the lookup needs a
-        diagnostic (or a name holds a placeholder character)."""
+        """The frame lines with placeholders (the callers keep them), or None when
+        the lookup needs a diagnostic (or a name holds a placeholder character)."""
         found, error = self.resolver.code_at(module, relative)
         if error is not None:
             return None
@@ -121,9 +166,6 @@ class BtLines:
         )
         if template.count(_HEADER) != len(frames) or template.count(_ADDRESS) != len(frames):
             return None
-        if len(self._texts) >= _CACHE_LIMIT:
-            self._texts.clear()
-        self._texts[(module.build_id, module.name, relative, eol)] = template
         return template
 
 

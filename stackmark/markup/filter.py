@@ -143,6 +143,17 @@ class StackmarkFilter:
         """`count` lines were passed through by the caller (see `passes_plain_lines`)."""
         self._line_no += count
 
+    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None:
+        """The output for the raw line `data[start:newline + 1]` (no ESC in it) when
+        it is a lone `bt` element that `feed` would render on its fast path, as
+        bytes; None (nothing changed): decode the line and `feed` it."""
+        if not self.passes_plain_lines or self.out.enabled or self.records is not None:
+            return None
+        rendered = self._bt_lines.line_bytes(data, start, newline, self.context)
+        if rendered is not None:
+            self._line_no += 1
+        return rendered
+
     def feed(self, text: str, eol: str) -> str:
         """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""
         self._line_no += 1

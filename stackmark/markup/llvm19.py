@@ -150,6 +150,15 @@ class Llvm19Filter:
     def skip_plain_lines(self, count: int) -> None:
         self._line_no += count
 
+    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None:
+        """As `StackmarkFilter.feed_bt_bytes`: a lone `bt` line answered as bytes."""
+        if not self.passes_plain_lines or self.out.enabled:
+            return None
+        rendered = self._bt_lines.line_bytes(data, start, newline, self.context)
+        if rendered is not None:
+            self._line_no += 1
+        return rendered
+
     # --- helpers -------------------------------------------------------------
 
     def _report(self, diag: Diagnostic) -> None:

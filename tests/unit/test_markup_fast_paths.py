@@ -105,7 +105,9 @@ bt_element = st.builds(
     address,
     st.sampled_from(["", ":ra", ":pc", ":RA", ":ra:x"]),
 )
-around = st.sampled_from(["", " ", "[t] ", "{", "{{{", "}}}", "\x1b[31m", " {{{pc:0x1000}}}"])
+around = st.sampled_from(
+    ["", " ", "[t] ", "{", "{{{", "}}}", "\x1b[31m", " {{{pc:0x1000}}}", "é ", " \udcff"]
+)
 line = st.one_of(
     context_element,
     st.builds(lambda a, c: a + c, st.sampled_from(["", " ", "x"]), context_element),
@@ -163,3 +165,25 @@ def test_four_braces_are_a_bad_tag_not_a_frame() -> None:
         out, err = through_cli(raw, compat)
         assert "tags must be all lowercase characters" in err
         assert "(prog+0x0)" not in out
+
+
+def test_bt_lines_answered_as_bytes() -> None:
+    """`bt` lines after plain text take the byte path (no decoding): an inline chain
+    joined by the line's own ending, text around the element kept byte for byte,
+    and the line count kept for the diagnostics that follow."""
+    lines = [
+        "{{{module:0:prog:elf:aa01}}}",
+        "{{{mmap:0x1000:0x1000:load:0:rx:0}}}",
+        "plain",
+        "[t] \udcff {{{bt:0:0x1800:pc}}} é",
+        "{{{bt:1:0x1801:ra}}}",
+        "{{{bt:2:0x1802}}} {{{pc:0x1000}}}",
+        "{{{{bt:0:0x1001}}}",
+    ]
+    for eol in ("\n", "\r\n"):
+        raw = "".join(text + eol for text in lines).encode("utf-8", "surrogateescape")
+        for compat in (False, True):
+            out, err = through_cli(raw, compat)
+            assert (out, err) == general(lines, compat, eol)
+            assert f"/g.c:3:4 (prog+0x800){eol}" in out
+            assert compat or "log:7:4: error: tags must be all lowercase" in err
