@@ -1,7 +1,5 @@
 """`python -m stackmark` runs the command line."""
 
-import sys
+from stackmark.cli.main import entry
 
-from stackmark.cli.main import main
-
-sys.exit(main())
+entry()

@@ -241,13 +241,14 @@ def _progress_printer() -> Progress:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    from stackmark.cli.main import keep_until_exit
     from stackmark.formats.gsym.convert import convert_file
 
     output = args.output or args.input + ".gsym"
     log = None if args.quiet else sys.stdout
     if not os.path.exists(args.input):
         raise StackmarkError(f"{args.input}: no such file")
-    convert_file(
+    result = convert_file(
         args.input,
         output,
         log=log,
@@ -255,4 +256,5 @@ def _convert(args: argparse.Namespace) -> int:
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),
     )
+    keep_until_exit(result)
     return 0

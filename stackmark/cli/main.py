@@ -10,10 +10,12 @@ what it imports cost more start-up time than a short log takes to symbolize.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from stackmark import __version__
 from stackmark.errors import StackmarkError
@@ -87,5 +89,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+_ending_quickly = False
+_kept_until_exit: list[object] = []
+
+
+def keep_until_exit(value: object) -> None:
+    """Under `entry`, keep `value` alive until the process ends, so that nobody
+    frees its objects one by one (after a large conversion, millions of rows:
+    half a second or more that nobody waits for)."""
+    if _ending_quickly:
+        _kept_until_exit.append(value)
+
+
+def entry() -> NoReturn:
+    """The `stackmark` program: `main`, then the end of the process without
+    freeing the heap object by object (the operating system takes it back at
+    once); the standard streams are flushed first. Code that must run at exit
+    runs in `main` (`with` blocks), never in `atexit`."""
+    global _ending_quickly
+    _ending_quickly = True
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

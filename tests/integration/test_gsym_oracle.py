@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from stackmark.elf import SHF_EXECINSTR, ElfFile
-from stackmark.formats.gsym import GsymLookupError, GsymReader, reencode
+from stackmark.formats.gsym import GsymLookupError, GsymReader, creator, parallel_records, reencode
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.dump import dump_text
 from stackmark.formats.gsym.lookup import error_text
@@ -121,9 +121,35 @@ def test_conversion_is_byte_identical(converted) -> None:
     assert result.data == expected, f"{variant}: our GSYM differs from llvm-gsymutil's"
 
 
-def test_conversion_in_worker_processes_is_identical(converted) -> None:
+def test_conversion_in_worker_processes_is_identical(
+    converted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units converted in two processes, and the records encoded in forked ones
+    (made to fork here however few the functions, in slices of one to three
+    functions whose records end at any alignment)."""
     _, binary, llvm_gsym, _ = converted
+    monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(parallel_records, "SLICES_PER_JOB", 3)
+    assert parallel_records.forking_is_safe(), "the test process runs threads: nothing forks"
+    forked: list[int] = []
+    real = parallel_records.ProcessPoolExecutor
+
+    def counting_pool(*args, **kwargs):  # type: ignore[no-untyped-def]
+        forked.append(kwargs["max_workers"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel_records, "ProcessPoolExecutor", counting_pool)
     assert convert_elf(str(binary), jobs=2).data == llvm_gsym.read_bytes()
+    assert forked == [2]
+
+
+def test_records_in_pieces_of_one_function_are_identical(
+    converted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every record laid out on its own and joined at the next multiple of 4."""
+    _, binary, llvm_gsym, _ = converted
+    monkeypatch.setattr(creator, "PIECE_FUNCTIONS", 1)
+    assert convert_elf(str(binary), jobs=1).data == llvm_gsym.read_bytes()
 
 
 def test_dump_text_equals_llvm(converted) -> None:

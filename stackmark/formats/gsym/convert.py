@@ -25,7 +25,7 @@ from typing import Protocol, TextIO
 from stackmark.elf import ElfFile, is_elf
 from stackmark.errors import StackmarkError
 from stackmark.formats.breakpad import is_breakpad, read_breakpad
-from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError
+from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, RecordEncoder
 from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.from_symtab import (
@@ -53,6 +53,11 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # Everything made meanwhile is still in the youngest generation: the first
+        # collection after `enable` would scan millions of objects (about a second
+        # on a large binary). Move them to the oldest generation without a scan.
+        gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -100,10 +105,12 @@ def _convert_elf(
     little: bool | None,
     extras: ExtrasCollector | None,
 ) -> ConversionResult:
-    from stackmark.formats.gsym.dwarf_units import convert_dwarf
+    from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
 
     elf = ElfFile.open(path)
     try:
+        if jobs == 0:
+            jobs = default_jobs(elf)
         creator = GsymCreator()
         creator.base_address = image_base_address(elf)
         ranges = text_ranges(elf)
@@ -119,7 +126,9 @@ def _convert_elf(
             little = elf.endian == "<"
     finally:
         elf.close()
-    _finish(creator, result, little, progress)
+    from stackmark.formats.gsym.parallel_records import records_in_parallel
+
+    _finish(creator, result, little, progress, records_in_parallel(jobs))
     return result
 
 
@@ -147,7 +156,9 @@ def _finish(
     result: ConversionResult,
     little: bool,
     progress: ProgressSink | None,
+    records: RecordEncoder | None = None,
 ) -> None:
+    """Finalize and encode (the records with `records`, else in this process)."""
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
@@ -171,6 +182,7 @@ def _finish(
         little=little,
         finalized=True,
         progress=encode_progress,
+        records=records,
     )
     if progress is not None:
         progress.finish()

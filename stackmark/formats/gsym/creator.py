@@ -19,7 +19,7 @@ gives the same bytes:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from stackmark.errors import StackmarkError
@@ -258,6 +258,30 @@ def address_offset_size(base: int, last_start: int) -> int:
     return 8
 
 
+RecordEncoder = Callable[[Sequence[FunctionInfo], bool], Iterable[tuple[bytes, list[int]]]]
+"""(functions, little endian) -> consecutive pieces of their FunctionInfo records,
+each laid out from offset 0 as `encode_records` does, with each record's offset."""
+
+PIECE_FUNCTIONS = 4096
+"""Functions per piece of `records_in_pieces` (progress is reported per piece)."""
+
+
+def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[bytes, list[int]]:
+    """The FunctionInfo records of `functions`, laid out from offset 0 (each
+    4-aligned), and the offset of each: a piece of a GSYM's record area."""
+    w = Writer(little)
+    offsets = [encode_function_info(w, info) for info in functions]
+    return bytes(w.buf), offsets
+
+
+def records_in_pieces(
+    functions: Sequence[FunctionInfo], little: bool
+) -> Iterator[tuple[bytes, list[int]]]:
+    """The default `RecordEncoder`: pieces of `PIECE_FUNCTIONS`, encoded here."""
+    for start in range(0, len(functions), PIECE_FUNCTIONS):
+        yield encode_records(functions[start : start + PIECE_FUNCTIONS], little)
+
+
 def encode_gsym(
     functions: list[FunctionInfo],
     *,
@@ -268,8 +292,13 @@ def encode_gsym(
     little: bool = True,
     finalized: bool = True,
     progress: Callable[[int], None] | None = None,
+    records: RecordEncoder | None = None,
 ) -> bytes:
-    """Lay out a version-1 GSYM from sorted functions and finished tables."""
+    """Lay out a version-1 GSYM from sorted functions and finished tables.
+
+    `records` encodes the FunctionInfo records (`records_in_pieces`, in this
+    process, unless given: a converter may spread them over processes);
+    `progress` hears how many functions are written."""
     if not functions:
         raise GsymWriteError("no functions to encode")
     if not finalized:
@@ -297,11 +326,16 @@ def encode_gsym(
         w.u32(basename)
     strtab_offset = w.tell()
     w.raw(strtab)
-    offsets = []
-    for i, info in enumerate(functions):
-        offsets.append(encode_function_info(w, info))
-        if progress is not None and i % 4096 == 0:
-            progress(i)
+    offsets: list[int] = []
+    for data, local_offsets in (records or records_in_pieces)(functions, little):
+        # Each piece was laid out from offset 0: placed at a multiple of 4, its
+        # records keep the alignment (and padding) they would have had here.
+        w.align(4)
+        base = w.tell()
+        w.raw(data)
+        offsets.extend([base + offset for offset in local_offsets])
+        if progress is not None:
+            progress(len(offsets))
     w.fixup32(strtab_offset, 20)
     w.fixup32(len(strtab), 24)
     for i, offset in enumerate(offsets):
