@@ -170,8 +170,10 @@ def convert(tmp: Path) -> tuple[Path, Path]:
         f"+ {extras.stat().st_size / 1e6:.2f} MB extras |"
     )
     print(
-        f"\nratio pure Python / llvm one thread: {t_ours[0] / t_llvm1[0]:.1f}x wall, "
-        f"{t_ours[1] / t_llvm1[1]:.1f}x CPU (load average now {os.getloadavg()[0]:.1f})\n"
+        f"\nratio pure Python / llvm (default threads, the issue's 'about 0.9 s'): "
+        f"{t_ours[0] / t_llvm_n[0]:.1f}x wall (target: within 10x), "
+        f"{t_ours[1] / t_llvm_n[1]:.1f}x CPU; / llvm one thread: {t_ours[0] / t_llvm1[0]:.1f}x "
+        f"wall, {t_ours[1] / t_llvm1[1]:.1f}x CPU (load average now {os.getloadavg()[0]:.1f})\n"
     )
 
     return cache_dir, llvm1
