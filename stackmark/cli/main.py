@@ -102,13 +102,16 @@ def keep_until_exit(value: object) -> None:
 
 
 def entry() -> NoReturn:
-    """The `stackmark` program: `main`, then the end of the process without
-    freeing the heap object by object (the operating system takes it back at
-    once); the standard streams are flushed first. Code that must run at exit
-    runs in `main` (`with` blocks), never in `atexit`."""
+    """The `stackmark` program: `main`; then, when a command kept a large heap
+    (`keep_until_exit`), the end of the process without freeing it object by
+    object (the operating system takes it back at once), the standard streams
+    flushed first. Not under a profiler or tracer (cProfile, coverage): they
+    write their results at exit."""
     global _ending_quickly
-    _ending_quickly = True
+    _ending_quickly = sys.getprofile() is None and sys.gettrace() is None
     status = main()
+    if not _kept_until_exit:
+        sys.exit(status)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
