@@ -19,6 +19,7 @@ Nothing is imported until a name needs it, and results are cached.
 from __future__ import annotations
 
 from functools import lru_cache
+from types import ModuleType
 
 
 @lru_cache(maxsize=1 << 14)
@@ -38,6 +39,11 @@ def demangle(name: str) -> str:
     return found if found is not None else name
 
 
+_itanium: ModuleType | None = None
+"""stackmark.demangle.itanium, once a name needs it (a `from` import inside the
+function cost a microsecond or two per name)."""
+
+
 def _non_microsoft(name: str) -> str | None:
     prefix = ""
     if name.startswith("."):
@@ -46,16 +52,19 @@ def _non_microsoft(name: str) -> str | None:
     if len(name) < 2:
         return None
     if "_Z" in name[:5]:
-        from stackmark.demangle.itanium import demangle_itanium, is_itanium
+        global _itanium
+        if _itanium is None:
+            from stackmark.demangle import itanium
 
-        if is_itanium(name):
+            _itanium = itanium
+        if _itanium.is_itanium(name):
             # A Rust legacy name ends in a 17-character hash component `h<16 hex>`.
             if name.startswith("_ZN") and "17h" in name:
                 from stackmark.demangle.rust import demangle_rust_legacy
 
                 result = demangle_rust_legacy(name)
             if result is None:
-                result = demangle_itanium(name)
+                result = _itanium.demangle_itanium(name)
     elif name.startswith("_R"):
         from stackmark.demangle.rust import demangle_rust_v0
 

@@ -81,12 +81,12 @@ def _load_backend() -> _Demangler:
         return with_cxxfilt
 
     def with_ctypes(name: str) -> str | None:
-        status = ctypes.c_int(0)
         try:
             raw = name.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        pointer = cxa_demangle(raw, None, None, ctypes.byref(status))
+        # No status pointer (allowed): a null result says all we need.
+        pointer = cxa_demangle(raw, None, None, None)
         if not pointer:
             return None
         try:

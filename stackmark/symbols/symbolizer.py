@@ -191,10 +191,12 @@ class Symbolizer:
 
     def code(self, module: Module, address: int) -> CodeLookup:
         """Inline chain at module-relative `address` (already -1 adjusted)."""
-        key = (*self._key(module), address)
-        frames = self._frames.get(key)
-        source = self.source(module)
-        resolution = self._module(module).resolution
+        entry = self._module(module)
+        source = entry.source if entry.source is not None else self.source(module)
+        resolution = entry.resolution
+        keep = self.options.cache_size > 0  # else the caller keeps answers itself
+        key = (resolution.build_id, None if resolution.build_id else module.path, address)
+        frames = self._frames.get(key) if keep else None
         if frames is None:
             frames = []
             if source is not None:
@@ -202,7 +204,8 @@ class Symbolizer:
                     frames = source.frames_at(address)
                 except StackmarkError as exc:
                     resolution.searched.append(f"0x{address:x}: {exc}")
-            _remember(self._frames, key, frames, self.options.cache_size)
+            if keep:
+                _remember(self._frames, key, frames, self.options.cache_size)
         return CodeLookup(resolution, address, list(frames))
 
     def data(self, module: Module, address: int) -> DataLookup:
