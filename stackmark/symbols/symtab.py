@@ -177,16 +177,26 @@ class SymbolTable:
     def _build_index(self) -> list[int]:
         if self._kept is None:
             values, sizes = self._values, self._sizes
-            kept = [i for i in range(len(values)) if self._is_kept(i)]
-            kept.sort(key=lambda i: (values[i], sizes[i], i))
-            # The last (largest) symbol at an address wins.
-            chosen = [
-                i
-                for n, i in enumerate(kept)
-                if n + 1 == len(kept) or values[kept[n + 1]] != values[i]
-            ]
-            self._kept_addresses = [values[i] for i in chosen]
-            self._kept = chosen  # last: it is what other threads test
+            if self._mapping:
+                kept = [i for i in range(len(values)) if self._is_kept(i)]
+            else:  # `_is_kept` without a call per symbol (tens of thousands of them)
+                kept = [
+                    i
+                    for i, word in enumerate(self._packed)
+                    if i and 0 < word >> 48 < _SHN_LORESERVE and (word >> 32) & 0xF in _KEPT_TYPES
+                ]
+            # By (address, size, index): one integer key per symbol, sorted in C.
+            low = max(len(values), 1).bit_length()
+            wide = low + max((sizes[i] for i in kept), default=0).bit_length()
+            keys = [values[i] << wide | sizes[i] << low | i for i in kept]
+            keys.sort()
+            mask = (1 << low) - 1
+            order = [key & mask for key in keys]
+            # The last (largest) symbol at an address wins: a dict keeps the last
+            # value per key, and its keys in ascending order.
+            by_address = dict(zip([values[i] for i in order], order, strict=True))
+            self._kept_addresses = list(by_address)
+            self._kept = list(by_address.values())  # last: it is what other threads test
         return self._kept
 
     def _best_at_or_below(self, address: int) -> int | None:
