@@ -48,7 +48,7 @@ class LineFilter(Protocol):
 
     def skip_plain_lines(self, count: int) -> None: ...
 
-    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None: ...
+    def feed_bt_lines(self, data: bytes, start: int, end: int, out: list[bytes]) -> int: ...
 
     def feed(self, text: str, eol: str) -> str: ...
 
@@ -493,18 +493,17 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
                 pos = line_start
                 if pos >= end:
                     break
-        newline = data.index(b"\n", pos)
-        # No ESC in the line (`escape` is stale, below pos, otherwise), and not a
-        # context line (those start with their element):
-        if escape > newline and (data[pos] != 123 or data.startswith(b"{{{bt:", pos)):
-            raw = line_filter.feed_bt_bytes(data, pos, newline)
-            if raw is not None:
-                if produced:
-                    parts.append("".join(produced).encode("utf-8", "surrogateescape"))
-                    produced.clear()
-                parts.append(raw)
-                pos = newline + 1
+        # A run of lone `bt` lines (not a context line: those start with their
+        # element) is answered as bytes.
+        if data[pos] != 123 or data.startswith(b"{{{bt:", pos):  # 123: "{"
+            if produced:
+                parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+                produced.clear()
+            stop = line_filter.feed_bt_lines(data, pos, end, parts)
+            if stop > pos:
+                pos = stop
                 continue
+        newline = data.index(b"\n", pos)
         if newline > pos and data[newline - 1] == 13:  # b"\r"
             text, eol = data[pos : newline - 1], "\r\n"
         else:

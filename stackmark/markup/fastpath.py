@@ -26,7 +26,12 @@ from stackmark.model import Module
 # below 2^64) or `0x` hex of 1-16 digits.
 _NUMBER = r"(0|[1-9][0-9]{0,18}|0[xX][0-9a-fA-F]{1,16})"
 _BT = re.compile(r"\{\{\{bt:([0-9]{1,20}):0x([0-9a-fA-F]{1,16})(?::(ra|pc))?\}\}\}")
-_BT_BYTES = re.compile(_BT.pattern.encode("ascii"))
+# A whole line holding one `bt` element and no other `{{{` and no ESC, as
+# `BtLines.line` takes it: (text before, frame number, address, kind, text
+# after with the line feed). A brace in the text around is allowed unless it
+# opens `{{{`.
+_AROUND = rb"[^{\n\x1b]*(?:\{(?!\{\{)[^{\n\x1b]*)*"
+_BT_LINE = re.compile(b"(" + _AROUND + b")" + _BT.pattern.encode("ascii") + b"(" + _AROUND + b"\n)")
 _MODULE = re.compile(r"\{\{\{module:" + _NUMBER + r":([^:{}]*):elf:([0-9a-fA-F]+)\}\}\}")
 _MMAP = re.compile(
     r"\{\{\{mmap:0x([0-9a-fA-F]{1,16}):"
@@ -70,7 +75,7 @@ class BtLines:
         self.naming = naming
         self.show_invalid = show_invalid
         self._texts: dict[tuple[str, str, int, str], str] = {}
-        self._byte_texts: dict[tuple[str, str, int, str], bytes] = {}  # for `line_bytes`
+        self._byte_texts: dict[tuple[str, str, int, str], bytes] = {}  # for `lines_bytes`
 
     def line(self, text: str, context: MarkupContext, eol: str) -> str | None:
         """`text` with its one `bt` element symbolized, or None (use the general path)."""
@@ -105,45 +110,54 @@ class BtLines:
         )
         return f"{text[:start]}{rendered}{text[end:]}"
 
-    def line_bytes(
-        self, data: bytes, start: int, newline: int, context: MarkupContext
-    ) -> bytes | None:
-        """`line` on the raw line `data[start:newline + 1]` (its line feed included,
-        no ESC in it), answered as bytes: a block of input need not decode a `bt`
-        line nor encode its output. None: use `line` or the general path."""
-        match = _BT_BYTES.search(data, start, newline)
-        if match is None:
-            return None
-        begin, end = match.span()
-        if data.find(b"{{{", start, newline) != begin or data.find(b"{{{", end, newline) >= 0:
-            return None
-        number_text, address_text, kind = match.groups()
-        number = int(number_text)
-        if number > U64_MASK:
-            return None
-        address = int(address_text, 16)
-        if kind != b"pc":
-            address = (address - 1) & U64_MASK
-        mapping = context.find(address)
-        if mapping is None:
-            return None
-        relative = mapping.to_module_relative(address)
-        module = mapping.module
-        eol = "\r\n" if newline > end and data[newline - 1] == 13 else "\n"
-        key = (module.build_id, module.name, relative, eol)
-        template = self._byte_texts.get(key)
-        if template is None:
-            text = self._template(module, relative, eol)
-            if text is None:
-                return None
-            template = text.encode("utf-8", "surrogateescape")
-            if len(self._byte_texts) >= _CACHE_LIMIT:
-                self._byte_texts.clear()
-            self._byte_texts[key] = template
-        rendered = template.replace(b"\x00", (b"#%d" % number).rjust(6)).replace(
-            b"\x01", b" 0x%016x " % address
-        )
-        return b"".join((data[start:begin], rendered, data[end : newline + 1]))
+    def lines_bytes(
+        self, data: bytes, start: int, end: int, context: MarkupContext, out: list[bytes]
+    ) -> int:
+        """`line` for each line of the run of lone-`bt` lines from `start` on (whole
+        lines of raw input before `end`), rendered as bytes onto `out`: a block of
+        input need not decode them, nor encode their output. Returns where the run
+        stops: at the first line `line` would not take (the caller feeds it), or at
+        `end`."""
+        match_line = _BT_LINE.match
+        templates = self._byte_texts
+        find = context.find
+        pos = start
+        while pos < end:
+            match = match_line(data, pos, end)
+            if match is None:
+                break
+            before, number_text, address_text, kind, after = match.groups()
+            number = int(number_text)
+            if number > U64_MASK:
+                break
+            address = int(address_text, 16)
+            if kind != b"pc":
+                address = (address - 1) & U64_MASK
+            mapping = find(address)
+            if mapping is None:
+                break
+            relative = mapping.to_module_relative(address)
+            module = mapping.module
+            eol = "\r\n" if after[-2:-1] == b"\r" else "\n"
+            key = (module.build_id, module.name, relative, eol)
+            template = templates.get(key)
+            if template is None:
+                text = self._template(module, relative, eol)
+                if text is None:
+                    break
+                template = text.encode("utf-8", "surrogateescape")
+                if len(templates) >= _CACHE_LIMIT:
+                    templates.clear()
+                templates[key] = template
+            out += (
+                before,
+                template.replace(b"\x00", (b"#%d" % number).rjust(6)).replace(
+                    b"\x01", b" 0x%016x " % address
+                ),
+                after,
+            )
+            pos = match.end()
+        return pos
 
     def _template(self, module: Module, relative: int, eol: str) -> str | None:
         """The frame lines with placeholders (the callers keep them), or None when

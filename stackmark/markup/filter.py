@@ -143,16 +143,16 @@ class StackmarkFilter:
         """`count` lines were passed through by the caller (see `passes_plain_lines`)."""
         self._line_no += count
 
-    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None:
-        """The output for the raw line `data[start:newline + 1]` (no ESC in it) when
-        it is a lone `bt` element that `feed` would render on its fast path, as
-        bytes; None (nothing changed): decode the line and `feed` it."""
+    def feed_bt_lines(self, data: bytes, start: int, end: int, out: list[bytes]) -> int:
+        """The lines of raw input from `start` on that are lone `bt` elements `feed`
+        would render on its fast path, rendered as bytes onto `out`; returns where
+        they end (`start` when there is none: the caller feeds that line)."""
         if not self.passes_plain_lines or self.out.enabled or self.records is not None:
-            return None
-        rendered = self._bt_lines.line_bytes(data, start, newline, self.context)
-        if rendered is not None:
-            self._line_no += 1
-        return rendered
+            return start
+        stop = self._bt_lines.lines_bytes(data, start, end, self.context, out)
+        if stop > start:
+            self._line_no += data.count(b"\n", start, stop)
+        return stop
 
     def feed(self, text: str, eol: str) -> str:
         """Process one input line; `eol` is its terminator ('\\n', '\\r\\n' or '')."""

@@ -150,14 +150,14 @@ class Llvm19Filter:
     def skip_plain_lines(self, count: int) -> None:
         self._line_no += count
 
-    def feed_bt_bytes(self, data: bytes, start: int, newline: int) -> bytes | None:
-        """As `StackmarkFilter.feed_bt_bytes`: a lone `bt` line answered as bytes."""
+    def feed_bt_lines(self, data: bytes, start: int, end: int, out: list[bytes]) -> int:
+        """As `StackmarkFilter.feed_bt_lines`: lone `bt` lines rendered as bytes."""
         if not self.passes_plain_lines or self.out.enabled:
-            return None
-        rendered = self._bt_lines.line_bytes(data, start, newline, self.context)
-        if rendered is not None:
-            self._line_no += 1
-        return rendered
+            return start
+        stop = self._bt_lines.lines_bytes(data, start, end, self.context, out)
+        if stop > start:
+            self._line_no += data.count(b"\n", start, stop)
+        return stop
 
     # --- helpers -------------------------------------------------------------
 
