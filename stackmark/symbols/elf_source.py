@@ -24,11 +24,15 @@ in when `.symtab` was stripped.
 
 from __future__ import annotations
 
-from stackmark.dwarf.reader import DwarfReader
+from typing import TYPE_CHECKING
+
 from stackmark.elf import ElfFile
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.source import ModuleFiles
 from stackmark.symbols.symtab import SymbolTable
+
+if TYPE_CHECKING:
+    from stackmark.dwarf.reader import DwarfReader
 
 
 class ElfSymbolSource:
@@ -39,22 +43,29 @@ class ElfSymbolSource:
         self._relative = relative_paths
         self._binary = ElfFile.open(files.binary)
         self._debug = ElfFile.open(files.debug) if files.debug else None
-        dwarf_elf = self._debug or self._binary
-        self._dwarf: DwarfReader | None = DwarfReader(dwarf_elf) if dwarf_elf.has_dwarf else None
+        self._dwarf_elf = self._debug or self._binary
+        # Made on first use: the GSYM cache answers through this source's symbol
+        # table and needs DWARF only for rare addresses (its import alone costs
+        # a warm start about 13 ms).
+        self._dwarf: DwarfReader | None = None
         self._symtab: SymbolTable | None = None
 
     @property
     def description(self) -> str:
-        if self._dwarf is not None:
+        if self.has_debug_info:
             return f"DWARF in {self.files.dwarf_file}"
         return f"symbol table of {self.files.binary}"
 
     @property
     def has_debug_info(self) -> bool:
-        return self._dwarf is not None
+        return self._dwarf_elf.has_dwarf
 
     @property
     def dwarf(self) -> DwarfReader | None:
+        if self._dwarf is None and self._dwarf_elf.has_dwarf:
+            from stackmark.dwarf.reader import DwarfReader
+
+            self._dwarf = DwarfReader(self._dwarf_elf)
         return self._dwarf
 
     @property
@@ -64,7 +75,7 @@ class ElfSymbolSource:
         return self._symtab
 
     def frames_at(self, address: int) -> list[SourceFrame]:
-        frames = self._dwarf_frames(address) if self._dwarf is not None else []
+        frames = self._dwarf_frames(address) if self.has_debug_info else []
         symbol = self.symtab.at(address)
         if symbol is None:
             return frames
@@ -81,8 +92,9 @@ class ElfSymbolSource:
         return frames
 
     def _dwarf_frames(self, address: int) -> list[SourceFrame]:
-        assert self._dwarf is not None
-        unit = self._dwarf.unit_for_address(address)
+        dwarf = self.dwarf
+        assert dwarf is not None
+        unit = dwarf.unit_for_address(address)
         if unit is None:
             return []
         chain = unit.code_unit.inline_chain(address)
