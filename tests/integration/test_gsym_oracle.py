@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,9 @@ def test_conversion_in_worker_processes_is_identical(
     _, binary, llvm_gsym, _ = converted
     monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS", 1)
     monkeypatch.setattr(parallel_records, "SLICES_PER_JOB", 3)
+    # Other tests may have imported lldb into this process (which alone forbids
+    # forking): this test is about the bytes of the forked path.
+    monkeypatch.setattr(parallel_records, "EMBEDDING_MODULES", ())
     assert parallel_records.forking_is_safe(), "the test process runs threads: nothing forks"
     forked: list[int] = []
     real = parallel_records.ProcessPoolExecutor
@@ -141,6 +146,27 @@ def test_conversion_in_worker_processes_is_identical(
     monkeypatch.setattr(parallel_records, "ProcessPoolExecutor", counting_pool)
     assert convert_elf(str(binary), jobs=2).data == llvm_gsym.read_bytes()
     assert forked == [2]
+
+
+def test_no_fork_beside_other_threads_or_inside_a_debugger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread holding a lock at a fork leaves it held in the child: the records
+    are then encoded in this process."""
+    monkeypatch.setattr(parallel_records, "EMBEDDING_MODULES", ())
+    assert parallel_records.records_in_parallel(2) is not None
+    assert parallel_records.records_in_parallel(1) is None
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert parallel_records.records_in_parallel(2) is None
+    finally:
+        stop.set()
+        thread.join()
+    monkeypatch.setattr(parallel_records, "EMBEDDING_MODULES", ("gdb",))
+    monkeypatch.setitem(sys.modules, "gdb", types.ModuleType("gdb"))
+    assert parallel_records.records_in_parallel(2) is None
 
 
 def test_records_in_pieces_of_one_function_are_identical(

@@ -10,13 +10,15 @@ memory and pickling them would cost as much as encoding them; only the bytes
 travel back.
 
 Forking is used only where it is safe: a platform with `fork` and a process
-running no other thread (a thread holding a lock at the fork would leave it
-held in the child: the language server, which has threads, encodes serially).
+running no other thread, native threads included (a thread holding a lock at
+the fork would leave it held in the child: the language server, which has
+threads, and an interpreter inside a debugger encode serially).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -41,8 +43,17 @@ def _encode_slice(bounds: tuple[int, int]) -> tuple[bytes, list[int]]:
     return encode_records(_functions[start:end], _little)
 
 
+EMBEDDING_MODULES = ("gdb", "lldb")
+"""Modules whose presence says the interpreter runs inside a debugger, whose
+own threads `threading` does not see."""
+
+
 def forking_is_safe() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not any(name in sys.modules for name in EMBEDDING_MODULES)
+    )
 
 
 def records_in_parallel(jobs: int) -> RecordEncoder | None:
