@@ -38,17 +38,24 @@ if TYPE_CHECKING:
 class ElfSymbolSource:
     """DWARF + symbol table answers for one module (see the module docstring)."""
 
-    def __init__(self, files: ModuleFiles, *, relative_paths: bool = False):
+    def __init__(
+        self, files: ModuleFiles, *, relative_paths: bool = False, dwarf_on_first_use: bool = False
+    ):
+        """`dwarf_on_first_use`: open the DWARF reader when an answer needs it, not
+        here (where a damaged or hostile DWARF section is reported at once, as the
+        module's error)."""
         self.files = files
         self._relative = relative_paths
         self._binary = ElfFile.open(files.binary)
         self._debug = ElfFile.open(files.debug) if files.debug else None
         self._dwarf_elf = self._debug or self._binary
-        # Made on first use: the GSYM cache answers through this source's symbol
-        # table and needs DWARF only for rare addresses (its import alone costs
-        # a warm start about 13 ms).
+        # The GSYM cache answers through this source's symbol table and needs
+        # DWARF only for rare addresses (importing the reader alone costs a warm
+        # start about 13 ms): it asks for the reader on first use.
         self._dwarf: DwarfReader | None = None
         self._symtab: SymbolTable | None = None
+        if not dwarf_on_first_use:
+            self._open_dwarf()
 
     @property
     def description(self) -> str:
@@ -62,11 +69,15 @@ class ElfSymbolSource:
 
     @property
     def dwarf(self) -> DwarfReader | None:
-        if self._dwarf is None and self._dwarf_elf.has_dwarf:
+        if self._dwarf is None:
+            self._open_dwarf()
+        return self._dwarf
+
+    def _open_dwarf(self) -> None:
+        if self._dwarf_elf.has_dwarf:
             from stackmark.dwarf.reader import DwarfReader
 
             self._dwarf = DwarfReader(self._dwarf_elf)
-        return self._dwarf
 
     @property
     def symtab(self) -> SymbolTable:

@@ -63,7 +63,7 @@ class GsymSource:
             self._extras_map.close()
             self.reader.close()
             raise
-        self._elf: ElfSymbolSource = ElfSymbolSource(files)
+        self._elf: ElfSymbolSource = ElfSymbolSource(files, dwarf_on_first_use=True)
         # Opening checked every byte of both files (CRC-32s), which made them
         # resident; a lookup needs a few pages of each.
         self._drop_pages()
