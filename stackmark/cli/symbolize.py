@@ -358,7 +358,10 @@ def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
                     file=sys.stderr,
                     flush=True,
                 )
-            return gsym_source_factory(cache)(files)
+            from stackmark.formats.gsym.progress import Progress
+
+            # On a terminal, how the conversion goes (tens of seconds for a large binary).
+            return gsym_source_factory(cache, Progress(sys.stderr))(files)
         if not files.build_id:
             return None
         try:

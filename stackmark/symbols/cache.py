@@ -213,15 +213,23 @@ class GsymCache:
         with gc_paused():
             collector = ExtrasCollector()
             result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
+            if progress is not None:
+                progress.update(EXTRAS_LABEL, 0, 1)
             builder = ExtrasBuilder(collector.column_points())
             builder.add_functions(
                 result.functions, [collector.function_nodes(info) for info in result.functions]
             )
             extras_data = builder.encode(result.data)
             del builder, collector
+            if progress is not None:
+                progress.update(EXTRAS_LABEL, 1, 1)
+                progress.finish()
         write_atomically(str(extras_path), extras_data)
         write_atomically(str(gsym_path), result.data)
 
+
+EXTRAS_LABEL = "indexing names and columns"
+"""What a build's progress shows while the extras are made (after the GSYM)."""
 
 STALE_TEMPORARY_SECONDS = 3600
 """A temporary file (`write_atomically`'s `.gsym-*.tmp`) this old was left by

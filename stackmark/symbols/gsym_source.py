@@ -32,6 +32,7 @@ from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.cache import GsymCache, open_pair
 
 if TYPE_CHECKING:
+    from stackmark.formats.gsym.convert import ProgressSink
     from stackmark.symbols.elf_source import ElfSymbolSource
     from stackmark.symbols.source import ModuleFiles, SourceFactory
 
@@ -200,10 +201,11 @@ class GsymSource:
         self._elf.close()
 
 
-def gsym_source_factory(cache: GsymCache) -> SourceFactory:
+def gsym_source_factory(cache: GsymCache, progress: ProgressSink | None = None) -> SourceFactory:
     """A factory for `SymbolizerOptions.source_factories`: the cached GSYM of a
-    module with DWARF, built on first use; None (the next factory answers) when
-    the module has no build ID or no DWARF, or the cache cannot be used."""
+    module with DWARF, built on first use (`progress` hears how a build goes);
+    None (the next factory answers) when the module has no build ID or no DWARF,
+    or the cache cannot be used."""
 
     def factory(files: ModuleFiles) -> GsymSource | None:
         from stackmark.elf import ElfFile
@@ -214,7 +216,7 @@ def gsym_source_factory(cache: GsymCache) -> SourceFactory:
             with ElfFile.open(files.dwarf_file) as elf:
                 if not elf.has_dwarf:
                     return None
-            entry = cache.get_or_build(files.build_id, files.dwarf_file)
+            entry = cache.get_or_build(files.build_id, files.dwarf_file, progress)
             return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
         except (StackmarkError, OSError):
             return None

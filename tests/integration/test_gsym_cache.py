@@ -247,3 +247,65 @@ def test_a_forged_record_does_not_skip_the_check(tmp_path: Path) -> None:
     data[len(data) // 2] ^= 0xFF
     entry.gsym.write_bytes(bytes(data))
     assert cache.validate(build_id) is None
+
+
+def test_a_build_shows_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """`symbolize --gsym-cache=build` draws how the conversion goes on a terminal
+    (stderr a pty), erased when done; through a pipe stderr stays clean."""
+    import pty
+    import sys
+
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    log = (
+        f"{{{{{{module:0:prog:elf:{build_id}}}}}}}\n"
+        "{{{mmap:0x1000:0x1000:load:0:rx:0x0}}}\n"
+        "{{{bt:0:0x1010:pc}}}\n"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "stackmark",
+        "symbolize",
+        "--gsym-cache=build",
+        f"--obj={binary}",
+    ]
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*command, f"--gsym-cache-dir={tmp_path / 'tty'}"],
+            input=log.encode(),
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            check=True,
+        )
+        os.close(slave)
+        slave = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the pty's other end is closed and read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert b"#0" in proc.stdout
+    assert b"converting DWARF units: 1/" in drawn
+    assert b"writing GSYM: " in drawn
+    assert b"\rindexing names and columns: 1/1\x1b[K" in drawn
+    assert drawn.endswith(b"\r\x1b[K")  # the status line is erased at the end
+
+    piped = subprocess.run(
+        [*command, f"--gsym-cache-dir={tmp_path / 'pipe'}"],
+        input=log.encode(),
+        capture_output=True,
+        check=True,
+    )
+    assert piped.stdout == proc.stdout
+    assert b"\x1b[K" not in piped.stderr and b"indexing" not in piped.stderr
