@@ -13,6 +13,7 @@ a cold split, functions without DWARF, aliases, lambdas):
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from stackmark.elf import SHF_EXECINSTR, ElfFile
 from stackmark.formats.gsym import GsymLookupError, GsymReader, creator, parallel_records, reencode
 from stackmark.formats.gsym.convert import convert_elf
+from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.dump import dump_text
 from stackmark.formats.gsym.lookup import error_text
 from tests.conftest import require_tool
@@ -146,6 +148,27 @@ def test_conversion_in_worker_processes_is_identical(
     monkeypatch.setattr(parallel_records, "ProcessPoolExecutor", counting_pool)
     assert convert_elf(str(binary), jobs=2).data == llvm_gsym.read_bytes()
     assert forked == [2]
+
+
+def test_a_worker_that_dies_leaves_the_rest_to_the_parent(
+    converted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forked worker killed mid-encoding (out of memory, say): the slices not
+    yet received are encoded in the parent, and the bytes are llvm's still."""
+    _, binary, llvm_gsym, _ = converted
+    monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(parallel_records, "EMBEDDING_MODULES", ())
+    monkeypatch.setattr(parallel_records, "_encode_slice", _dies_after_the_first_slice)
+    assert convert_elf(str(binary), jobs=2).data == llvm_gsym.read_bytes()
+
+
+def _dies_after_the_first_slice(bounds: tuple[int, int]) -> tuple[bytes, list[int]]:
+    """A worker's task that kills its process on any slice but the first (module
+    level: the pool sends the task by name)."""
+    if bounds[0] > 0:
+        os._exit(9)  # only ever runs in a forked worker
+    start, end = bounds
+    return encode_records(parallel_records._functions[start:end], parallel_records._little)
 
 
 def test_no_fork_beside_other_threads_or_inside_a_debugger(

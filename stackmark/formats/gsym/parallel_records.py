@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from stackmark.formats.gsym.creator import RecordEncoder, encode_records, records_in_pieces
 from stackmark.formats.gsym.function_info import FunctionInfo
@@ -73,10 +74,19 @@ def records_in_parallel(jobs: int) -> RecordEncoder | None:
         step = -(-count // (jobs * SLICES_PER_JOB))
         slices = [(start, min(start + step, count)) for start in range(0, count, step)]
         _functions, _little = functions, little
+        done = 0  # slices yielded
         try:
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-                yield from pool.map(_encode_slice, slices)
+                for piece in pool.map(_encode_slice, slices):
+                    yield piece
+                    done += 1
+        except BrokenProcessPool:
+            # A worker died (the kernel's out-of-memory killer, say: each forked
+            # copy of a large conversion grows as it touches the heap). The rest
+            # is encoded here; the bytes are the same.
+            for start, end in slices[done:]:
+                yield encode_records(functions[start:end], little)
         finally:
             _functions = ()
 
