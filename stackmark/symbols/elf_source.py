@@ -49,6 +49,7 @@ class ElfSymbolSource:
         self._binary = ElfFile.open(files.binary)
         self._debug = ElfFile.open(files.debug) if files.debug else None
         self._dwarf_elf = self._debug or self._binary
+        self._has_dwarf = self._dwarf_elf.has_dwarf
         # The GSYM cache answers through this source's symbol table and needs
         # DWARF only for rare addresses (importing the reader alone costs a warm
         # start about 13 ms): it asks for the reader on first use.
@@ -65,7 +66,7 @@ class ElfSymbolSource:
 
     @property
     def has_debug_info(self) -> bool:
-        return self._dwarf_elf.has_dwarf
+        return self._has_dwarf
 
     @property
     def dwarf(self) -> DwarfReader | None:
@@ -74,7 +75,7 @@ class ElfSymbolSource:
         return self._dwarf
 
     def _open_dwarf(self) -> None:
-        if self._dwarf_elf.has_dwarf:
+        if self._has_dwarf:
             from stackmark.dwarf.reader import DwarfReader
 
             self._dwarf = DwarfReader(self._dwarf_elf)
@@ -86,7 +87,7 @@ class ElfSymbolSource:
         return self._symtab
 
     def frames_at(self, address: int) -> list[SourceFrame]:
-        frames = self._dwarf_frames(address) if self.has_debug_info else []
+        frames = self._dwarf_frames(address) if self._has_dwarf else []
         symbol = self.symtab.at(address)
         if symbol is None:
             return frames
