@@ -13,6 +13,7 @@ faster. A fast path changes nothing before it is sure it applies.
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 from stackmark.markup.context import Mapping, MarkupContext
 from stackmark.markup.fields import U64_MASK
@@ -43,6 +44,8 @@ _MMAP = re.compile(
 RESET_LINE = "{{{reset}}}"
 
 _CACHE_LIMIT = 1 << 16
+_Key = tuple[str, str, int, str]  # (build ID, module name, module-relative address, line end)
+_T = TypeVar("_T")
 
 
 def _number(text: str) -> int:
@@ -54,6 +57,16 @@ _HEADER, _ADDRESS = "\x00", "\x01"
 """Placeholders in a cached frame text for the frame number and the address
 (names and paths never hold them: they come from NUL-terminated strings, and
 a text holding \x01 is not cached)."""
+
+_HEADER_BYTES, _ADDRESS_BYTES = _HEADER.encode("ascii"), _ADDRESS.encode("ascii")
+
+
+def _keep(cache: dict[_Key, _T], key: _Key, value: _T) -> None:
+    """Remember `value` in a cache of at most `_CACHE_LIMIT` entries (emptied when full)."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
 
 _MARKERS = tuple(f".{k:<2}" for k in range(1, 100))
 
@@ -74,8 +87,8 @@ class BtLines:
         self.resolver = resolver
         self.naming = naming
         self.show_invalid = show_invalid
-        self._texts: dict[tuple[str, str, int, str], str] = {}
-        self._byte_texts: dict[tuple[str, str, int, str], bytes] = {}  # for `lines_bytes`
+        self._texts: dict[_Key, str] = {}
+        self._byte_texts: dict[_Key, bytes] = {}  # for `lines_bytes`
 
     def line(self, text: str, context: MarkupContext, eol: str) -> str | None:
         """`text` with its one `bt` element symbolized, or None (use the general path)."""
@@ -102,9 +115,7 @@ class BtLines:
             template = self._template(module, relative, eol)
             if template is None:
                 return None
-            if len(self._texts) >= _CACHE_LIMIT:
-                self._texts.clear()
-            self._texts[(module.build_id, module.name, relative, eol)] = template
+            _keep(self._texts, (module.build_id, module.name, relative, eol), template)
         rendered = template.replace(_HEADER, f"#{number}".rjust(6)).replace(
             _ADDRESS, f" 0x{address:016x} "
         )
@@ -146,13 +157,11 @@ class BtLines:
                 if text is None:
                     break
                 template = text.encode("utf-8", "surrogateescape")
-                if len(templates) >= _CACHE_LIMIT:
-                    templates.clear()
-                templates[key] = template
+                _keep(templates, key, template)
             out += (
                 before,
-                template.replace(b"\x00", (b"#%d" % number).rjust(6)).replace(
-                    b"\x01", b" 0x%016x " % address
+                template.replace(_HEADER_BYTES, (b"#%d" % number).rjust(6)).replace(
+                    _ADDRESS_BYTES, b" 0x%016x " % address
                 ),
                 after,
             )
