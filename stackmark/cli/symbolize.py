@@ -477,7 +477,12 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
     find = data.find
     escape = -1  # where the next ESC is (end: none), found once for many lines
     pos = 0
-    produced: list[str] = []
+    produced: list[str] = []  # decoded lines' output, not yet encoded into `parts`
+
+    def flush() -> None:
+        parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+        produced.clear()
+
     while pos < end:
         if line_filter.passes_plain_lines:
             if escape < pos:
@@ -489,8 +494,7 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
             line_start = end if found >= end else data.rfind(b"\n", pos, found) + 1
             if line_start > pos:
                 if produced:
-                    parts.append("".join(produced).encode("utf-8", "surrogateescape"))
-                    produced.clear()
+                    flush()
                 line_filter.skip_plain_lines(data.count(b"\n", pos, line_start))
                 parts.append(data[pos:line_start])
                 pos = line_start
@@ -500,8 +504,7 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
         # element) is answered as bytes.
         if data[pos] != 123 or data.startswith(b"{{{bt:", pos):  # 123: "{"
             if produced:
-                parts.append("".join(produced).encode("utf-8", "surrogateescape"))
-                produced.clear()
+                flush()
             stop = line_filter.feed_bt_lines(data, pos, end, parts)
             if stop > pos:
                 pos = stop
@@ -514,7 +517,7 @@ def _filter_block(line_filter: LineFilter, data: bytes, end: int) -> bytes:
         produced.append(line_filter.feed(text.decode("utf-8", "surrogateescape"), eol))
         pos = newline + 1
     if produced:
-        parts.append("".join(produced).encode("utf-8", "surrogateescape"))
+        flush()
     return b"".join(parts)
 
 
