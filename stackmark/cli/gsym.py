@@ -59,7 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         default=0,
-        help="worker processes for DWARF (default: one per core on large inputs)",
+        help=(
+            "processes for the DWARF units and for encoding the records "
+            "(default: one per core on large inputs)"
+        ),
     )
     convert.add_argument("--quiet", action="store_true", help="print no log")
     convert.add_argument(
