@@ -58,7 +58,11 @@ def child() -> int:
     if entry is None:
         print("cache entry missing", file=sys.stderr)
         return 1
-    source = GsymSource(str(entry.gsym), str(entry.extras), ModuleFiles(build_id, binary))
+    # With the identity the cache checked, as `gsym_source_factory` passes it: a
+    # warm run does not compute the two files' CRC-32s again.
+    source = GsymSource(
+        str(entry.gsym), str(entry.extras), ModuleFiles(build_id, binary), entry.identity
+    )
     out = []
     for line in sys.stdin:
         addr = int(line, 16)

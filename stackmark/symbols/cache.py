@@ -40,13 +40,13 @@ import mmap
 import os
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.extras import check_extras_header
 from stackmark.formats.gsym.reader import GsymReader
+from stackmark.plain import FrozenRecord
 from stackmark.symbols.buildid import is_valid_build_id
 
 if TYPE_CHECKING:
@@ -63,13 +63,18 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "stackmark"
 
 
-@dataclass(frozen=True, slots=True)
-class CacheEntry:
+class CacheEntry(FrozenRecord):
     """A sound entry; `identity` is that of its two files as checked (see `open_pair`)."""
 
+    __slots__ = _fields = __match_args__ = ("gsym", "extras", "identity")
     gsym: Path
     extras: Path
-    identity: str = ""
+    identity: str
+
+    def __init__(self, gsym: Path, extras: Path, identity: str = "") -> None:
+        object.__setattr__(self, "gsym", gsym)
+        object.__setattr__(self, "extras", extras)
+        object.__setattr__(self, "identity", identity)
 
 
 VERIFIED_SUFFIX = ".verified"

@@ -12,18 +12,27 @@ LLVM uses these to tell merged functions apart; lookups ignore them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.formats.gsym.codec import Cursor, Writer
+from stackmark.plain import Record
 
 INTERNAL_CALL, EXTERNAL_CALL = 1, 2
 
 
-@dataclass(slots=True)
-class CallSiteInfo:
+class CallSiteInfo(Record):
+    """One call site: its return address as an offset into the function, its flags
+    and the string offsets of the regular expressions that match its callees."""
+
+    __slots__ = _fields = __match_args__ = ("return_offset", "flags", "match_regex")
     return_offset: int
-    flags: int = 0
-    match_regex: list[int] = field(default_factory=list)
+    flags: int
+    match_regex: list[int]
+
+    def __init__(
+        self, return_offset: int, flags: int = 0, match_regex: list[int] | None = None
+    ) -> None:
+        self.return_offset = return_offset
+        self.flags = flags
+        self.match_regex = [] if match_regex is None else match_regex
 
     def flags_text(self) -> str:
         """The flags as llvm-gsymutil prints them ("None", "InternalCall | ExternalCall")."""

@@ -16,8 +16,6 @@ parent's start address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.formats.gsym.call_sites import CallSiteInfo, decode_call_sites, encode_call_sites
 from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
 from stackmark.formats.gsym.inline_info import (
@@ -26,6 +24,7 @@ from stackmark.formats.gsym.inline_info import (
     encode_inline_info,
 )
 from stackmark.formats.gsym.line_table import LineEntry, decode_line_table, encode_line_table
+from stackmark.plain import Record
 
 END_OF_LIST, LINE_TABLE_INFO, INLINE_INFO, MERGED_FUNCTIONS_INFO, CALL_SITE_INFO = 0, 1, 2, 3, 4
 KNOWN_INFO_TYPES = frozenset({LINE_TABLE_INFO, INLINE_INFO, MERGED_FUNCTIONS_INFO, CALL_SITE_INFO})
@@ -33,8 +32,7 @@ LLVM19_INFO_TYPES = frozenset({LINE_TABLE_INFO, INLINE_INFO})
 """What llvm-gsymutil 19 can decode; its dump reports the others as unsupported."""
 
 
-@dataclass(slots=True)
-class FunctionInfo:
+class FunctionInfo(Record):
     """One function: [start, start + size), a name and optional records.
 
     `name` and the string fields of the records are string-table offsets;
@@ -42,14 +40,44 @@ class FunctionInfo:
     InfoTypes as (type, payload) so that rewriting a file keeps them.
     """
 
+    __slots__ = _fields = __match_args__ = (
+        "start",
+        "size",
+        "name",
+        "line_table",
+        "inline",
+        "merged",
+        "call_sites",
+        "other_records",
+    )
     start: int
     size: int
     name: int
-    line_table: list[LineEntry] | None = None
-    inline: InlineInfo | None = None
-    merged: list[FunctionInfo] | None = None
-    call_sites: list[CallSiteInfo] | None = None
-    other_records: list[tuple[int, bytes]] = field(default_factory=list)
+    line_table: list[LineEntry] | None
+    inline: InlineInfo | None
+    merged: list[FunctionInfo] | None
+    call_sites: list[CallSiteInfo] | None
+    other_records: list[tuple[int, bytes]]
+
+    def __init__(
+        self,
+        start: int,
+        size: int,
+        name: int,
+        line_table: list[LineEntry] | None = None,
+        inline: InlineInfo | None = None,
+        merged: list[FunctionInfo] | None = None,
+        call_sites: list[CallSiteInfo] | None = None,
+        other_records: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.start = start
+        self.size = size
+        self.name = name
+        self.line_table = line_table
+        self.inline = inline
+        self.merged = merged
+        self.call_sites = call_sites
+        self.other_records = [] if other_records is None else other_records
 
     @property
     def end(self) -> int:

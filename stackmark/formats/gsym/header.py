@@ -17,9 +17,8 @@ one with "GSYM".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stackmark.formats.gsym.codec import Buffer, Cursor, RecordError, Writer
+from stackmark.plain import Record
 
 GSYM_MAGIC = 0x4753594D
 GSYM_CIGAM = 0x4D595347  # the magic read in the wrong byte order
@@ -28,18 +27,50 @@ MAX_UUID_SIZE = 20
 ADDR_OFF_SIZES = (1, 2, 4, 8)
 
 
-@dataclass(slots=True)
-class Header:
-    """Version-1 header fields (`uuid` holds only the valid bytes)."""
+class Header(Record):
+    """Version-1 header fields (`uuid` holds only the valid bytes).
 
-    version: int = 1
-    addr_off_size: int = 4
-    base_address: int = 0
-    num_addresses: int = 0
-    strtab_offset: int = 0
-    strtab_size: int = 0
-    uuid: bytes = b""
-    magic: int = GSYM_MAGIC
+    A plain record, not a dataclass: every warm lookup reads a header, and
+    `dataclasses` costs a start-up ~12 ms to import (see stackmark.plain)."""
+
+    __slots__ = _fields = __match_args__ = (
+        "version",
+        "addr_off_size",
+        "base_address",
+        "num_addresses",
+        "strtab_offset",
+        "strtab_size",
+        "uuid",
+        "magic",
+    )
+    version: int
+    addr_off_size: int
+    base_address: int
+    num_addresses: int
+    strtab_offset: int
+    strtab_size: int
+    uuid: bytes
+    magic: int
+
+    def __init__(
+        self,
+        version: int = 1,
+        addr_off_size: int = 4,
+        base_address: int = 0,
+        num_addresses: int = 0,
+        strtab_offset: int = 0,
+        strtab_size: int = 0,
+        uuid: bytes = b"",
+        magic: int = GSYM_MAGIC,
+    ) -> None:
+        self.version = version
+        self.addr_off_size = addr_off_size
+        self.base_address = base_address
+        self.num_addresses = num_addresses
+        self.strtab_offset = strtab_offset
+        self.strtab_size = strtab_size
+        self.uuid = uuid
+        self.magic = magic
 
 
 def detect_byte_order(data: Buffer, source: str | None) -> bool:

@@ -22,21 +22,37 @@ address; the resulting chain turns one source location into several (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
 from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
+from stackmark.plain import FrozenRecord, Record
 
 
-@dataclass(slots=True)
-class InlineInfo:
-    """One node: the root is the concrete function, children are inlined calls."""
+class InlineInfo(Record):
+    """One node: the root is the concrete function, children are inlined calls.
 
+    The GSYM records are plain records, not dataclasses: the cache's warm
+    lookups import the reader, and with it these modules (see stackmark.plain)."""
+
+    __slots__ = _fields = __match_args__ = ("name", "ranges", "call_file", "call_line", "children")
     name: int
     ranges: list[Range]
-    call_file: int = 0
-    call_line: int = 0
-    children: list[InlineInfo] = field(default_factory=list)
+    call_file: int
+    call_line: int
+    children: list[InlineInfo]
+
+    def __init__(
+        self,
+        name: int,
+        ranges: list[Range],
+        call_file: int = 0,
+        call_line: int = 0,
+        children: list[InlineInfo] | None = None,
+    ) -> None:
+        self.name = name
+        self.ranges = ranges
+        self.call_file = call_file
+        self.call_line = call_line
+        self.children = [] if children is None else children
 
     def total_children(self) -> int:
         """All descendants: LLVM orders FunctionInfos by this (more is better)."""
@@ -56,15 +72,31 @@ class InlineInfo:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
-class InlineFrame:
+class InlineFrame(FrozenRecord):
     """A node on the lookup path: what lookups need from it."""
 
+    __slots__ = _fields = __match_args__ = (
+        "name",
+        "call_file",
+        "call_line",
+        "first_start",
+        "index",
+    )
     name: int
     call_file: int
     call_line: int
     first_start: int
-    index: int = 0  # depth-first position in the tree (the root is 0)
+    index: int  # depth-first position in the tree (the root is 0)
+
+    def __init__(
+        self, name: int, call_file: int, call_line: int, first_start: int, index: int = 0
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "call_file", call_file)
+        setattr_(self, "call_line", call_line)
+        setattr_(self, "first_start", first_start)
+        setattr_(self, "index", index)
 
 
 MAX_INLINE_DEPTH = 500

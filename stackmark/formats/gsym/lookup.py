@@ -12,22 +12,35 @@ start of that function's first range (the function start for the last).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stackmark.errors import StackmarkError
+from stackmark.plain import FrozenRecord, Record
 
 
 class GsymLookupError(StackmarkError):
     """The address has no answer in this GSYM (the text llvm-gsymutil prints after "error: ")."""
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLocation:
+class SourceLocation(FrozenRecord):
+    """One location of a lookup: a function, the offset into it, and a file and line
+    when the line table gives them. (Plain records here, not dataclasses: the
+    cache's warm lookups import this module; see stackmark.plain.)"""
+
+    __slots__ = _fields = __match_args__ = ("name", "offset", "dir", "base", "line")
     name: str
-    offset: int = 0
-    dir: str = ""
-    base: str = ""
-    line: int = 0
+    offset: int
+    dir: str
+    base: str
+    line: int
+
+    def __init__(
+        self, name: str, offset: int = 0, dir: str = "", base: str = "", line: int = 0
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "offset", offset)
+        setattr_(self, "dir", dir)
+        setattr_(self, "base", base)
+        setattr_(self, "line", line)
 
     @property
     def path(self) -> str | None:
@@ -50,13 +63,29 @@ class SourceLocation:
         return out
 
 
-@dataclass(slots=True)
-class LookupResult:
+class LookupResult(Record):
+    """The answer at `address`: the function holding it and its locations, innermost first."""
+
+    __slots__ = _fields = __match_args__ = ("address", "start", "size", "name", "locations")
     address: int
     start: int
     size: int
     name: str
-    locations: list[SourceLocation] = field(default_factory=list)
+    locations: list[SourceLocation]
+
+    def __init__(
+        self,
+        address: int,
+        start: int,
+        size: int,
+        name: str,
+        locations: list[SourceLocation] | None = None,
+    ) -> None:
+        self.address = address
+        self.start = start
+        self.size = size
+        self.name = name
+        self.locations = [] if locations is None else locations
 
     def text(self) -> str:
         """The lines llvm-gsymutil prints for this result (ending in a newline)."""
