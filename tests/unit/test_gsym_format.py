@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -27,8 +28,16 @@ from stackmark.formats.gsym import (
 from stackmark.formats.gsym.call_sites import CallSiteInfo
 from stackmark.formats.gsym.codec import Cursor, Writer, sleb_bytes, uleb_bytes
 from stackmark.formats.gsym.dump import dump_text
-from stackmark.formats.gsym.inline_info import decode_inline_info, encode_inline_info
+from stackmark.formats.gsym.inline_info import (
+    MAX_INLINE_DEPTH,
+    InlineFrame,
+    _lookup_node,
+    decode_inline_info,
+    encode_inline_info,
+    inline_path,
+)
 from stackmark.formats.gsym.line_table import (
+    _checked_row_at,
     _delta_window,
     decode_line_table,
     encode_line_table,
@@ -377,3 +386,137 @@ def test_corrupted_bytes_fail_cleanly(flips: list[tuple[int, int]]) -> None:
         pass
     except ValueError as exc:  # the writer refuses what cannot be written
         assert "encode" in str(exc) or "range" in str(exc) or "line" in str(exc)
+
+
+# -- fast lookups against the checked walks ----------------------------------------
+#
+# `lookup_line` and `inline_path` read a copy of the payload without bounds
+# bookkeeping and fall back to the checked walks (`_checked_row_at`,
+# `_lookup_node`) only when the payload cannot be read. The checked walks are
+# the ones the oracle tests hold to llvm-gsymutil; the fast ones must give the
+# same answer on every payload, and the same error (message and offset) on a
+# damaged one.
+
+
+def _random_tree(rng: random.Random, low: int, high: int, depth: int) -> InlineInfo:
+    """A node over [low, high) with children inside it; values past one LEB128 byte."""
+    ranges = []
+    start = low
+    while start < high and len(ranges) < 3:
+        start += rng.choice((0, 1, 3, 200))
+        end = min(high, start + rng.choice((1, 5, 90, 300)))
+        if start < end:
+            ranges.append((start, end))
+        start = end + rng.choice((0, 2, 150))
+    ranges = ranges or [(low, high)]
+    node = InlineInfo(rng.randrange(1, 1 << 20), ranges, rng.randrange(300), rng.randrange(70000))
+    if depth < 5:
+        for first, last in ranges:
+            if last - first > 4 and rng.random() < 0.7:
+                for _ in range(rng.randrange(1, 4)):
+                    a = rng.randrange(first, last - 1)
+                    b = rng.randrange(a + 1, last)
+                    node.children.append(_random_tree(rng, a, b, depth + 1))
+    return node
+
+
+def _outcome(lookup: Callable[[], object]) -> tuple[object, ...]:
+    try:
+        return ("answer", lookup())
+    except FormatError as exc:
+        return ("error", str(exc), exc.offset)
+
+
+def _checked_inline_path(cur: Cursor, base: int, addr: int) -> list[InlineFrame]:
+    path: list[InlineFrame] = []
+    _lookup_node(cur, base, addr, path, 0, [0])
+    return path
+
+
+def _payloads(rng: random.Random, little: bool) -> list[tuple[str, bytes, int, int]]:
+    """(kind, payload, base, size) for random inline trees and line tables."""
+    out = []
+    for _ in range(40):
+        base = rng.randrange(1 << 32)
+        size = rng.choice((16, 600, 5000))
+        w = Writer(little)
+        encode_inline_info(w, _random_tree(rng, base, base + size, 0), base)
+        out.append(("inline", bytes(w.buf), base, size))
+        addr, line, rows = base, rng.randrange(1, 100000), []
+        for _ in range(rng.randrange(1, 400)):
+            addr += rng.choice((0, 1, 2, 7, 300))
+            line = max(1, line + rng.choice((-500, -70, -1, 0, 1, 3, 64, 9000)))
+            rows.append(LineEntry(addr, rng.choice((1, 1, 2, 200)), line))
+        w = Writer(little)
+        encode_line_table(w, rows, base)
+        out.append(("lines", bytes(w.buf), base, addr - base + 1))
+    return out
+
+
+def _compare(kind: str, data: bytes, base: int, addr: int, little: bool) -> None:
+    def at() -> Cursor:
+        return Cursor(data, 0, len(data), little=little, source="payload")
+
+    if kind == "inline":
+        fast = _outcome(lambda: inline_path(at(), base, addr))
+        checked = _outcome(lambda: _checked_inline_path(at(), base, addr))
+    else:
+        fast = _outcome(lambda: lookup_line(at(), base, addr))
+        checked = _outcome(lambda: _checked_row_at(at(), base, addr))
+    assert fast == checked, (kind, hex(addr))
+
+
+@pytest.mark.parametrize("little", [True, False])
+def test_fast_lookups_answer_as_the_checked_walks(little: bool) -> None:
+    rng = random.Random(11)
+    deepest = rows = 0
+    for kind, data, base, size in _payloads(rng, little):
+        for _ in range(40):
+            addr = base + rng.randrange(-3, size + 3)
+            _compare(kind, data, base, addr, little)
+            at = Cursor(data, 0, len(data), little=little)
+            if kind == "inline":
+                deepest = max(deepest, len(inline_path(at, base, addr)))
+            else:
+                rows += lookup_line(at, base, addr) is not None
+    assert deepest >= 3 and rows  # the trees nest and the tables answer
+
+
+@pytest.mark.parametrize("little", [True, False])
+def test_fast_lookups_fail_as_the_checked_walks(little: bool) -> None:
+    rng = random.Random(12)
+    for kind, data, base, size in _payloads(rng, little):
+        for _ in range(25):
+            damaged = bytearray(data)
+            choice = rng.randrange(3)
+            if choice == 0:
+                damaged = damaged[: rng.randrange(len(damaged))]
+            elif choice == 1:
+                for _ in range(rng.randrange(1, 4)):
+                    damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            else:
+                damaged[rng.randrange(len(damaged))] |= 0x80  # a LEB128 runs on
+            _compare(kind, bytes(damaged), base, base + rng.randrange(size), little)
+
+
+@pytest.mark.parametrize("levels", [MAX_INLINE_DEPTH + 1, MAX_INLINE_DEPTH + 2])
+@pytest.mark.parametrize("skipped", [False, True])
+def test_fast_lookups_keep_the_depth_limit(levels: int, skipped: bool) -> None:
+    """A chain whose deepest node is at depth MAX_INLINE_DEPTH is walked; one level
+    more is refused, whether the lookup descends the chain or skips it."""
+    base = 0x1000
+    chain = InlineInfo(1, [(base + 1, base + 4 * levels)])
+    node = chain
+    for depth in range(2, levels):
+        child = InlineInfo(depth, [(base + depth, base + 4 * levels - depth)])
+        node.children.append(child)
+        node = child
+    root = InlineInfo(7, [(base, base + 8 * levels)], 0, 0, [chain])
+    root.children.append(InlineInfo(9, [(base + 5 * levels, base + 6 * levels)]))
+    w = Writer(True)
+    encode_inline_info(w, root, base)
+    data = bytes(w.buf)
+    addr = base + (5 * levels if skipped else 2 * levels)
+    _compare("inline", data, base, addr, True)
+    outcome = _outcome(lambda: inline_path(Cursor(data, 0, len(data), little=True), base, addr))
+    assert (outcome[0] == "error") == (levels > MAX_INLINE_DEPTH + 1)

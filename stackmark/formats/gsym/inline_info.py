@@ -22,6 +22,9 @@ address; the resulting chain turns one source location into several (see
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
 from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
 from stackmark.plain import FrozenRecord, Record
@@ -215,10 +218,114 @@ def _lookup_node(
 
 def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
     """The nodes containing `addr`, outermost (the root) first, with their
-    depth-first indexes."""
+    depth-first indexes.
+
+    `_fast_inline_path` walks a copy of the payload with no bounds
+    bookkeeping (a lookup skips the subtrees of every sibling before the one
+    that holds the address: thousands of values in a large function); a
+    payload it cannot walk, truncated or nested too deep, is walked again by
+    `_lookup_node`, which raises the error naming the offset.
+    """
+    start = cur.pos
+    with contextlib.suppress(StopIteration):
+        return _fast_inline_path(
+            bytes(cur.data[start : cur.end]), base_addr, addr, 0 if cur.little else 3
+        )
     path: list[InlineFrame] = []
     _lookup_node(cur, base_addr, addr, path, 0, [0])
     return path
+
+
+def _uleb_rest(it: Iterator[int], byte: int) -> int:
+    """A ULEB128 whose first byte, `byte`, has the continuation bit set."""
+    value, shift = byte & 0x7F, 7
+    while True:
+        byte = next(it)
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF
+
+
+def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> list[InlineFrame]:
+    """`inline_path` over `payload`, as `_lookup_node` and `_skip_node` walk it; raises
+    StopIteration where they would raise (data ends, or the tree is too deep).
+
+    `first_byte` is 0 when the u32 names are little-endian, 3 when big-endian.
+    A node's ranges hold `addr` when one of them does (merging them, as the
+    checked walk does, changes neither that nor the lowest start), and a node
+    whose ranges are all empty ends its sibling list.
+    """
+    it = iter(payload)
+    path: list[InlineFrame] = []
+    index = depth = 0
+    while True:  # one node at `depth`, its ranges relative to `base`
+        if depth > MAX_INLINE_DEPTH:
+            raise StopIteration
+        byte = next(it)
+        count = byte if byte < 0x80 else _uleb_rest(it, byte)
+        lowest = -1
+        holds = False
+        for _ in range(count):
+            byte = next(it)
+            start = base + (byte if byte < 0x80 else _uleb_rest(it, byte))
+            byte = next(it)
+            size = byte if byte < 0x80 else _uleb_rest(it, byte)
+            if size:
+                if lowest < 0 or start < lowest:
+                    lowest = start
+                if start <= addr < start + size:
+                    holds = True
+        if lowest < 0:
+            return path  # the end of a sibling list (or a root without ranges)
+        here = index
+        index += 1
+        has_children = next(it)
+        name_bytes = (next(it), next(it), next(it), next(it))
+        byte = next(it)
+        call_file = (byte if byte < 0x80 else _uleb_rest(it, byte)) & 0xFFFFFFFF
+        byte = next(it)
+        call_line = (byte if byte < 0x80 else _uleb_rest(it, byte)) & 0xFFFFFFFF
+        if holds:
+            name = int.from_bytes(name_bytes, "little" if first_byte == 0 else "big")
+            path.append(InlineFrame(name, call_file, call_line, lowest, here))
+            if not has_children:
+                return path
+            depth += 1
+            base = lowest
+            continue
+        if has_children:
+            index += _skip_children(it, depth + 1)
+        if depth == 0:
+            return path  # the root does not hold it: no sibling list to scan
+
+
+def _skip_children(it: Iterator[int], depth: int) -> int:
+    """Skip the child list that starts at `depth` and every subtree in it; the number
+    of nodes skipped (as `_skip_node` counts them)."""
+    nodes = 0
+    level = depth
+    while level >= depth:
+        if level > MAX_INLINE_DEPTH:
+            raise StopIteration
+        byte = next(it)
+        count = byte if byte < 0x80 else _uleb_rest(it, byte)
+        if count == 0:
+            level -= 1  # the end of a child list
+            continue
+        for _ in range(2 * count):
+            if next(it) >= 0x80:
+                _uleb_rest(it, 0x80)
+        has_children = next(it)
+        next(it), next(it), next(it), next(it)
+        if next(it) >= 0x80:
+            _uleb_rest(it, 0x80)
+        if next(it) >= 0x80:
+            _uleb_rest(it, 0x80)
+        nodes += 1
+        if has_children:
+            level += 1
+    return nodes
 
 
 def inline_path_in_tree(root: InlineInfo, addr: int) -> list[InlineFrame]:

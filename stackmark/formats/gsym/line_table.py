@@ -23,8 +23,10 @@ window, special opcodes where they fit, and AdvancePC written even for 0.
 
 from __future__ import annotations
 
+import contextlib
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterator
 from operator import sub
 from typing import NamedTuple
 
@@ -85,8 +87,97 @@ def decode_line_table(cur: Cursor, base_addr: int) -> list[LineEntry]:
 def lookup_line(cur: Cursor, base_addr: int, target: int) -> LineEntry | None:
     """The last row at or before `target` (None when the first row is after it).
 
-    Decodes only as far as needed, like LLVM's `LineTable::lookup`.
+    Decodes only as far as needed, like LLVM's `LineTable::lookup`. The
+    opcodes are read by `_row_at` from a copy of the payload, with no bounds
+    bookkeeping (a lookup in a large function reads hundreds of them); a
+    payload it cannot read to the end is decoded again by `_checked_row_at`,
+    which raises the error naming the offset. The cursor is left where it was.
     """
+    start = cur.pos
+    min_delta = cur.sleb("missing LineTable MinDelta")
+    max_delta = cur.sleb("missing LineTable MaxDelta")
+    line_range = max_delta - min_delta + 1
+    line = cur.uleb("missing LineTable FirstLine") & _U32
+    if line_range > 0:
+        with contextlib.suppress(StopIteration):  # the payload ends before EndSequence
+            found = _row_at(
+                bytes(cur.data[cur.pos : cur.end]), base_addr, line, min_delta, line_range, target
+            )
+            cur.pos = start
+            return None if found is None else LineEntry(*found)
+    cur.pos = start
+    row = _checked_row_at(cur, base_addr, target)
+    cur.pos = start
+    return row
+
+
+def _uleb_rest(it: Iterator[int], byte: int) -> int:
+    """A ULEB128 whose first byte, `byte`, has the continuation bit set."""
+    value, shift = byte & 0x7F, 7
+    while True:
+        byte = next(it)
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value & _U64
+
+
+def _sleb_rest(it: Iterator[int], byte: int) -> int:
+    """An SLEB128 whose first byte, `byte`, has the continuation bit set (as `Cursor.sleb`)."""
+    value, shift = byte & 0x7F, 7
+    while True:
+        byte = next(it)
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            break
+    if byte & 0x40:
+        value -= 1 << shift
+    value &= _U64
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _row_at(
+    payload: bytes, addr: int, line: int, min_delta: int, line_range: int, target: int
+) -> tuple[int, int, int] | None:
+    """`lookup_line` over the opcodes in `payload` (raises StopIteration if they end
+    before EndSequence). Operands of one byte, nearly all of them, are read inline."""
+    file = 1
+    found: tuple[int, int, int] | None = None
+    it = iter(payload)
+    for op in it:
+        if op >= FIRST_SPECIAL:
+            adj = op - FIRST_SPECIAL
+            line = (line + min_delta + adj % line_range) & _U32
+            addr += adj // line_range
+        elif op == ADVANCE_PC:
+            byte = next(it)
+            addr = (addr + (byte if byte < 0x80 else _uleb_rest(it, byte))) & _U64
+        elif op == SET_FILE:
+            byte = next(it)
+            file = (byte if byte < 0x80 else _uleb_rest(it, byte)) & _U32
+            continue
+        elif op == ADVANCE_LINE:
+            byte = next(it)
+            if byte < 0x40:
+                delta = byte
+            elif byte < 0x80:
+                delta = byte - 0x80
+            else:
+                delta = _sleb_rest(it, byte)
+            line = (line + delta) & _U32
+            continue
+        else:  # END_SEQUENCE
+            return found
+        # A row was emitted.
+        if target < addr:
+            return found
+        found = (addr, file, line)
+    raise StopIteration
+
+
+def _checked_row_at(cur: Cursor, base_addr: int, target: int) -> LineEntry | None:
+    """`lookup_line` with every read bounds-checked: the errors name their offsets."""
     min_delta = cur.sleb("missing LineTable MinDelta")
     max_delta = cur.sleb("missing LineTable MaxDelta")
     line_range = max_delta - min_delta + 1
