@@ -113,6 +113,12 @@ class GsymSource:
             self.extras_damaged = True
             return None
 
+    def _node_names(self, node: int) -> tuple[str | None, str | None]:
+        """(linkage name, short name) of extras node `node` (the extras keep
+        each string decoded once)."""
+        extras = self.extras
+        return extras.string(extras.linkage[node]), extras.string(extras.name[node])
+
     def _gsym_frames(self, address: int) -> list[SourceFrame] | None:
         """What the DWARF answers at `address`, innermost first; None when no
         function from DWARF holds it in the GSYM (one binary search in the
@@ -140,13 +146,12 @@ class GsymSource:
         path = extras.path(state)
         frames: list[SourceFrame] = []
         if not path:
-            linkage, name = extras.node_names(first)
+            linkage, name = self._node_names(first)
             frames.append(SourceFrame(linkage, name, file, line, column))
         call_file, call_line, call_column = extras.call_file, extras.call_line, extras.call_column
-        node_names = extras.node_names
         for index in reversed(path):
             node = first + index
-            linkage, name = node_names(node)
+            linkage, name = self._node_names(node)
             frames.append(SourceFrame(linkage, name, file, line, column))
             file = self._path(call_file[node])
             line, column = call_line[node], call_column[node]

@@ -536,7 +536,6 @@ class Extras:
         self._strtab = bytes(data[pos : pos + strsize])
         self._strings: dict[int, str | None] = {0: None}
         self._nodes: dict[int, NodeExtra] = {}
-        self._names: dict[int, tuple[str | None, str | None]] = {}
         self._check(nfuncs, nnodes, nstates, npaths, npath_nodes)
 
     def _check(self, nfuncs: int, nnodes: int, nstates: int, npaths: int, nentries: int) -> None:
@@ -589,14 +588,6 @@ class Extras:
         ):
             raise self.corrupt(f"bound {i} names a state that does not exist")
         return state
-
-    def node_names(self, node: int) -> tuple[str | None, str | None]:
-        """(linkage name, short name) of `node`, decoded once."""
-        found = self._names.get(node)
-        if found is None:
-            string = self.string
-            found = self._names[node] = (string(self.linkage[node]), string(self.name[node]))
-        return found
 
     def release(self) -> None:
         """End the views into the buffer given at open (so that it can be closed)."""
