@@ -19,6 +19,7 @@ from stackmark.errors import FormatError, StackmarkError
 
 if TYPE_CHECKING:
     from stackmark.formats.gsym.progress import Progress
+    from stackmark.formats.gsym.reader import GsymReader
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +35,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     lookup.add_argument(
         "--verbose", action="store_true", help="also dump the FunctionInfo of each address"
+    )
+    lookup.add_argument(
+        "--merged-functions",
+        action="store_true",
+        help=(
+            "also the functions merged into the one at each address (identical code "
+            "folded by the linker), and the names a call returning there may call, "
+            "as llvm-gsymutil 20 and later print them (--verbose is ignored, as there)"
+        ),
+    )
+    lookup.add_argument(
+        "--merged-functions-filter",
+        action="append",
+        metavar="REGEX",
+        help=(
+            "with --merged-functions: show only the functions whose name matches one "
+            "of these (Python) regular expressions; repeatable"
+        ),
     )
 
     dump = sub.add_parser("dump", help="print the whole file (llvm-gsymutil's text)")
@@ -110,14 +129,41 @@ def parse_address(text: str) -> int | None:
 # -- lookup ---------------------------------------------------------------------
 
 
+class LookupStyle:
+    """How each address is printed: llvm-gsymutil's plain or verbose lookup, or its
+    `--merged-functions` lookup, with the function names it keeps (`filters`: None
+    keeps all; an expression that does not compile matches nothing, as in LLVM)."""
+
+    def __init__(
+        self, verbose: bool, merged: bool = False, filters: list[str] | None = None
+    ) -> None:
+        import contextlib
+        import re
+
+        if filters and not merged:
+            raise StackmarkError("--merged-functions-filter requires --merged-functions")
+        self.verbose = verbose
+        self.merged = merged
+        self.filters: list[re.Pattern[str]] | None = None
+        if filters:
+            self.filters = []
+            for text in filters:
+                with contextlib.suppress(re.error):
+                    self.filters.append(re.compile(text))
+
+    def keeps(self, name: str) -> bool:
+        return self.filters is None or any(f.search(name) for f in self.filters)
+
+
 def _lookup(args: argparse.Namespace) -> int:
     from stackmark.formats.gsym.reader import GsymReader
 
     out = sys.stdout
+    style = LookupStyle(args.verbose, args.merged_functions, args.merged_functions_filter)
     if args.addresses_from_stdin:
         if args.addresses:
             raise StackmarkError("no addresses can be given with --addresses-from-stdin")
-        return _lookup_stdin(args.gsym, args.verbose, out)
+        return _lookup_stdin(args.gsym, style, out)
     if not args.gsym:
         raise StackmarkError("give a GSYM file and addresses, or --addresses-from-stdin")
     addresses = []
@@ -129,11 +175,11 @@ def _lookup(args: argparse.Namespace) -> int:
     reader = GsymReader.open(args.gsym)
     out.write(f'Looking up addresses in "{args.gsym}":\n')
     for addr in addresses:
-        out.write(_lookup_text(reader, addr, args.verbose))
+        out.write(_lookup_text(reader, addr, style))
     return 0
 
 
-def _lookup_text(reader: object, addr: int, verbose: bool) -> str:
+def _lookup_text(reader: object, addr: int, style: LookupStyle) -> str:
     """One address as llvm-gsymutil prints it (with --verbose's FunctionInfo dump)."""
     from stackmark.formats.gsym.codec import RecordError
     from stackmark.formats.gsym.dump import function_text
@@ -141,6 +187,9 @@ def _lookup_text(reader: object, addr: int, verbose: bool) -> str:
     from stackmark.formats.gsym.reader import GsymReader
 
     assert isinstance(reader, GsymReader)
+    if style.merged:
+        return _merged_lookup_text(reader, addr, style)
+    verbose = style.verbose
     head = ""
     try:
         result = reader.lookup(addr)
@@ -165,7 +214,33 @@ def _lookup_text(reader: object, addr: int, verbose: bool) -> str:
     return result.text()
 
 
-def _lookup_stdin(default_gsym: str | None, verbose: bool, out: TextIO) -> int:
+def _merged_lookup_text(reader: GsymReader, addr: int, style: LookupStyle) -> str:
+    """One address as `llvm-gsymutil --merged-functions` prints it: a count, then
+    each result indented, a blank line between them. An address with no answer
+    prints nothing there; a damaged record is named on stderr, not in the output."""
+    from stackmark.formats.gsym.codec import RecordError
+    from stackmark.formats.gsym.lookup import GsymLookupError
+
+    try:
+        results = reader.lookup_all(addr)
+    except GsymLookupError:
+        return ""
+    except RecordError as exc:
+        print(f"stackmark gsym lookup: 0x{addr:x}: {exc}", file=sys.stderr)
+        return ""
+    last = len(results) - 1
+    # LLVM separates a shown result from the next by a blank line unless it is
+    # the last before filtering: a filter can leave a blank line at the end.
+    shown = [
+        "   " + result.text() + ("\n" if i != last else "")
+        for i, result in enumerate(results)
+        if style.keeps(result.name)
+    ]
+    noun = "function" if len(shown) == 1 else "functions"
+    return f"Found {len(shown)} {noun} at address 0x{addr:016x}:\n" + "".join(shown)
+
+
+def _lookup_stdin(default_gsym: str | None, style: LookupStyle, out: TextIO) -> int:
     from stackmark.formats.gsym.reader import GsymReader
 
     current_path: str | None = None
@@ -192,7 +267,7 @@ def _lookup_stdin(default_gsym: str | None, verbose: bool, out: TextIO) -> int:
             out.write(f"error: invalid address {addr_text}, expected: Address GsymFile.\n")
             return 1
         assert reader is not None
-        out.write(_lookup_text(reader, addr, verbose))
+        out.write(_lookup_text(reader, addr, style))
         out.write("\n")
         out.flush()
     return 0

@@ -152,13 +152,13 @@ def decode_function_info(
             info.call_sites = decode_call_sites(payload)
 
 
-def decode_merged_functions(
-    cur: Cursor, start: int, known_types: frozenset[int], keep_unknown: bool
-) -> list[FunctionInfo]:
+def merged_records(cur: Cursor) -> list[Cursor]:
+    """The FunctionInfo records of a MergedFunctionsInfo payload: u32 count, then
+    per function a u32 size and that many bytes."""
     if cur.remaining < 4:
         raise cur.fail(f"unable to read the function count at offset 0x{cur.pos - cur.base:08x}")
     count = cur.u32("function count")
-    functions = []
+    records = []
     for i in range(count):
         if cur.remaining < 4:
             raise cur.fail(
@@ -170,15 +170,17 @@ def decode_merged_functions(
                 f"function data is truncated for function {i} at offset "
                 f"0x{cur.pos - cur.base:08x}, expected size {length}"
             )
-        functions.append(
-            decode_function_info(
-                cur.sub(length, "merged function"),
-                start,
-                known_types=known_types,
-                keep_unknown=keep_unknown,
-            )
-        )
-    return functions
+        records.append(cur.sub(length, "merged function"))
+    return records
+
+
+def decode_merged_functions(
+    cur: Cursor, start: int, known_types: frozenset[int], keep_unknown: bool
+) -> list[FunctionInfo]:
+    return [
+        decode_function_info(record, start, known_types=known_types, keep_unknown=keep_unknown)
+        for record in merged_records(cur)
+    ]
 
 
 def _record(w: Writer, info_type: int) -> int:

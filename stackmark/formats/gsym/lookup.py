@@ -64,14 +64,24 @@ class SourceLocation(FrozenRecord):
 
 
 class LookupResult(Record):
-    """The answer at `address`: the function holding it and its locations, innermost first."""
+    """The answer at `address`: the function holding it and its locations, innermost
+    first; `call_sites`, the names the call returning to `address` may call (only
+    `GsymReader.lookup_all` reads them, as only LLVM's `lookupAll` prints them)."""
 
-    __slots__ = _fields = __match_args__ = ("address", "start", "size", "name", "locations")
+    __slots__ = _fields = __match_args__ = (
+        "address",
+        "start",
+        "size",
+        "name",
+        "locations",
+        "call_sites",
+    )
     address: int
     start: int
     size: int
     name: str
     locations: list[SourceLocation]
+    call_sites: list[str]
 
     def __init__(
         self,
@@ -80,12 +90,14 @@ class LookupResult(Record):
         size: int,
         name: str,
         locations: list[SourceLocation] | None = None,
+        call_sites: list[str] | None = None,
     ) -> None:
         self.address = address
         self.start = start
         self.size = size
         self.name = name
         self.locations = [] if locations is None else locations
+        self.call_sites = [] if call_sites is None else call_sites
 
     def text(self) -> str:
         """The lines llvm-gsymutil prints for this result (ending in a newline)."""
@@ -93,7 +105,10 @@ class LookupResult(Record):
         last = len(self.locations) - 1
         for i, loc in enumerate(self.locations):
             parts.append(loc.text() + (" [inlined]" if i != last else ""))
-        return f"0x{self.address:016x}: " + ("\n" + " " * 20).join(parts) + "\n"
+        text = f"0x{self.address:016x}: " + ("\n" + " " * 20).join(parts)
+        if self.call_sites:
+            text += "\n      CallSites: " + ", ".join(self.call_sites)
+        return text + "\n"
 
 
 def error_text(address: int, message: str) -> str:

@@ -29,14 +29,18 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from stackmark.errors import FormatError
+from stackmark.formats.gsym.call_sites import decode_call_sites
 from stackmark.formats.gsym.codec import Buffer, Cursor, RecordError
 from stackmark.formats.gsym.function_info import (
+    CALL_SITE_INFO,
     END_OF_LIST,
     INLINE_INFO,
     KNOWN_INFO_TYPES,
     LINE_TABLE_INFO,
+    MERGED_FUNCTIONS_INFO,
     FunctionInfo,
     decode_function_info,
+    merged_records,
 )
 from stackmark.formats.gsym.header import (
     HEADER_SIZE,
@@ -294,9 +298,38 @@ class GsymReader:
 
     def lookup_at(self, index: int, addr: int) -> LookupResult:
         """Lookup of `addr` within the function at `index`."""
+        return self._lookup_record(
+            self._cursor(self.info_offsets[index], self.size), self.address(index), addr
+        )
+
+    def lookup_all(self, addr: int) -> list[LookupResult]:
+        """LLVM 20's `lookupAll`: the lookup of `addr`, then one per function merged
+        into the one that holds it (InfoType 3: identical code folded by the
+        linker), each with the names its call site at `addr` may call (InfoType
+        4). Raises like `lookup`, also when a merged function's record fails."""
+        index = self.find_index(addr)
+        merged: list[Cursor] = []
         start = self.address(index)
-        offset = self.info_offsets[index]
-        cur = self._cursor(offset, self.size)
+        cur = self._cursor(self.info_offsets[index], self.size)
+        results = [self._lookup_record(cur, start, addr, merged=merged, call_sites=True)]
+        for payload in merged:
+            for record in merged_records(payload):
+                results.append(self._lookup_record(record, start, addr, call_sites=True))
+        return results
+
+    def _lookup_record(
+        self,
+        cur: Cursor,
+        start: int,
+        addr: int,
+        *,
+        merged: list[Cursor] | None = None,
+        call_sites: bool = False,
+    ) -> LookupResult:
+        """The lookup of `addr` in the FunctionInfo record at `cur` (of a function at
+        `start`). `merged`, if given, receives the payloads of its merged functions;
+        `call_sites` reads the names the call returning to `addr` may call."""
+        offset = cur.pos
         size = cur.u32("missing FunctionInfo Size")
         name_offset = cur.u32("missing FunctionInfo Name")
         if size and not start <= addr < start + size:
@@ -337,6 +370,10 @@ class GsymReader:
                     raise GsymLookupError(f"address 0x{addr:x} is not in the line table")
             elif info_type == INLINE_INFO:
                 inline_cursor = payload
+            elif info_type == MERGED_FUNCTIONS_INFO and merged is not None:
+                merged.append(payload)
+            elif info_type == CALL_SITE_INFO and call_sites:
+                result.call_sites = self._call_site_names(payload, addr - start)
         if not has_line_table or row is None:  # (row is None only without a line table)
             result.locations.append(SourceLocation(name, addr - start))
             return result
@@ -363,6 +400,13 @@ class GsymReader:
                     )
         result.locations = locations
         return result
+
+    def _call_site_names(self, payload: Cursor, return_offset: int) -> list[str]:
+        """The match expressions of the first call site returning to `return_offset`."""
+        for site in decode_call_sites(payload):
+            if site.return_offset == return_offset:
+                return [self.string(ref) for ref in site.match_regex]
+        return []
 
     def locate(self, index: int, addr: int) -> tuple[LineEntry | None, list[InlineFrame]]:
         """The raw parts of a lookup in function `index`: the line row in effect
