@@ -3,6 +3,8 @@
 stackmark gsym lookup FILE.gsym ADDR...       text as llvm-gsymutil prints it
 stackmark gsym lookup --addresses-from-stdin  lines "ADDR GSYMPATH" (or "ADDR"
                                               with FILE.gsym given)
+stackmark gsym lookup ... --merged-functions  also the functions folded into the
+                                              one at each address (llvm 20+'s text)
 stackmark gsym dump FILE.gsym                 everything, as llvm-gsymutil prints it
 stackmark gsym verify FILE.gsym BINARY        our lookups against the DWARF
 stackmark gsym convert INPUT -o OUT.gsym      from ELF (DWARF + symbols) or Breakpad
