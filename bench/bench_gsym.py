@@ -205,7 +205,7 @@ def lookups(tmp: Path, addrs: Path, cache_dir: Path, llvm1: Path, measure: Any, 
             "stackmark gsym lookup --addresses-from-stdin (no index)",
             [PY, "-m", "stackmark", "gsym", "lookup", "--addresses-from-stdin"],
             gsym_lines,
-            1,
+            3,
         ),
     ]
     print("### 10,000 random code addresses\n")
