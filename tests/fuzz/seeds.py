@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -101,6 +102,7 @@ def gsym_seeds() -> list[bytes]:
     cpp = compile_program("fuzz_cpp", ["gsym_cpp.cpp"], compiler="g++", flags=("-g", "-O2"))
     seeds.append(convert_elf(str(cpp)).data)
     with tempfile.TemporaryDirectory() as work:
+        seeds.append(_merged_functions_gsym(Path(work)))
         for i, sym in enumerate(breakpad_seeds()):
             path = Path(work) / f"{i}.sym"
             path.write_bytes(sym)
@@ -109,6 +111,27 @@ def gsym_seeds() -> list[bytes]:
             except StackmarkError:
                 continue  # the unit tests' malformed examples
     return seeds
+
+
+def _merged_functions_gsym(work: Path) -> bytes:
+    """A GSYM with merged functions and call sites (InfoTypes 3 and 4), which
+    stackmark does not write: llvm-gsymutil-22's, of a program linked with
+    identical-code folding."""
+    binary = compile_program(
+        "fuzz_merged",
+        ["gsym_merged.c"],
+        flags=("-g", "-O2", "-ffunction-sections"),
+        link_flags=("-fuse-ld=gold", "-Wl,--icf=all"),
+    )
+    tool = shutil.which("llvm-gsymutil-22")
+    if tool is None:
+        raise RuntimeError("llvm-gsymutil-22 is not installed; `make test` installs it")
+    out = work / "merged.gsym"
+    convert = ["--convert", str(binary), "--merged-functions", "--dwarf-callsites"]
+    subprocess.run(
+        [tool, *convert, "--num-threads=1", "-o", str(out)], capture_output=True, check=True
+    )
+    return out.read_bytes()
 
 
 def sframe_seeds() -> list[bytes]:

@@ -188,6 +188,8 @@ def run_gsym(data: bytes) -> None:
         for address in sorted(addresses)[:200]:
             with contextlib.suppress(StackmarkError):
                 reader.lookup(address)
+            with contextlib.suppress(StackmarkError):
+                reader.lookup_all(address)  # merged functions and call sites too
         try:
             for count, _info in enumerate(reader.functions()):
                 if count >= 64:
