@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
+from stackmark.formats.gsym.codec import Cursor, RecordError, Writer, uleb_rest
 from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
 from stackmark.plain import FrozenRecord, Record
 
@@ -236,17 +236,6 @@ def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
     return path
 
 
-def _uleb_rest(it: Iterator[int], byte: int) -> int:
-    """A ULEB128 whose first byte, `byte`, has the continuation bit set."""
-    value, shift = byte & 0x7F, 7
-    while True:
-        byte = next(it)
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value & 0xFFFFFFFFFFFFFFFF
-
-
 def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> list[InlineFrame]:
     """`inline_path` over `payload`, as `_lookup_node` and `_skip_node` walk it; raises
     StopIteration where they would raise (data ends, or the tree is too deep).
@@ -263,14 +252,14 @@ def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> 
         if depth > MAX_INLINE_DEPTH:
             raise StopIteration
         byte = next(it)
-        count = byte if byte < 0x80 else _uleb_rest(it, byte)
+        count = byte if byte < 0x80 else uleb_rest(it, byte)
         lowest = -1
         holds = False
         for _ in range(count):
             byte = next(it)
-            start = base + (byte if byte < 0x80 else _uleb_rest(it, byte))
+            start = base + (byte if byte < 0x80 else uleb_rest(it, byte))
             byte = next(it)
-            size = byte if byte < 0x80 else _uleb_rest(it, byte)
+            size = byte if byte < 0x80 else uleb_rest(it, byte)
             if size:
                 if lowest < 0 or start < lowest:
                     lowest = start
@@ -283,9 +272,9 @@ def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> 
         has_children = next(it)
         name_bytes = (next(it), next(it), next(it), next(it))
         byte = next(it)
-        call_file = (byte if byte < 0x80 else _uleb_rest(it, byte)) & 0xFFFFFFFF
+        call_file = (byte if byte < 0x80 else uleb_rest(it, byte)) & 0xFFFFFFFF
         byte = next(it)
-        call_line = (byte if byte < 0x80 else _uleb_rest(it, byte)) & 0xFFFFFFFF
+        call_line = (byte if byte < 0x80 else uleb_rest(it, byte)) & 0xFFFFFFFF
         if holds:
             name = int.from_bytes(name_bytes, "little" if first_byte == 0 else "big")
             path.append(InlineFrame(name, call_file, call_line, lowest, here))
@@ -309,19 +298,19 @@ def _skip_children(it: Iterator[int], depth: int) -> int:
         if level > MAX_INLINE_DEPTH:
             raise StopIteration
         byte = next(it)
-        count = byte if byte < 0x80 else _uleb_rest(it, byte)
+        count = byte if byte < 0x80 else uleb_rest(it, byte)
         if count == 0:
             level -= 1  # the end of a child list
             continue
         for _ in range(2 * count):
             if next(it) >= 0x80:
-                _uleb_rest(it, 0x80)
+                uleb_rest(it, 0x80)
         has_children = next(it)
         next(it), next(it), next(it), next(it)
         if next(it) >= 0x80:
-            _uleb_rest(it, 0x80)
+            uleb_rest(it, 0x80)
         if next(it) >= 0x80:
-            _uleb_rest(it, 0x80)
+            uleb_rest(it, 0x80)
         nodes += 1
         if has_children:
             level += 1

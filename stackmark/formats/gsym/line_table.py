@@ -26,11 +26,10 @@ from __future__ import annotations
 import contextlib
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
 from operator import sub
 from typing import NamedTuple
 
-from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
+from stackmark.formats.gsym.codec import Cursor, RecordError, Writer, sleb_rest, uleb_rest
 
 END_SEQUENCE, SET_FILE, ADVANCE_PC, ADVANCE_LINE, FIRST_SPECIAL = 0, 1, 2, 3, 4
 MAX_LINE_RANGE = 14
@@ -111,32 +110,6 @@ def lookup_line(cur: Cursor, base_addr: int, target: int) -> LineEntry | None:
     return row
 
 
-def _uleb_rest(it: Iterator[int], byte: int) -> int:
-    """A ULEB128 whose first byte, `byte`, has the continuation bit set."""
-    value, shift = byte & 0x7F, 7
-    while True:
-        byte = next(it)
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value & _U64
-
-
-def _sleb_rest(it: Iterator[int], byte: int) -> int:
-    """An SLEB128 whose first byte, `byte`, has the continuation bit set (as `Cursor.sleb`)."""
-    value, shift = byte & 0x7F, 7
-    while True:
-        byte = next(it)
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            break
-    if byte & 0x40:
-        value -= 1 << shift
-    value &= _U64
-    return value - (1 << 64) if value >> 63 else value
-
-
 def _row_at(
     payload: bytes, addr: int, line: int, min_delta: int, line_range: int, target: int
 ) -> tuple[int, int, int] | None:
@@ -152,10 +125,10 @@ def _row_at(
             addr += adj // line_range
         elif op == ADVANCE_PC:
             byte = next(it)
-            addr = (addr + (byte if byte < 0x80 else _uleb_rest(it, byte))) & _U64
+            addr = (addr + (byte if byte < 0x80 else uleb_rest(it, byte))) & _U64
         elif op == SET_FILE:
             byte = next(it)
-            file = (byte if byte < 0x80 else _uleb_rest(it, byte)) & _U32
+            file = (byte if byte < 0x80 else uleb_rest(it, byte)) & _U32
             continue
         elif op == ADVANCE_LINE:
             byte = next(it)
@@ -164,7 +137,7 @@ def _row_at(
             elif byte < 0x80:
                 delta = byte - 0x80
             else:
-                delta = _sleb_rest(it, byte)
+                delta = sleb_rest(it, byte)
             line = (line + delta) & _U32
             continue
         else:  # END_SEQUENCE
