@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "DIR/.build-id/xx/rest.debug (default /usr/lib/debug), among the --obj files and\n"
         "the ELF files in each --symbol-path directory, next to a stripped binary through\n"
         "its .gnu_debuglink, and last on debuginfod servers (--debuginfod-url,\n"
-        "DEBUGINFOD_URLS). The file found must have the build ID asked for.\n\n"
+        "DEBUGINFOD_URLS). The file found must have the build ID asked for. Where none\n"
+        "with debug info is found, a GSYM file in a --gsym-path directory answers.\n\n"
         "exit status: 0 ok; 1 some element had an error (output still complete);\n"
         "2 usage error or unreadable input. --compat=llvm19 always exits 0."
     )
@@ -109,6 +110,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="DIR",
         help="a directory of ELF files, matched by build ID (repeatable)",
+    )
+    where.add_argument(
+        "--gsym-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of GSYM files (llvm-gsymutil's or stackmark's), matched by the "
+        "build ID in their headers: one answers for a module no ELF file with debug "
+        "info is found for (functions, files, lines, inline calls; no columns) "
+        "(repeatable)",
     )
     where.add_argument(
         "--gsym-cache",
@@ -191,6 +202,7 @@ _DEFAULTS: dict[str, object] = {
     "debug_file_directory": [],
     "obj": [],
     "symbol_path": [],
+    "gsym_path": [],
     "gsym_cache": "use",
     "gsym_cache_dir": None,
     "color": "auto",
@@ -213,6 +225,7 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--obj": ("obj", "append"),
     "--exe": ("obj", "append"),
     "--symbol-path": ("symbol_path", "append"),
+    "--gsym-path": ("gsym_path", "append"),
     "--gsym-cache": ("gsym_cache", ("use", "build", "off")),
     "--gsym-cache-dir": ("gsym_cache_dir", "store"),
     "--color": ("color", ("always", "never", "auto")),
@@ -316,6 +329,7 @@ def _make_symbolizer(
         debug_file_directories=args.debug_file_directory or list(DEFAULT_DEBUG_FILE_DIRECTORIES),
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
+        gsym_paths=list(args.gsym_path),
         debuginfod=debuginfod or scale_args.make_client(args),
         # The markup layer remembers each answer (and its text) itself.
         cache_size=SYMBOLIZER_ANSWERS,

@@ -39,7 +39,9 @@ class SymbolizerOptions(Record):
     default DWARF + symbol-table source only). `cache_size` bounds the
     number of remembered answers (0: none, for callers with their own).
     `debuginfod`, when set, is asked last, for build IDs that no local
-    place gave debug info for.
+    place gave debug info for. `gsym_paths` are directories of GSYM files,
+    found by build ID: one answers for a module that no ELF file with debug
+    info does (stackmark.symbols.gsym_files).
     """
 
     __slots__ = _fields = (
@@ -49,6 +51,7 @@ class SymbolizerOptions(Record):
         "source_factories",
         "cache_size",
         "debuginfod",
+        "gsym_paths",
     )
     debug_file_directories: list[str]
     objects: list[str]
@@ -56,6 +59,7 @@ class SymbolizerOptions(Record):
     source_factories: list[SourceFactory] | None
     cache_size: int
     debuginfod: DebuginfodClient | None
+    gsym_paths: list[str]
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class SymbolizerOptions(Record):
         source_factories: list[SourceFactory] | None = None,
         cache_size: int = 1 << 16,
         debuginfod: DebuginfodClient | None = None,
+        gsym_paths: list[str] | None = None,
     ) -> None:
         self.debug_file_directories = (
             list(DEFAULT_DEBUG_FILE_DIRECTORIES)
@@ -76,6 +81,7 @@ class SymbolizerOptions(Record):
         self.source_factories = source_factories
         self.cache_size = cache_size
         self.debuginfod = debuginfod
+        self.gsym_paths = [] if gsym_paths is None else gsym_paths
 
 
 _AnswerKey = tuple[str, str | None, int]
@@ -121,6 +127,12 @@ class Symbolizer:
         self.source_factories: list[SourceFactory] = (
             list(factories) if factories is not None else [elf_source_factory]
         )
+        self._gsym_files = None
+        if self.options.gsym_paths:
+            from stackmark.symbols.gsym_files import GsymDirectories, gsym_file_factory
+
+            self._gsym_files = GsymDirectories(self.options.gsym_paths)
+            self.source_factories.insert(0, gsym_file_factory)
         self._modules: dict[tuple[str, str | None], _Module] = {}
         self._lock = RLock()
         self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
@@ -149,8 +161,26 @@ class Symbolizer:
                 searched=list(lookup.searched),
                 has_debug_info=lookup.has_debug_info,
             )
+            if self._gsym_files is not None and not lookup.has_debug_info:
+                files = self._from_gsym_file(resolution, files)
             known = self._modules[key] = _Module(resolution, files)
             return known
+
+    def _from_gsym_file(
+        self, resolution: ModuleResolution, files: ModuleFiles | None
+    ) -> ModuleFiles | None:
+        """A user's GSYM file for the module, when one has its build ID (it has
+        lines, which the ELF file found, if any, has not): `resolution` then names it."""
+        assert self._gsym_files is not None
+        path = self._gsym_files.find(resolution.build_id) if resolution.build_id else None
+        if path is None:
+            return files
+        from stackmark.symbols.gsym_files import FOUND_AS
+
+        resolution.binary = path
+        resolution.error = None
+        resolution.has_debug_info = True
+        return ModuleFiles(resolution.build_id, path, how=FOUND_AS)
 
     def resolve(self, module: Module) -> ModuleResolution:
         """Find (and remember) the file that answers for `module`."""

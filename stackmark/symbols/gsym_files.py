@@ -1,0 +1,116 @@
+"""GSYM files that users bring: found by build ID, answering code lookups.
+
+`stackmark symbolize --gsym-path DIR` names directories of GSYM files (made
+by llvm-gsymutil or `stackmark gsym convert`), so that a device's logs can
+be symbolized where only the compact GSYM files of its binaries are kept.
+A file is found by the UUID in its header, which both converters take from
+the ELF build ID. A module that no ELF file with debug information answers
+for is answered from its GSYM file: functions, files, lines and inline
+calls, as `stackmark gsym lookup` gives them. A GSYM holds no columns
+(they print as 0) and no data symbols, and names each function and inlined
+call once (the linkage name where DWARF has one, which is demangled as
+usual; else the qualified name).
+"""
+
+from __future__ import annotations
+
+import os
+
+from stackmark.errors import FormatError, StackmarkError
+from stackmark.formats.gsym.header import GSYM_CIGAM, GSYM_MAGIC, HEADER_SIZE, MAX_UUID_SIZE
+from stackmark.model import DataSymbol, SourceFrame
+from stackmark.symbols.source import ModuleFiles
+
+FOUND_AS = "GSYM file"
+"""`ModuleFiles.how` of a module answered by a user's GSYM file."""
+
+
+def gsym_uuid(path: str) -> str | None:
+    """The UUID (lower-case hex) in the version-1 header of the GSYM file at `path`,
+    or None when it is not one or has no UUID."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_SIZE)
+    except OSError:
+        return None
+    if len(head) < HEADER_SIZE:
+        return None
+    magic = int.from_bytes(head[:4], "little")
+    if magic not in (GSYM_MAGIC, GSYM_CIGAM):
+        return None
+    version = int.from_bytes(head[4:6], "little" if magic == GSYM_MAGIC else "big")
+    if version != 1:
+        return None
+    size = head[7]
+    if not 0 < size <= MAX_UUID_SIZE:
+        return None
+    return head[28 : 28 + size].hex()
+
+
+class GsymDirectories:
+    """The `*.gsym` files under some directories, by the build ID in their headers.
+
+    The directories are read once, on the first question (only the 48-byte
+    header of each file); files are taken in sorted path order, the first one
+    for a build ID winning."""
+
+    def __init__(self, directories: list[str]) -> None:
+        self.directories = list(directories)
+        self._by_uuid: dict[str, str] | None = None
+
+    def _index(self) -> dict[str, str]:
+        if self._by_uuid is None:
+            found: dict[str, str] = {}
+            for top in self.directories:
+                for root, dirs, names in os.walk(top):
+                    dirs.sort()
+                    for name in sorted(names):
+                        if name.endswith(".gsym"):
+                            path = os.path.join(root, name)
+                            uuid = gsym_uuid(path)
+                            if uuid is not None:
+                                found.setdefault(uuid, path)
+            self._by_uuid = found
+        return self._by_uuid
+
+    def find(self, build_id: str) -> str | None:
+        """The GSYM file for `build_id` (lower-case hex): its UUID is the build ID, or
+        the build ID's first 20 bytes (the most a GSYM UUID holds)."""
+        index = self._index()
+        return index.get(build_id) or index.get(build_id[: 2 * MAX_UUID_SIZE])
+
+
+class GsymFileSource:
+    """A `SymbolSource` over a user's GSYM file (see the module doc)."""
+
+    def __init__(self, files: ModuleFiles) -> None:
+        from stackmark.formats.gsym.reader import GsymReader
+
+        self.files = files
+        self.reader = GsymReader.open(files.binary)
+
+    @property
+    def description(self) -> str:
+        return f"GSYM file {self.files.binary}"
+
+    @property
+    def has_debug_info(self) -> bool:
+        return True
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        try:
+            result = self.reader.lookup(address)
+        except (StackmarkError, FormatError):
+            return []  # not in the file, or a damaged record: no answer for this address
+        return [SourceFrame(loc.name, loc.name, loc.path, loc.line, 0) for loc in result.locations]
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        return None
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def gsym_file_factory(files: ModuleFiles) -> GsymFileSource | None:
+    """A `SourceFactory`: the source for a module found as a user's GSYM file."""
+    return GsymFileSource(files) if files.how == FOUND_AS else None
