@@ -10,6 +10,8 @@ use them):
     debugFileDirectories  [path]      .build-id trees (default /usr/lib/debug)
     objects               [path]      binaries or debug files, matched by build ID
     symbolPaths           [path]      directories searched for ELF files by build ID
+    gsymPaths             [path]      directories of GSYM files, by the build ID in
+                                      their headers (for modules with no debug file)
     cacheDir              path        GSYM cache and debuginfod downloads
                                       (default $XDG_CACHE_HOME/stackmark)
     debuginfodUrls        [url]       servers (default: DEBUGINFOD_URLS)
@@ -34,6 +36,7 @@ KEYS = (
     "debugFileDirectories",
     "objects",
     "symbolPaths",
+    "gsymPaths",
     "cacheDir",
     "debuginfodUrls",
     "debuginfodTimeout",
@@ -57,6 +60,7 @@ class Settings:
     debug_file_directories: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
     symbol_paths: tuple[str, ...] = ()
+    gsym_paths: tuple[str, ...] = ()
     cache_dir: str | None = None
     debuginfod_urls: tuple[str, ...] = ()
     debuginfod_timeout: float | None = None  # None: DEBUGINFOD_TIMEOUT or the default
@@ -153,6 +157,7 @@ def parse(layers: list[object], root: str | None = None) -> tuple[Settings, list
         debug_file_directories=paths("debugFileDirectories"),
         objects=paths("objects"),
         symbol_paths=paths("symbolPaths"),
+        gsym_paths=paths("gsymPaths"),
         cache_dir=_path(cache_dir, root) if isinstance(cache_dir, str) else None,
         debuginfod_urls=tuple(urls or ()),
         debuginfod_timeout=float(timeout) if isinstance(timeout, int | float) else None,

@@ -132,6 +132,7 @@ class SymbolService:
             ),
             objects=list(settings.objects),
             symbol_paths=list(settings.symbol_paths),
+            gsym_paths=list(settings.gsym_paths),
             source_factories=[self._source],
             debuginfod=self.debuginfod,
         )

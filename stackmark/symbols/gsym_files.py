@@ -65,8 +65,9 @@ class GsymDirectories:
                 for root, dirs, names in os.walk(top):
                     dirs.sort()
                     for name in sorted(names):
-                        if name.endswith(".gsym"):
-                            path = os.path.join(root, name)
+                        path = os.path.join(root, name)
+                        # Regular files only: opening a FIFO named x.gsym would block.
+                        if name.endswith(".gsym") and os.path.isfile(path):
                             uuid = gsym_uuid(path)
                             if uuid is not None:
                                 found.setdefault(uuid, path)

@@ -75,7 +75,7 @@ def test_languages() -> None:
 def test_settings_layers_and_paths(tmp_path: Path) -> None:
     init = {"debugFileDirectories": ["~/debug"], "objects": "rel/a.out", "cacheDir": "$HOME/c"}
     config = {"stackmark": {"debugFileDirectories": [], "symbolPaths": ["/s"],
-                            "sourcePathMap": {"/b": "/x", "/b/src": "/y"},
+                            "gsymPaths": ["g"], "sourcePathMap": {"/b": "/x", "/b/src": "/y"},
                             "debuginfodUrls": "http://a http://b"}}  # fmt: skip
     settings, problems = parse([init, config], str(tmp_path))
     assert problems == []
@@ -83,6 +83,7 @@ def test_settings_layers_and_paths(tmp_path: Path) -> None:
     assert settings.objects == (str(tmp_path / "rel" / "a.out"),)
     assert settings.cache_dir == str(Path.home() / "c")
     assert settings.symbol_paths == ("/s",)
+    assert settings.gsym_paths == (str(tmp_path / "g"),)
     assert settings.debuginfod_urls == ("http://a", "http://b")
     assert (settings.debuginfod_timeout, settings.debuginfod_offline) == (None, False)
     more, problems = parse(

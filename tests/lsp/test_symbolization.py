@@ -10,6 +10,7 @@ against llvm-symbolizer-19 on a C++ program compiled at test time.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -140,3 +141,62 @@ def test_a_lookup_waits_for_a_worker_while_the_symbolizer_is_busy(
         service.close()
     assert calls == 1
     assert frames == [(f.file, f.line, f.column) for f in expected]
+
+
+def test_gsym_paths_answer_a_module_without_debug_files(
+    program: ProgramLog, tmp_path: Path
+) -> None:
+    """With only a GSYM file of the program (settings' `gsymPaths`), lookups give
+    llvm-gsymutil-19's files and lines for every frame, and no columns."""
+    import subprocess
+
+    spots = _spots(program)
+    build_id = spots[0].build_id
+    debug_file = oracle.debug_file(program.debug_dir, build_id)
+    gsyms = tmp_path / "gsyms"
+    gsyms.mkdir()
+    subprocess.run(
+        [
+            require_tool("llvm-gsymutil-19"),
+            "--convert",
+            str(debug_file),
+            "-o",
+            str(gsyms / "p.gsym"),
+        ],
+        capture_output=True,
+        check=True,
+    )
+    addresses = sorted({s.relative for s in spots})
+    text = subprocess.run(
+        [require_tool("llvm-gsymutil-19"), "--addresses-from-stdin"],
+        input="".join(f"{a:#x} {gsyms / 'p.gsym'}\n" for a in addresses),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    expected = [
+        [(path, int(line)) for path, line in re.findall(r" @ (\S+):(\d+)", block)]
+        for block in text.split("\n\n")[: len(addresses)]
+    ]
+    settings = Settings(
+        debug_file_directories=(str(tmp_path / "nothing"),),
+        gsym_paths=(str(gsyms),),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    service = SymbolService(settings, _Silent(), lambda message_id, **values: message_id)
+    module = Module(0, "not-on-disk", build_id, [])
+
+    async def ask() -> list[list[tuple[str | None, int, int]]]:
+        return [
+            [(f.file, f.line, f.column) for f in (await service.code_of(module, a)).frames]
+            for a in addresses
+        ]
+
+    try:
+        answers = asyncio.run(ask())
+    finally:
+        service.close()
+    assert any(expected), "llvm-gsymutil answered none of the addresses"
+    for address, frames, wanted in zip(addresses, answers, expected, strict=True):
+        assert [(f, ln) for f, ln, _ in frames if f is not None] == wanted, hex(address)
+        assert all(column == 0 for *_, column in frames)

@@ -27,6 +27,7 @@ export const SERVER_SETTINGS = [
   "debugFileDirectories",
   "objects",
   "symbolPaths",
+  "gsymPaths",
   "cacheDir",
   "debuginfodUrls",
   "debuginfodTimeout",

@@ -25,6 +25,7 @@ M.setting_keys = {
   "debugFileDirectories",
   "objects",
   "symbolPaths",
+  "gsymPaths",
   "cacheDir",
   "debuginfodUrls",
   "debuginfodTimeout",
