@@ -166,6 +166,16 @@ class Symbolizer:
             known = self._modules[key] = _Module(resolution, files)
             return known
 
+    def _factories_for(self, files: ModuleFiles) -> list[SourceFactory]:
+        """The factories to try: a user's GSYM file is read as GSYM only (the ELF
+        factories would each add a 'not an ELF file' to the module's notes)."""
+        if self._gsym_files is not None:
+            from stackmark.symbols.gsym_files import FOUND_AS, gsym_file_factory
+
+            if files.how == FOUND_AS:
+                return [gsym_file_factory]
+        return self.source_factories
+
     def _from_gsym_file(
         self, resolution: ModuleResolution, files: ModuleFiles | None
     ) -> ModuleFiles | None:
@@ -194,7 +204,7 @@ class Symbolizer:
         with self._lock:
             if entry.source is not None or entry.files is None:
                 return entry.source
-            for factory in self.source_factories:
+            for factory in self._factories_for(entry.files):
                 try:
                     source = factory(entry.files)
                 except StackmarkError as exc:

@@ -13,10 +13,12 @@ their header's UUID only.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,39 @@ def test_the_directory_index_goes_by_uuid(tmp_path: Path) -> None:
     assert index.find(build_id_of(cpp)) == str(tmp_path / "a" / "a.gsym")
     assert index.find("00" * 20) is None
     assert gsym_uuid(str(tmp_path / "a" / "junk.gsym")) is None
+
+
+def test_a_fifo_in_a_gsym_directory_is_skipped(tmp_path: Path) -> None:
+    binary = program("c-O2")
+    convert(binary, tmp_path / "g", "x.gsym")
+    os.mkfifo(tmp_path / "g" / "a-fifo.gsym")  # opening it would block
+    found: list[str | None] = []
+    asker = threading.Thread(
+        target=lambda: found.append(
+            GsymDirectories([str(tmp_path / "g")]).find(build_id_of(binary))
+        ),
+        daemon=True,
+    )
+    asker.start()
+    asker.join(30)
+    assert found == [str(tmp_path / "g" / "x.gsym")]
+
+
+def test_a_damaged_gsym_file_is_reported_not_raised(tmp_path: Path) -> None:
+    binary = program("c-O2")
+    gsym = convert(binary, tmp_path / "g", "x.gsym")
+    gsym.write_bytes(gsym.read_bytes()[:64])  # the header survives, the tables do not
+    log = markup_log(binary, code_addresses(binary, 5))
+    proc = subprocess.run(
+        [*SYMBOLIZE, "--debug-file-directory", str(tmp_path), "--gsym-path", str(tmp_path / "g")],
+        input=log,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0  # a module without symbols is a warning, as in llvm
+    assert "Traceback" not in proc.stderr
+    assert "cannot read symbols" in proc.stderr
+    assert f"{gsym}: offset 0x30: address table" in proc.stderr  # the file and the place
+    assert "not an ELF file" not in proc.stderr  # it is read as GSYM only
+    assert sorted(frames_by_index(proc.stdout)) == list(range(5))  # every frame printed
