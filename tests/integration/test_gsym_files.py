@@ -27,6 +27,7 @@ from stackmark.elf import SHF_EXECINSTR, ElfFile
 from stackmark.symbols.gsym_files import GsymDirectories, gsym_uuid
 from tests.conftest import require_tool
 from tests.support.build import build_id_of, compile_program
+from tests.support.gsymutil import llvm_convert, llvm_lookup_blocks
 
 PROGRAMS = {
     "c-O2": ("gcc", ["gsym_inline.c", "gsym_inline_b.c"], ("-g", "-O2")),
@@ -45,14 +46,7 @@ def program(name: str) -> Path:
 
 
 def convert(binary: Path, directory: Path, name: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    out = directory / name
-    subprocess.run(
-        [require_tool("llvm-gsymutil-19"), "--convert", str(binary), "-o", str(out)],
-        capture_output=True,
-        check=True,
-    )
-    return out
+    return llvm_convert(binary, directory / name)
 
 
 def code_addresses(binary: Path, count: int = 150) -> list[int]:
@@ -103,18 +97,11 @@ def frames_by_index(output: str) -> dict[int, list[tuple[str | None, str | None,
 
 def llvm_frames(gsym: Path, addresses: list[int]) -> list[list[tuple[str, str | None, int]]]:
     """llvm-gsymutil-19's locations for each address: (demangled name, path, line)."""
-    text = subprocess.run(
-        [require_tool("llvm-gsymutil-19"), "--addresses-from-stdin"],
-        input="".join(f"{a:#x} {gsym}\n" for a in addresses),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
     located = re.compile(
         r"^(?:0x[0-9a-f]{16}: )?\s*(.*?)(?: \+ \d+)?(?: @ (\S+):(\d+))?(?: \[inlined\])?$"
     )
     out: list[list[tuple[str, str | None, int]]] = []
-    for block in text.split("\n\n")[: len(addresses)]:
+    for block in llvm_lookup_blocks(gsym, addresses):
         frames = []
         for line in block.splitlines():
             if ": error: " in line:

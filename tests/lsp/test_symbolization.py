@@ -25,6 +25,7 @@ from stackmark.symbols.cache import GsymCache
 from stackmark.symbols.gsym_source import GsymSource
 from tests.conftest import require_tool
 from tests.lsp import oracle
+from tests.support.gsymutil import llvm_convert, llvm_lookup_blocks
 from tests.support.markup_programs import ProgramLog, program_log
 
 
@@ -148,39 +149,18 @@ def test_gsym_paths_answer_a_module_without_debug_files(
 ) -> None:
     """With only a GSYM file of the program (settings' `gsymPaths`), lookups give
     llvm-gsymutil-19's files and lines for every frame, and no columns."""
-    import subprocess
-
     spots = _spots(program)
     build_id = spots[0].build_id
     debug_file = oracle.debug_file(program.debug_dir, build_id)
-    gsyms = tmp_path / "gsyms"
-    gsyms.mkdir()
-    subprocess.run(
-        [
-            require_tool("llvm-gsymutil-19"),
-            "--convert",
-            str(debug_file),
-            "-o",
-            str(gsyms / "p.gsym"),
-        ],
-        capture_output=True,
-        check=True,
-    )
+    gsym = llvm_convert(debug_file, tmp_path / "gsyms" / "p.gsym")
     addresses = sorted({s.relative for s in spots})
-    text = subprocess.run(
-        [require_tool("llvm-gsymutil-19"), "--addresses-from-stdin"],
-        input="".join(f"{a:#x} {gsyms / 'p.gsym'}\n" for a in addresses),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
     expected = [
         [(path, int(line)) for path, line in re.findall(r" @ (\S+):(\d+)", block)]
-        for block in text.split("\n\n")[: len(addresses)]
+        for block in llvm_lookup_blocks(gsym, addresses)
     ]
     settings = Settings(
         debug_file_directories=(str(tmp_path / "nothing"),),
-        gsym_paths=(str(gsyms),),
+        gsym_paths=(str(gsym.parent),),
         cache_dir=str(tmp_path / "cache"),
     )
     service = SymbolService(settings, _Silent(), lambda message_id, **values: message_id)
