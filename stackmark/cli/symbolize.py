@@ -319,7 +319,8 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
 def _make_symbolizer(
     args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
 ) -> SymbolizerAPI:
-    """The real symbolizer, looking where the options say (llvm 19 ignores --obj)."""
+    """The real symbolizer, looking where the options say (llvm 19 ignores --obj and
+    reads no GSYM file, so --compat=llvm19 does the same)."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -329,7 +330,7 @@ def _make_symbolizer(
         debug_file_directories=args.debug_file_directory or list(DEFAULT_DEBUG_FILE_DIRECTORIES),
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
-        gsym_paths=list(args.gsym_path),
+        gsym_paths=[] if compat else list(args.gsym_path),  # llvm 19 reads no GSYM
         debuginfod=debuginfod or scale_args.make_client(args),
         # The markup layer remembers each answer (and its text) itself.
         cache_size=SYMBOLIZER_ANSWERS,

@@ -221,3 +221,14 @@ def test_a_damaged_gsym_file_is_reported_not_raised(tmp_path: Path) -> None:
     assert f"{gsym}: offset 0x30: address table" in proc.stderr  # the file and the place
     assert "not an ELF file" not in proc.stderr  # it is read as GSYM only
     assert sorted(frames_by_index(proc.stdout)) == list(range(5))  # every frame printed
+
+
+def test_compat_llvm19_reads_no_gsym_file(tmp_path: Path) -> None:
+    """llvm-symbolizer 19 cannot read GSYM files: --compat=llvm19 does as it does."""
+    binary = program("c-O2")
+    convert(binary, tmp_path / "g", "x.gsym")
+    log = markup_log(binary, code_addresses(binary, 10))
+    out = symbolize(log, "--gsym-path", str(tmp_path / "g"), "--compat=llvm19", cwd=tmp_path)
+    assert "gsym_inline" not in out  # no file, so no GSYM answer
+    assert out.count("[[[bt:") == 10  # llvm 19 keeps an element it cannot symbolize
+    assert "gsym_inline" in symbolize(log, "--gsym-path", str(tmp_path / "g"), cwd=tmp_path)
