@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from stackmark.errors import FormatError, StackmarkError
-from stackmark.formats.gsym.header import GSYM_CIGAM, GSYM_MAGIC, HEADER_SIZE, MAX_UUID_SIZE
+from stackmark.formats.gsym.header import HEADER_SIZE, MAX_UUID_SIZE, detect_byte_order
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.source import ModuleFiles
 
@@ -35,10 +35,11 @@ def gsym_uuid(path: str) -> str | None:
         return None
     if len(head) < HEADER_SIZE:
         return None
-    magic = int.from_bytes(head[:4], "little")
-    if magic not in (GSYM_MAGIC, GSYM_CIGAM):
+    try:
+        little = detect_byte_order(head, path)
+    except FormatError:
         return None
-    version = int.from_bytes(head[4:6], "little" if magic == GSYM_MAGIC else "big")
+    version = int.from_bytes(head[4:6], "little" if little else "big")
     if version != 1:
         return None
     size = head[7]
@@ -101,7 +102,7 @@ class GsymFileSource:
     def frames_at(self, address: int) -> list[SourceFrame]:
         try:
             result = self.reader.lookup(address)
-        except (StackmarkError, FormatError):
+        except StackmarkError:  # (FormatError among them)
             return []  # not in the file, or a damaged record: no answer for this address
         return [SourceFrame(loc.name, loc.name, loc.path, loc.line, 0) for loc in result.locations]
 

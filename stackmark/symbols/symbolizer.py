@@ -129,10 +129,9 @@ class Symbolizer:
         )
         self._gsym_files = None
         if self.options.gsym_paths:
-            from stackmark.symbols.gsym_files import GsymDirectories, gsym_file_factory
+            from stackmark.symbols.gsym_files import GsymDirectories
 
             self._gsym_files = GsymDirectories(self.options.gsym_paths)
-            self.source_factories.insert(0, gsym_file_factory)
         self._modules: dict[tuple[str, str | None], _Module] = {}
         self._lock = RLock()
         self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
@@ -167,8 +166,9 @@ class Symbolizer:
             return known
 
     def _factories_for(self, files: ModuleFiles) -> list[SourceFactory]:
-        """The factories to try: a user's GSYM file is read as GSYM only (the ELF
-        factories would each add a 'not an ELF file' to the module's notes)."""
+        """The factories to try: a user's GSYM file (`_from_gsym_file`) is read as
+        GSYM only, other files by `source_factories` (the ELF factories would each
+        add a 'not an ELF file' to a GSYM module's notes)."""
         if self._gsym_files is not None:
             from stackmark.symbols.gsym_files import FOUND_AS, gsym_file_factory
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Literal
 
 from stackmark.formats.gsym.codec import Cursor, RecordError, Writer, uleb_rest
 from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
@@ -229,18 +230,20 @@ def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
     start = cur.pos
     with contextlib.suppress(StopIteration):
         return _fast_inline_path(
-            bytes(cur.data[start : cur.end]), base_addr, addr, 0 if cur.little else 3
+            bytes(cur.data[start : cur.end]), base_addr, addr, "little" if cur.little else "big"
         )
     path: list[InlineFrame] = []
     _lookup_node(cur, base_addr, addr, path, 0, [0])
     return path
 
 
-def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> list[InlineFrame]:
+def _fast_inline_path(
+    payload: bytes, base: int, addr: int, order: Literal["little", "big"]
+) -> list[InlineFrame]:
     """`inline_path` over `payload`, as `_lookup_node` and `_skip_node` walk it; raises
     StopIteration where they would raise (data ends, or the tree is too deep).
 
-    `first_byte` is 0 when the u32 names are little-endian, 3 when big-endian.
+    `order` is the byte order of the u32 names.
     A node's ranges hold `addr` when one of them does (merging them, as the
     checked walk does, changes neither that nor the lowest start), and a node
     whose ranges are all empty ends its sibling list.
@@ -276,7 +279,7 @@ def _fast_inline_path(payload: bytes, base: int, addr: int, first_byte: int) -> 
         byte = next(it)
         call_line = (byte if byte < 0x80 else uleb_rest(it, byte)) & 0xFFFFFFFF
         if holds:
-            name = int.from_bytes(name_bytes, "little" if first_byte == 0 else "big")
+            name = int.from_bytes(name_bytes, order)
             path.append(InlineFrame(name, call_file, call_line, lowest, here))
             if not has_children:
                 return path
