@@ -25,8 +25,8 @@ import pytest
 
 from stackmark.elf import SHF_EXECINSTR, ElfFile
 from stackmark.symbols.gsym_files import GsymDirectories, gsym_uuid
-from tests.conftest import require_tool
 from tests.support.build import build_id_of, compile_program
+from tests.support.demangling import cxxfilt
 from tests.support.gsymutil import llvm_convert, llvm_lookup_blocks
 
 PROGRAMS = {
@@ -110,14 +110,7 @@ def llvm_frames(gsym: Path, addresses: list[int]) -> list[list[tuple[str, str | 
             frames.append((name, path, int(line_no or 0)))
         out.append(frames)
     names = sorted({name for frames in out for name, _, _ in frames})
-    demangled = subprocess.run(
-        [require_tool("llvm-cxxfilt-19")],
-        input="\n".join(names) + "\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    readable = dict(zip(names, demangled, strict=True))
+    readable = dict(zip(names, cxxfilt(names), strict=True))
     return [[(readable[n], p, ln) for n, p, ln in frames] for frames in out]
 
 

@@ -20,6 +20,7 @@ from stackmark.dwarf.reader import DwarfReader
 from stackmark.elf import ElfFile
 from tests.conftest import require_tool
 from tests.support import sym_builds
+from tests.support.demangling import cxxfilt
 
 # Where libstdc++-then-rewrite cannot reproduce LLVM (matched on the mangled name); seen
 # only in the libLLVM corpus:
@@ -34,17 +35,6 @@ KNOWN_DIFFERENCES = {
     # member function pointer types in template arguments: spacing of `::* (`
     "member pointer": re.compile(r"M.*F"),
 }
-
-
-def cxxfilt(names: list[str]) -> list[str]:
-    out = subprocess.run(
-        [require_tool("llvm-cxxfilt-19")],
-        input="\n".join(names) + "\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return out.splitlines()
 
 
 def markup_symbols(names: list[str]) -> list[str]:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.demangle.rust import demangle_rust_legacy, demangle_rust_v0
 from tests.conftest import require_tool
+from tests.support.demangling import cxxfilt
 
 V0_NAMES = [
     "_RNvCs1234_7mycrate4main",
@@ -71,17 +72,6 @@ LEGACY_NAMES = [
     "_ZN3foo3bar17h05af221e174051e9E.llvm.8374",
     "_ZN12_GLOBAL__N_13foo17h05af221e174051e9E",
 ]
-
-
-def cxxfilt(names: list[str]) -> list[str]:
-    out = subprocess.run(
-        [require_tool("llvm-cxxfilt-19")],
-        input="\n".join(names) + "\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return out.splitlines()
 
 
 def markup_symbols(names: list[str]) -> list[str]:
