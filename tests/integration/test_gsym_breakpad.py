@@ -19,6 +19,7 @@ from stackmark.formats.gsym import GsymReader
 from stackmark.formats.gsym.convert import convert_file
 from tests.conftest import require_tool
 from tests.support.build import compile_program
+from tests.support.gsymutil import llvm_lookups
 
 GSYMUTIL = "llvm-gsymutil-19"
 _RANGE = re.compile(r"\[0x([0-9a-f]+) - 0x([0-9a-f]+)\)")
@@ -80,16 +81,6 @@ def sym_from_llvm_dump(dump: str, build_id: str) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def lookups(gsym: Path, addresses: list[int]) -> str:
-    return subprocess.run(
-        [require_tool(GSYMUTIL), "--addresses-from-stdin"],
-        input="".join(f"0x{a:x} {gsym}\n" for a in addresses),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-
-
 @pytest.mark.parametrize(
     ("name", "compiler", "sources", "flags"),
     [
@@ -121,6 +112,6 @@ def test_breakpad_conversion_looks_up_like_llvm(
     result = convert_file(str(sym), str(ours))
     assert result.dwarf_functions > 3
     addresses = sorted({a for start, size in spans for a in range(start, start + max(size, 4))})
-    assert lookups(ours, addresses) == lookups(llvm_gsym, addresses)
+    assert llvm_lookups(ours, addresses) == llvm_lookups(llvm_gsym, addresses)
     with GsymReader.open(ours) as reader:
         assert reader.uuid.hex() == build_id

@@ -31,6 +31,7 @@ from stackmark.formats.gsym.dump import dump_text
 from stackmark.formats.gsym.lookup import error_text
 from tests.conftest import require_tool
 from tests.support.build import compile_program
+from tests.support.gsymutil import llvm_lookups
 
 C_SOURCES = ["gsym_inline.c", "gsym_inline_b.c"]
 CPP_SOURCES = ["gsym_cpp.cpp"]
@@ -56,18 +57,6 @@ def build(variant: str) -> Path:
 def llvm_convert(binary: Path, out: Path) -> str:
     proc = subprocess.run(
         [require_tool(GSYMUTIL), "--convert", str(binary), "--num-threads=1", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return proc.stdout
-
-
-def llvm_lookups(gsym: Path, addresses: list[int]) -> str:
-    text = "".join(f"0x{a:x} {gsym}\n" for a in addresses)
-    proc = subprocess.run(
-        [require_tool(GSYMUTIL), "--addresses-from-stdin"],
-        input=text,
         capture_output=True,
         text=True,
         check=True,

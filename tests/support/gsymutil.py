@@ -21,14 +21,17 @@ def llvm_convert(binary: Path, out: Path) -> Path:
     return out
 
 
-def llvm_lookup_blocks(gsym: Path, addresses: list[int]) -> list[str]:
-    """What llvm-gsymutil-19 prints for each address (`--addresses-from-stdin`),
-    one block of lines per address."""
-    text = subprocess.run(
+def llvm_lookups(gsym: Path, addresses: list[int]) -> str:
+    """What `llvm-gsymutil-19 --addresses-from-stdin` prints for `addresses` in `gsym`."""
+    return subprocess.run(
         [require_tool(GSYMUTIL), "--addresses-from-stdin"],
-        input="".join(f"{a:#x} {gsym}\n" for a in addresses),
+        input="".join(f"0x{a:x} {gsym}\n" for a in addresses),
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    return text.split("\n\n")[: len(addresses)]
+
+
+def llvm_lookup_blocks(gsym: Path, addresses: list[int]) -> list[str]:
+    """`llvm_lookups` cut into one block of lines per address."""
+    return llvm_lookups(gsym, addresses).split("\n\n")[: len(addresses)]
