@@ -1,7 +1,7 @@
 """Hand-written markup logs through llvm-symbolizer-19 and `stackmark symbolize`.
 
-Every element, every error and every context rule of
-/work/shared/notes/markup.md, written against a real program (the `pie`
+Every element, every error and every context rule of llvm-symbolizer 19's
+markup filter (llvm/docs/SymbolizerMarkupFormat.rst), written against a real program (the `pie`
 fixture and its library) placed at fixed addresses. `--compat=llvm19`
 must match llvm byte for byte (stdout and stderr, with and without
 colour); the default mode must agree on every line llvm gets right.

@@ -2,7 +2,7 @@
 
 Corpora: every C++ name in the compiled fixtures (symbol tables and DWARF
 linkage names), the exports of libstdc++, a sample of libLLVM's exports
-(heavy template code), and the examples in notes/markup.md. Names are
+(heavy template code), and examples from the markup filter's tests. Names are
 demangled by libstdc++ and rewritten to LLVM's style, so a few kinds of
 names still print differently; each is listed in KNOWN_DIFFERENCES below,
 and the tests check that nothing outside those kinds differs.
