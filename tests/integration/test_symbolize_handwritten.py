@@ -243,8 +243,10 @@ SYMBOLS = [
     "_ZZN3geo4mainEvENKUlPKNS_5ShapeEE_clES3_",
     "_ZN3std2rt10lang_start17h0123456789abcdefE",
     "_RNvCs1234_7mycrate4main",
-    # (MSVC names such as ?foo@@YAXXZ are left out: stackmark.demangle documents that
-    # it does not demangle them, where LLVM does.)
+    "?foo@@YAXXZ",
+    "??_7Circle@geo@@6B@",
+    "?f@@YAXXZ)",
+    ".?AUBase@@",
     "_ZN3geo6SquareC2Ed",
     "_D3foo3barFZv",
     "_Zinvalid",
@@ -257,7 +259,8 @@ SYMBOLS = [
 
 
 def log_symbols(_p: Layout) -> list[str]:
-    return [" ".join(el("symbol", name) for name in SYMBOLS[i : i + 4]) for i in range(0, 16, 4)]
+    rows = range(0, len(SYMBOLS), 4)
+    return [" ".join(el("symbol", name) for name in SYMBOLS[i : i + 4]) for i in rows]
 
 
 CASES: dict[str, Callable[[Layout], list[str]]] = {

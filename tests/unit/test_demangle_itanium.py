@@ -144,14 +144,14 @@ NOTES_EXAMPLES = [
     "_Z",
     "_Znwm@GLIBCXX_3.4",
     "_Z1fv@plt",
-    "?foo@@YAXXZ",
+    "?foo@@YAXXZ",  # Microsoft: read by LLVM's other demangler (test_demangle_msvc.py)
     "main",
     "",
 ]
 
 
 def test_markup_symbol_examples_match_llvm_symbolizer() -> None:
-    names = [n for n in NOTES_EXAMPLES if n and "?" not in n]
+    names = [n for n in NOTES_EXAMPLES if n]
     assert [demangle(n) for n in names] == markup_symbols(names)
 
 
@@ -162,7 +162,6 @@ def test_names_llvm_leaves_alone_stay_alone() -> None:
         "_Z",
         "_Znwm@GLIBCXX_3.4",
         "_Z1fv@plt",
-        "?foo@@YAXXZ",
         "main",
         "",
         "_ZGTtNSt11logic_errorD0Ev",
