@@ -62,6 +62,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "2 usage error or unreadable input. --compat=llvm19 always exits 0."
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help="logs to read (default: stdin)")
+    add_symbol_source_arguments(parser)
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--color",
+        "--colour",
+        nargs="?",
+        const="always",
+        default="auto",
+        choices=["always", "never", "auto"],
+        help="colour symbolized output (default auto: when stdout is a terminal)",
+    )
+    add_naming_arguments(out)
+    out.add_argument(
+        "--output-style",
+        type=str.lower,
+        default="llvm",
+        choices=["llvm", "json"],
+        help="llvm: the log, symbolized (default); json: one JSON record per element",
+    )
+    out.add_argument(
+        "--compat",
+        choices=["llvm19"],
+        help="reproduce llvm-symbolizer 19's --filter-markup output exactly, "
+        "including the text it drops (for side-by-side comparison)",
+    )
+    out.add_argument(
+        "--filter-markup",
+        action="store_true",
+        help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
+    )
+    scale_args.add_arguments(parser)
+
+
+def add_symbol_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say where symbols are (shared with `stackmark serve`)."""
     where = parser.add_argument_group("where symbols are found")
     where.add_argument(
         "--debug-file-directory",
@@ -108,16 +143,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where the GSYM cache lives (default $XDG_CACHE_HOME/stackmark)",
     )
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "--color",
-        "--colour",
-        nargs="?",
-        const="always",
-        default="auto",
-        choices=["always", "never", "auto"],
-        help="colour symbolized output (default auto: when stdout is a terminal)",
-    )
+
+
+def add_naming_arguments(out: argparse._ArgumentGroup) -> None:
+    """The options that say how functions and files are named (shared with `serve`)."""
     out.add_argument(
         "--no-demangle",
         dest="demangle",
@@ -149,25 +178,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print file names relative to the compilation directory",
     )
-    out.add_argument(
-        "--output-style",
-        type=str.lower,
-        default="llvm",
-        choices=["llvm", "json"],
-        help="llvm: the log, symbolized (default); json: one JSON record per element",
-    )
-    out.add_argument(
-        "--compat",
-        choices=["llvm19"],
-        help="reproduce llvm-symbolizer 19's --filter-markup output exactly, "
-        "including the text it drops (for side-by-side comparison)",
-    )
-    out.add_argument(
-        "--filter-markup",
-        action="store_true",
-        help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
-    )
-    scale_args.add_arguments(parser)
 
 
 # --- the common command lines, without argparse ------------------------------------

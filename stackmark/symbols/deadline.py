@@ -90,7 +90,8 @@ class DeadlineSymbolizer:
     """A `SymbolizerAPI` over a `Symbolizer` that answers by `deadline` (module doc).
 
     `partial` is True once some answer was cut short; `timed_out` names the
-    modules (build IDs) that were not ready in time."""
+    modules (build IDs) that were not ready in time. `hits` counts the modules
+    that were open already when first asked for, `misses` the others."""
 
     def __init__(self, symbolizer: Symbolizer, background: Background, deadline: Deadline) -> None:
         self.symbolizer = symbolizer
@@ -98,15 +99,25 @@ class DeadlineSymbolizer:
         self.deadline = deadline
         self.timed_out: set[str] = set()
         self.partial = False
+        self.hits = self.misses = 0
+        self._seen: set[tuple[str, str | None]] = set()
 
     def _ready(self, module: Module) -> str | None:
         """None when `module` can be asked now; else why not."""
         if self.deadline.passed():
             self.partial = True
             return DEADLINE_PASSED
-        if self.symbolizer.opened_source(module) is not None:
+        name = (module.build_id.lower(), None if module.build_id else module.path)
+        opened = self.symbolizer.opened_source(module) is not None
+        if name not in self._seen:
+            self._seen.add(name)
+            if opened:
+                self.hits += 1
+            else:
+                self.misses += 1
+        if opened:
             return None
-        key = ("module", module.build_id.lower(), None if module.build_id else module.path)
+        key = ("module", *name)
         done, _ = self.background.wait(key, lambda: self.symbolizer.source(module), self.deadline)
         if done:
             return None
