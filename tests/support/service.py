@@ -40,8 +40,11 @@ class Service:
         env["PYTHONPATH"] = str(REPO)
         self.log = open(work / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "stackmark", "serve", "--port", str(self.port)]
-            + ["--workers", str(workers), *args],
+            [
+                *(sys.executable, "-m", "stackmark", "serve"),
+                *("--port", str(self.port), "--workers", str(workers)),
+                *args,
+            ],
             cwd=self.cwd,
             env=env,
             stdout=self.log,
