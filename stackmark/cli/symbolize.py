@@ -380,6 +380,10 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     if scale_args.batch_wanted(args):
+        if getattr(args, "dask_scheduler", None) is not None:
+            from stackmark.cli import symbolize_dask
+
+            return symbolize_dask.run(args)
         from stackmark.cli import symbolize_batch
 
         return symbolize_batch.run(args)
