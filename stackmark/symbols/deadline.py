@@ -19,10 +19,11 @@ request's CPU time is bounded too.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
@@ -54,12 +55,30 @@ class Deadline:
 
 class Background:
     """Slow work keyed by what it makes: one run per key at a time, however many
-    requests wait for it (the first starts it, the others wait on the same run)."""
+    requests wait for it (the first starts it, the others wait on the same run).
+
+    The threads are daemon threads: a process that is told to stop does not wait
+    for a download from a server that hangs."""
 
     def __init__(self, threads: int = 4) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="stackmark-lookup")
+        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]]] = (
+            queue.SimpleQueue()
+        )
         self._running: dict[Hashable, Future[object]] = {}
         self._lock = threading.Lock()
+        for number in range(threads):
+            name = f"stackmark-lookup-{number}"
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            future, work = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # handed to the waiting requests
+                future.set_exception(exc)
 
     def wait(
         self, key: Hashable, work: Callable[[], T], deadline: Deadline
@@ -69,8 +88,9 @@ class Background:
         with self._lock:
             future = self._running.get(key)
             if future is None:
-                future = self._pool.submit(work)
+                future = Future()
                 self._running[key] = future
+                self._queue.put((future, work))
                 future.add_done_callback(lambda _f, key=key: self._forget(key))  # type: ignore[misc]
         try:
             return True, future.result(timeout=deadline.remaining())  # type: ignore[return-value]
@@ -81,9 +101,6 @@ class Background:
         # The result lives on in the caller's caches (the Symbolizer keeps its modules).
         with self._lock:
             self._running.pop(key, None)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class DeadlineSymbolizer:

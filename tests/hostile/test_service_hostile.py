@@ -202,3 +202,18 @@ def test_nothing_is_written_outside_the_caches(tmp_path: Path, store: Path) -> N
     )
     assert written == ["serve.log"]  # the test's own capture of the server's output
     assert not any(store.parent.rglob("*.gsym"))  # the store is only read
+
+
+def test_a_hanging_debuginfod_server_gives_a_partial_symbolize_answer(tmp_path: Path) -> None:
+    build_id = "ab" * 20
+    log = f"{{{{{{module:0:gone.so:elf:{build_id}}}}}}}\n"
+    log += "{{{mmap:0x1000:0x1000:load:0:rx:0x0}}}\n{{{bt:0:0x1010}}}\n"
+    with ScriptedServer({f"/buildid/{build_id}/debuginfo": Hang()}) as upstream:
+        args = ["--debuginfod-url", upstream.url, "--deadline", "1"]
+        with Service(tmp_path / "s", args) as service:
+            status, headers, body = service.request("POST", "/symbolize", log, timeout=30)
+            assert upstream.count(f"/buildid/{build_id}/debuginfo") == 1
+    assert status == 200
+    assert headers["x-stackmark-partial"] == "1"
+    # The frame is printed as for a module without symbols (a return address: -1).
+    assert body.decode().splitlines()[-1] == "    #0    0x000000000000100f (gone.so+0xf)"
