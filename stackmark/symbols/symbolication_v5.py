@@ -37,6 +37,7 @@ A request that does not have this shape, or exceeds the limits, raises
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from stackmark.elf import PT_LOAD, ElfFile
@@ -44,7 +45,12 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.markup.naming import Naming
 from stackmark.model import DataSymbol, Module, SourceFrame
 from stackmark.plain import FrozenRecord
-from stackmark.symbols.breakpad_store import BreakpadSource, BreakpadStore, check_module_name
+from stackmark.symbols.breakpad_store import (
+    MISS_SECONDS,
+    BreakpadSource,
+    BreakpadStore,
+    check_module_name,
+)
 from stackmark.symbols.deadline import Background, Deadline
 from stackmark.symbols.debug_id import build_id_prefix, is_debug_id
 from stackmark.symbols.source import SymbolSource
@@ -195,24 +201,28 @@ class DebugIdModules:
     def __init__(self, symbolizer: Symbolizer, breakpad: BreakpadStore | None = None) -> None:
         self.symbolizer = symbolizer
         self.breakpad = breakpad
-        self._found: dict[tuple[str, str], FoundModule | None] = {}
+        self._found: dict[tuple[str, str], tuple[FoundModule | None, float]] = {}
         self._lock = threading.Lock()
 
     def known(self, name: str, debug_id: str) -> tuple[bool, FoundModule | None]:
-        """(True, answer) when the pair was looked up before (never blocks)."""
-        key = (name, debug_id.upper())
-        if key in self._found:
-            return True, self._found[key]
-        return False, None
+        """(True, answer) when the pair was looked up before (never blocks); a miss
+        is forgotten after MISS_SECONDS, so that symbols uploaded since are found."""
+        entry = self._found.get((name, debug_id.upper()))
+        if entry is None:
+            return False, None
+        found, when = entry
+        if found is None and time.monotonic() - when > MISS_SECONDS:
+            return False, None
+        return True, found
 
     def find(self, name: str, debug_id: str) -> FoundModule | None:
         """The module, looked for in order: local ELF places, Breakpad stores, debuginfod."""
-        key = (name, debug_id.upper())
-        if key in self._found:
-            return self._found[key]
+        known, found = self.known(name, debug_id)
+        if known:
+            return found
         found = self._look(name, debug_id)
         with self._lock:
-            self._found[key] = found
+            self._found[(name, debug_id.upper())] = (found, time.monotonic())
         return found
 
     def _look(self, name: str, debug_id: str) -> FoundModule | None:
