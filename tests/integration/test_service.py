@@ -314,3 +314,59 @@ def test_serve_help_names_every_symbol_source_option() -> None:
         "--workers",
     ):
         assert option in out
+
+
+def worker_pids(root: int) -> list[int]:
+    """uvicorn's worker processes under `root` (multiprocessing's spawned children)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{root}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    return [p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+def test_killing_a_worker_under_load_costs_only_its_requests(tmp_path: Path, program: Path) -> None:
+    import concurrent.futures
+    import os
+    import signal
+    import threading
+    import time
+
+    debug_id = debug_id_from_build_id(build_id_of(program))
+    addresses = addresses_in(program, ["compute", "checked"], step=7)
+    payload = {"memoryMap": [[program.name, debug_id]], "stacks": [[[0, a] for a in addresses]]}
+    args = ["--symbol-path", str(program.parent), "--no-debuginfod"]
+    with Service(tmp_path / "s", args, workers=2) as service:
+        expected = service.v5(payload)[1]
+        while len(worker_pids(service.process.pid)) < 2:
+            time.sleep(0.1)
+        before = worker_pids(service.process.pid)
+        answered = threading.Semaphore(0)
+
+        def one(_: int) -> str:
+            try:
+                status, answer = service.v5(payload)
+            except (OSError, ValueError):
+                return "dropped"  # the connection went with the worker
+            finally:
+                answered.release()
+            if status >= 500:
+                return "5xx"
+            return "right" if (status, answer) == (200, expected) else "wrong"
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            outcomes = pool.map(one, range(300))
+            for _ in range(60):
+                answered.acquire()
+            os.kill(before[0], signal.SIGKILL)
+            results = list(outcomes)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            after = worker_pids(service.process.pid)
+            if len(after) == 2 and before[0] not in after:
+                break
+            time.sleep(0.2)
+        assert service.v5(payload) == (200, expected)  # the service goes on
+    assert "wrong" not in results
+    lost = len(results) - results.count("right")
+    assert lost <= 16, "only the requests in flight on the killed worker fail"
+    assert len(after) == 2 and before[0] not in after, "uvicorn starts a new worker"
