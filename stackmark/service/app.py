@@ -35,6 +35,7 @@ from starlette.routing import Route
 from stackmark.service import metrics
 from stackmark.service.settings import ServiceSettings
 from stackmark.service.worker import LookupCounts, WorkerState, error_body
+from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 from stackmark.symbols.symbolication_v5 import RequestError
 
 GRACE_SECONDS = 5.0
@@ -204,6 +205,8 @@ def _problems(settings: ServiceSettings) -> list[str]:
     symbols = settings.symbols
     for key in ("debug_file_directories", "symbol_paths", "gsym_paths"):
         for directory in symbols.get(key) or []:  # type: ignore[attr-defined]
+            if directory in DEFAULT_DEBUG_FILE_DIRECTORIES:
+                continue  # looked in when there, as by `stackmark symbolize`
             if not os.path.isdir(directory):
                 problems.append(f"{key}: {directory} is not a directory")
     for store in settings.breakpad_stores:
