@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -37,6 +38,8 @@ from stackmark.service.settings import ServiceSettings
 from stackmark.service.worker import LookupCounts, WorkerState, error_body
 from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 from stackmark.symbols.symbolication_v5 import RequestError
+
+T = TypeVar("T")
 
 GRACE_SECONDS = 5.0
 """How long past its deadline a request may run before the answer is a 503
@@ -106,7 +109,7 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
 
         return wrap
 
-    async def in_worker_thread(work: Callable[[], object]) -> object:
+    async def in_worker_thread(work: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(state.cpu, work)
         return await asyncio.wait_for(future, settings.deadline_seconds + GRACE_SECONDS)
@@ -134,7 +137,6 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
             return _error(503, "the request took too long")
         finally:
             count(counts)
-        assert isinstance(answer, dict)
         if answer.get("partial"):
             metrics.PARTIAL.labels("symbolicate_v5").inc()
         return JSONResponse(answer)
@@ -155,12 +157,12 @@ def create_app(settings: ServiceSettings | None = None) -> Starlette:
             return _error(503, "the request took too long")
         finally:
             count(counts)
-        headers = {"X-Stackmark-Status": str(answer.status)}  # type: ignore[attr-defined]
-        if answer.partial:  # type: ignore[attr-defined]
+        headers = {"X-Stackmark-Status": str(answer.status)}
+        if answer.partial:
             headers["X-Stackmark-Partial"] = "1"
             metrics.PARTIAL.labels("symbolize").inc()
         media = "application/x-ndjson" if form == "json" else "text/plain; charset=utf-8"
-        return Response(answer.body, 200, headers, media_type=media)  # type: ignore[attr-defined]
+        return Response(answer.body, 200, headers, media_type=media)
 
     @endpoint("heartbeat", public=True)
     async def heartbeat(request: Request) -> Response:
@@ -204,7 +206,8 @@ def _problems(settings: ServiceSettings) -> list[str]:
     problems = []
     symbols = settings.symbols
     for key in ("debug_file_directories", "symbol_paths", "gsym_paths"):
-        for directory in symbols.get(key) or []:  # type: ignore[attr-defined]
+        listed = symbols.get(key)
+        for directory in listed if isinstance(listed, list) else []:
             if directory in DEFAULT_DEBUG_FILE_DIRECTORIES:
                 continue  # looked in when there, as by `stackmark symbolize`
             if not os.path.isdir(directory):

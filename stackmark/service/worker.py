@@ -14,7 +14,7 @@ import io
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stackmark.markup.naming import NameOptions
 from stackmark.markup.stream import FilterSettings, filter_streams, make_naming
@@ -24,6 +24,9 @@ from stackmark.symbols.cache import default_cache_dir
 from stackmark.symbols.deadline import Background, Deadline, DeadlineSymbolizer
 from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 from stackmark.symbols.symbolication_v5 import DebugIdModules, V5Limits, parse_request, symbolicate
+
+if TYPE_CHECKING:
+    from stackmark.symbols.debuginfod import DebuginfodClient
 
 
 class LookupCounts:
@@ -67,7 +70,7 @@ class WorkerState:
         self.limits = V5Limits(settings.max_jobs, settings.max_modules, settings.max_frames)
 
     @staticmethod
-    def _debuginfod(settings: ServiceSettings):  # type: ignore[no-untyped-def]
+    def _debuginfod(settings: ServiceSettings) -> DebuginfodClient | None:
         from stackmark.symbols.debuginfod import DebuginfodClient, DebuginfodSettings
 
         if settings.no_debuginfod:

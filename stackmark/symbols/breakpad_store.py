@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from stackmark.errors import StackmarkError
@@ -85,7 +86,8 @@ class BreakpadStore:
         return self.root / name / debug_id.upper()
 
     @contextlib.contextmanager
-    def _locked(self, directory: Path):  # type: ignore[no-untyped-def]
+    def _locked(self, directory: Path) -> Iterator[None]:
+        """Hold the entry's lock (threads and processes alike: flock on an open file)."""
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
