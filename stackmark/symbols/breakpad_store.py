@@ -113,6 +113,13 @@ class BreakpadStore:
             sym = self._find_sym(name, debug_id, directory, searched)
             if sym is None:
                 return None
+            declared = _declared_debug_id(sym)
+            if declared != debug_id.upper():
+                # A store that answers with another module's file: not this one.
+                searched.append(f"{sym}: its MODULE record says debug ID {declared!r}")
+                if sym.is_relative_to(self.root):
+                    sym.unlink(missing_ok=True)
+                return None
             from stackmark.formats.gsym.convert import convert_breakpad, write_atomically
 
             try:
@@ -179,6 +186,16 @@ class BreakpadStore:
             with contextlib.suppress(OSError):
                 part.unlink()
         return None
+
+
+def _declared_debug_id(sym: Path) -> str:
+    """The debug ID the `.sym` file's MODULE record names (upper-case), "" if none."""
+    try:
+        with open(sym, "rb") as f:
+            first = f.readline(4096).decode("utf-8", "replace").split()
+    except OSError:
+        return ""
+    return first[3].upper() if len(first) >= 5 and first[0] == "MODULE" else ""
 
 
 def _in_directory(root: str, relative: tuple[str, str, str], searched: list[str]) -> Path | None:
