@@ -23,14 +23,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 
 from stackmark.cli import scale_args
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark.markup.stream import (
-    EXIT_ELEMENT_ERRORS,
-    EXIT_OK,
-    EXIT_USAGE,
-    FilterSettings,
-    filter_streams,
-    make_naming,
-)
+from stackmark.markup.stream import EXIT_USAGE, FilterSettings, filter_streams, make_naming
 from stackmark.symbols.api import SymbolizerAPI
 from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 
@@ -38,8 +31,6 @@ if TYPE_CHECKING:
     import argparse
 
     from stackmark.symbols.debuginfod import DebuginfodClient
-
-__all__ = ["EXIT_ELEMENT_ERRORS", "EXIT_OK", "EXIT_USAGE"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
