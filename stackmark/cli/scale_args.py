@@ -52,6 +52,12 @@ QUICK_OPTIONS: dict[str, tuple[str, object]] = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--debuginfod-url` and friends, and the batch options `-o` and `-j`."""
+    add_debuginfod_arguments(parser)
+    add_batch_arguments(parser)
+
+
+def add_debuginfod_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--debuginfod-url` and friends (for `make_client`)."""
     import argparse
 
     group = parser.add_argument_group(
@@ -95,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where downloads are kept (default: DEBUGINFOD_CACHE_PATH, "
         "else ~/.cache/stackmark/debuginfod)",
     )
+
+
+def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    """`-o DIR` and `-j N`: many logs at once (see `batch_wanted`)."""
     many = parser.add_argument_group(
         "many logs",
         "Several FILEs or a directory are symbolized in parallel processes that share "

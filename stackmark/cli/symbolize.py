@@ -10,8 +10,12 @@ Exit status:
      (modules without symbols only warn: their frames are printed best-effort);
   1  some element had an error (malformed markup, an unknown module, an
      overlapping mmap, an address no mmap covers); the output is complete;
-  2  usage error, or an input file could not be read.
-With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
+  2  usage error, or an input file could not be read;
+  3  only with --fail-on-unresolved: some pc, bt or data element was left
+     without a name (its module's symbols were not found, or they say
+     nothing about the address); takes precedence over 1.
+With --compat=llvm19 the status is 0 whatever the elements, as with llvm
+(3 still, when --fail-on-unresolved asks for it).
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from stackmark.cli import scale_args
-from stackmark.errors import StackmarkError
 from stackmark.markup.naming import NameOptions, Naming
 from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
 from stackmark.markup.resolve import Resolver
@@ -34,14 +37,30 @@ if TYPE_CHECKING:
 
     from stackmark.markup.records import Record
     from stackmark.symbols.debuginfod import DebuginfodClient
-    from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 
-EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE, EXIT_UNRESOLVED = 0, 1, 2, 3
+
+_SEVERITY = {EXIT_OK: 0, EXIT_ELEMENT_ERRORS: 1, EXIT_UNRESOLVED: 2, EXIT_USAGE: 3}
+
+
+def worst_status(statuses: Iterable[int]) -> int:
+    """The status that says most: usage or unreadable input, then unresolved
+    frames (asked for), then element errors, then success."""
+    return max(statuses, key=lambda status: _SEVERITY.get(status, 4), default=EXIT_OK)
+
+
+UNRESOLVED_HINT = (
+    "give the module's file with --obj FILE, or a directory holding it with --symbol-path DIR"
+)
+"""What to do when a module's symbols are not found (said once per module)."""
 
 
 class LineFilter(Protocol):
     @property
     def errors(self) -> int: ...
+
+    @property
+    def unresolved(self) -> int: ...
 
     @property
     def passes_plain_lines(self) -> bool: ...
@@ -83,8 +102,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its .gnu_debuglink, and last on debuginfod servers (--debuginfod-url,\n"
         "DEBUGINFOD_URLS). The file found must have the build ID asked for. Where none\n"
         "with debug info is found, a GSYM file in a --gsym-path directory answers.\n\n"
+        "A module's name in the log is a path too: an absolute one is looked at after\n"
+        "the places above, a relative one under each --symbol-path (build ID checked).\n\n"
         "exit status: 0 ok; 1 some element had an error (output still complete);\n"
-        "2 usage error or unreadable input. --compat=llvm19 always exits 0."
+        "2 usage error or unreadable input; 3 with --fail-on-unresolved, some frame was\n"
+        "left without a name (before 1). --compat=llvm19 exits 0 (or 3 when asked)."
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help="logs to read (default: stdin)")
     where = parser.add_argument_group("where symbols are found")
@@ -188,6 +210,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "including the text it drops (for side-by-side comparison)",
     )
     out.add_argument(
+        "--fail-on-unresolved",
+        action="store_true",
+        help="exit with status 3 when a pc, bt or data element was left without a name "
+        "(its module's symbols not found, or silent about the address); the output is "
+        "complete all the same",
+    )
+    out.add_argument(
         "--filter-markup",
         action="store_true",
         help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
@@ -213,6 +242,7 @@ _DEFAULTS: dict[str, object] = {
     "output_style": "llvm",
     "compat": None,
     "filter_markup": False,
+    "fail_on_unresolved": False,
     **scale_args.DEFAULTS,
 }
 """What argparse gives for an empty command line (a test checks that it still does)."""
@@ -240,6 +270,7 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--output-style": ("output_style", ("llvm", "json")),
     "--compat": ("compat", ("llvm19",)),
     "--filter-markup": ("filter_markup", True),
+    "--fail-on-unresolved": ("fail_on_unresolved", True),
     **scale_args.QUICK_OPTIONS,
 }
 _BARE_VALUE = {"--color": "always", "--colour": "always", "--functions": "linkage"}
@@ -319,78 +350,33 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
 def _make_symbolizer(
     args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
 ) -> SymbolizerAPI:
-    """The real symbolizer, looking where the options say (llvm 19 ignores --obj and
-    reads no GSYM file, so --compat=llvm19 does the same)."""
-    from stackmark.symbols.elf_source import elf_source_factory
-    from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
-    from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+    """The real symbolizer, looking where the options say (llvm 19 ignores --obj, reads
+    no GSYM file and never looks at a module's own path, so --compat=llvm19 does the
+    same)."""
+    from stackmark.symbols.builder import SymbolizerSettings, build_symbolizer
 
     compat = args.compat is not None
-    options = SymbolizerOptions(
-        debug_file_directories=args.debug_file_directory or list(DEFAULT_DEBUG_FILE_DIRECTORIES),
+    settings = SymbolizerSettings(
+        debug_file_directories=list(args.debug_file_directory),
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
         gsym_paths=[] if compat else list(args.gsym_path),  # llvm 19 reads no GSYM
+        gsym_cache=args.gsym_cache,
+        gsym_cache_dir=args.gsym_cache_dir,
         debuginfod=debuginfod or scale_args.make_client(args),
+        relative_names=args.relativenames,
+        module_names=not compat,
         # The markup layer remembers each answer (and its text) itself.
         cache_size=SYMBOLIZER_ANSWERS,
+        report=_tell,
+        progress=sys.stderr,
     )
-    if args.relativenames:
-        # GSYM keeps absolute paths only: relative names come from the DWARF.
-        from stackmark.symbols.elf_source import relative_elf_source_factory
-
-        options.source_factories = [relative_elf_source_factory]
-    elif args.gsym_cache != "off":
-        options.source_factories = [
-            _gsym_factory(args.gsym_cache_dir, build=args.gsym_cache == "build"),
-            elf_source_factory,
-        ]
-    return Symbolizer(options)
+    return build_symbolizer(settings)
 
 
-def _gsym_factory(cache_dir: str | None, *, build: bool) -> SourceFactory:
-    """Answers from the GSYM cache: entries already built, or (`build`) built on first use.
-
-    Imports the GSYM code only when a module is looked up."""
-
-    def factory(files: ModuleFiles) -> SymbolSource | None:
-        from stackmark.symbols.cache import GsymCache
-        from stackmark.symbols.gsym_source import GsymSource, gsym_source_factory
-
-        cache = GsymCache(cache_dir)
-        if build:
-            try:
-                missing = files.build_id and not all(
-                    p.is_file() for p in cache.entry_paths(files.build_id)[:2]
-                )
-            except StackmarkError:
-                missing = False  # not a build ID the cache takes: the factory declines
-            if missing:
-                # Long work: say so (the cache entry is made once per build ID).
-                print(
-                    f"stackmark symbolize: building the GSYM cache entry for {files.dwarf_file} "
-                    f"in {cache.root} (once per build ID)...",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            from stackmark.formats.gsym.progress import Progress
-
-            # On a terminal, how the conversion goes (tens of seconds for a large binary).
-            return gsym_source_factory(cache, Progress(sys.stderr))(files)
-        if not files.build_id:
-            return None
-        try:
-            # Validation checks the entry (the extras belong to the GSYM, whose UUID,
-            # when it has one, is the build ID; CRC-32s unless this very pair passed
-            # them before); the source then opens it without checking again.
-            entry = cache.validate(files.build_id)
-            if entry is None:
-                return None
-            return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
-        except (StackmarkError, OSError):
-            return None
-
-    return factory
+def _tell(message: str) -> None:
+    """A message about long work (building a GSYM cache entry), on stderr."""
+    print(f"stackmark symbolize: {message}", file=sys.stderr, flush=True)
 
 
 def _make_naming(args: argparse.Namespace) -> Naming:
@@ -429,7 +415,14 @@ def run_streams(
         else:
             from stackmark.markup.filter import StackmarkFilter
 
-            line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
+            line_filter = StackmarkFilter(
+                resolver,
+                naming,
+                printer,
+                colour=colour,
+                records=records,
+                unresolved_hint=UNRESOLVED_HINT,
+            )
         try:
             if records is not None:
                 for text, eol in _lines(stream):
@@ -447,8 +440,10 @@ def run_streams(
             _write_records(out, records)
         else:
             out.write(tail.encode("utf-8", "surrogateescape"))
-        if line_filter.errors and not compat and status == EXIT_OK:
-            status = EXIT_ELEMENT_ERRORS
+        if line_filter.errors and not compat:
+            status = worst_status((status, EXIT_ELEMENT_ERRORS))
+        if line_filter.unresolved and args.fail_on_unresolved:
+            status = worst_status((status, EXIT_UNRESOLVED))
     out.flush()
     return status
 
