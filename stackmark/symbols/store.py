@@ -126,6 +126,15 @@ class SymbolStore:
         self._path_indexes: dict[str, dict[str, list[str]]] = {}
         self._cache: dict[tuple[str, str | None, str | None], Lookup] = {}
 
+    def add_object(self, path: str) -> None:
+        """Take `path` as one more --obj file (a request named it: llvm-symbolizer's
+        address mode reads the symbols of the file it is given, and the DWARF of
+        its debug file when it has none)."""
+        if path not in self.objects:
+            self.objects.append(path)
+            self._object_index = None
+            self._cache.clear()
+
     # -- facts about files ------------------------------------------------------
 
     def _inspect(self, path: str) -> _Candidate | str:

@@ -202,6 +202,11 @@ class Symbolizer:
         resolution.has_debug_info = True
         return ModuleFiles(resolution.build_id, path, how=FOUND_AS)
 
+    def add_object(self, path: str) -> None:
+        """Use the file at `path` as if given with --obj, for modules not looked up yet."""
+        with self._lock:
+            self.store.add_object(path)
+
     def resolve(self, module: Module) -> ModuleResolution:
         """Find (and remember) the file that answers for `module`."""
         return self._module(module).resolution
