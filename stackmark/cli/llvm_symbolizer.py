@@ -297,7 +297,7 @@ class Answerer:
         lines: list[str] = []
         hide_names = self.naming.options.functions == "none"
         for index, (function, file, line, column) in enumerate(frames):
-            where = f"{file}:{line}:{column}" if file is not None else "??:0:0"
+            where = f"{file}:{line}:{column}" if file else "??:0:0"
             if self.pretty:
                 prefix = " (inlined by) " if index else ""
                 lines.append(f"{prefix}{function or '??'} at {where}\n")
