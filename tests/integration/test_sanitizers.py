@@ -238,3 +238,30 @@ def test_a_relative_module_name_is_found_under_a_symbol_path(tmp_path: Path) -> 
         f"warning: {root / 'lib' / library.name} is not the file that ran" in ours.stderr.decode()
     )
     assert ours.status == 3
+
+
+def test_bad_requests_get_llvm_symbolizers_answers_and_the_process_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A directory, a source file, an offset past 64 bits, a missing offset or module:
+    each gets the answer llvm-symbolizer gives, and the next request is answered."""
+    _program, library = sanitizers.build_asan()
+    source = tmp_path / "notes.txt"
+    source.write_text("not an ELF file\n")
+    requests = "".join(
+        [
+            f'CODE "{tmp_path}" 0x10\n',
+            f'CODE "{source}" 0x10\n',
+            f'DATA "{source}" 0x10\n',
+            f'FRAME "{source}" 0x1\n',
+            f'CODE "{library}" 0xffffffffffffffff\n',
+            f'CODE "{library}" 0x10000000000000000\n',
+            "\n",
+            "CODE\n",
+            f'CODE "{library}"\n',
+            f'CODE "{library}" 0x1200\n',
+        ]
+    )
+    theirs, ours = _both([], requests)
+    assert theirs.count("\n\n") == 10  # one answer a line, the empty one too
+    assert ours == theirs
