@@ -19,9 +19,10 @@ the answer up to the first empty line:
     CODE   per frame, innermost inlined first:  FUNCTION / FILE:LINE:COLUMN
            (`??` and `??:0:0` when unknown; one frame with --no-inlines)
     DATA   NAME / START SIZE (decimal) / DECLFILE:DECLLINE  (`??`, `0 0`, `??:?`)
-    FRAME  `??`: stackmark reads no local variables (compiler-rt then
-           describes the frame without them, as for a file without DWARF;
-           only HWASan's stack reports ask)
+    FRAME  per local variable or parameter of the subroutine there:
+           FUNCTION / NAME / DECLFILE:DECLLINE / FRAMEOFFSET SIZE TAGOFFSET
+           (`??` for each unknown part; `??` alone when there are none;
+           stackmark.dwarf.locals; HWASan's stack reports ask)
 
 Answers come from stackmark's sources: the GSYM cache, the DWARF and symbol
 table of the file found by its build ID (--obj files, debug-file
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     import argparse
 
     from stackmark.dwarf.declarations import DeclarationIndex
+    from stackmark.dwarf.reader import DwarfReader
     from stackmark.symbols.by_path import ModuleProblem, ModulesByPath
     from stackmark.symbols.symbolizer import Symbolizer
 
@@ -61,7 +63,7 @@ OPTIONS_VARIABLE = "LLVM_SYMBOLIZER_OPTS"
 
 UNKNOWN_CODE = "??\n??:0:0\n"
 UNKNOWN_DATA = "??\n0 0\n??:?\n"
-NO_LOCALS = "??\n"
+NO_LOCALS = "??\n"  # a FRAME answer without locals
 
 
 def parser() -> argparse.ArgumentParser:
@@ -79,8 +81,7 @@ def parser() -> argparse.ArgumentParser:
             "requests (stdin, one a line, or ADDRESS arguments):\n"
             "  [CODE|DATA|FRAME] ADDRESS            with --obj\n"
             '  [CODE|DATA|FRAME] "MODULE" ADDRESS   without (MODULE may end in :ARCH)\n'
-            "answers end with an empty line; ?? means unknown. FRAME answers ?? (stackmark\n"
-            "reads no local variables).\n\n"
+            "answers end with an empty line; ?? means unknown.\n\n"
             f"Options in ${OPTIONS_VARIABLE} are read before the command line's (a\n"
             "sanitizer starts this program with its own). Exit status: 0, or 2 for a\n"
             "usage error."
@@ -242,6 +243,7 @@ class Answerer:
         self.modules: ModulesByPath = ModulesByPath()
         self._warned: set[str] = set()
         self._declarations: dict[str, DeclarationIndex | None] = {}
+        self._readers: dict[str, DwarfReader | None] = {}
 
     def answer(self, request: Request | str, obj: str | None) -> str:
         """The whole answer to one request, ending with its empty line."""
@@ -266,7 +268,7 @@ class Answerer:
             elif request.command == "DATA":
                 body = self._data(found, request.address)
             else:
-                body = NO_LOCALS
+                body = self._locals(found, request.address)
         except (StackmarkError, OSError) as exc:
             self._warn_once(f"{found.path}:error", f"{found.path}: {exc}")
             body = UNKNOWN_DATA if request.command == "DATA" else UNKNOWN_CODE
@@ -316,6 +318,33 @@ class Answerer:
         place = self._declaration(module, symbol.start, symbol.name)
         where = f"{place[0]}:{place[1]}" if place is not None else "??:?"
         return f"{self.naming.data(symbol)}\n{symbol.start} {symbol.size}\n{where}\n"
+
+    def _locals(self, module: Module, address: int) -> str:
+        from stackmark.dwarf.locals import frame_locals
+
+        binary = self.symbolizer.resolve(module).binary
+        reader = self._dwarf(binary) if binary is not None else None
+        found = frame_locals(reader, address) if reader is not None else []
+        if not found:
+            return NO_LOCALS
+        lines: list[str] = []
+        for local in found:
+            lines.append(f"{local.function or '??'}\n{local.name or '??'}\n")
+            lines.append(f"{local.decl_file or '??'}:{local.decl_line}\n")
+            numbers = (local.frame_offset, local.size, local.tag_offset)
+            lines.append(" ".join("??" if n is None else str(n) for n in numbers) + "\n")
+        return "".join(lines)
+
+    def _dwarf(self, path: str) -> DwarfReader | None:
+        """The DWARF of `path`, opened once (None: none there, e.g. a GSYM file)."""
+        if path not in self._readers:
+            from stackmark.dwarf.reader import DwarfReader
+
+            try:
+                self._readers[path] = DwarfReader.open(path)
+            except (StackmarkError, OSError):
+                self._readers[path] = None
+        return self._readers[path]
 
     def _declaration(self, module: Module, start: int, name: str) -> tuple[str, int] | None:
         """Where the variable at `start` is declared, from the module's DWARF."""

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import require_tool
 from tests.support import sanitizers
+from tests.support.build import compile_program
 from tests.support.markup_programs import add_to_debug_dir, llvm, stackmark
 
 pytestmark = pytest.mark.timeout(300)
@@ -157,17 +158,46 @@ def test_address_mode_with_obj_matches_llvm_symbolizer() -> None:
         assert ours == theirs, options
 
 
-def test_frame_requests_are_answered_with_no_locals() -> None:
-    """FRAME (HWASan's stack reports): `??`, as llvm answers for a file without locals."""
-    _program, library = sanitizers.build_asan()
-    proc = subprocess.run(
-        [str(sanitizers.OURS)],
-        input=f'FRAME "{library}" 0x1200\n',
+@pytest.mark.parametrize(
+    ("compiler", "flags"),
+    [
+        ("clang++-19", ("-g", "-O0")),
+        ("clang++-19", ("-g", "-O2")),
+        ("clang++-19", ("-gdwarf-4", "-O1")),
+        ("g++", ("-g", "-O0")),
+        ("g++", ("-gdwarf-4", "-O2")),
+    ],
+)
+def test_frame_requests_list_the_locals_as_llvm_symbolizer_does(
+    compiler: str, flags: tuple[str, ...]
+) -> None:
+    """FRAME (HWASan's stack reports): every variable and parameter of the subroutine at
+    each byte of the program's functions, with declaration, frame offset, size and tag,
+    from expressions and location lists (DWARF 4 and 5)."""
+    require_tool(compiler)
+    program = compile_program(
+        "sanitizer_frame_locals", ["sanitizer_frame_locals.cpp"], compiler=compiler, flags=flags
+    )
+    symbols = subprocess.run(
+        ["nm", "-S", "--defined-only", "-C", str(program)],
         capture_output=True,
         text=True,
         check=True,
-    )
-    assert proc.stdout == "??\n\n"
+    ).stdout
+    requests = []
+    for line in symbols.splitlines():
+        fields = line.split(maxsplit=3)
+        if (
+            len(fields) == 4
+            and fields[2] in "tTwW"
+            and fields[3].startswith(("fill", "int twice", "double twice", "main"))
+        ):
+            start, size = int(fields[0], 16), int(fields[1], 16)
+            requests += [f'FRAME "{program}" 0x{a:x}\n' for a in range(start, start + size)]
+    assert len(requests) > 100
+    theirs, ours = _both([], "".join(requests))
+    assert "buffer\n" in theirs and "\nblock_local\n" in theirs
+    assert ours == theirs
 
 
 # --- the markup log, symbolized offline with no options ------------------------------------
