@@ -66,6 +66,11 @@ UNKNOWN_DATA = "??\n0 0\n??:?\n"
 NO_LOCALS = "??\n"  # a FRAME answer without locals
 
 
+def unknown(command: str) -> str:
+    """The answer to `command` when nothing is known."""
+    return {"CODE": UNKNOWN_CODE, "DATA": UNKNOWN_DATA}.get(command, NO_LOCALS)
+
+
 def parser() -> argparse.ArgumentParser:
     import argparse
 
@@ -260,8 +265,7 @@ class Answerer:
         head = self._header(request.address)
         if not isinstance(found, Module):
             self._problem(found)
-            body = {"CODE": UNKNOWN_CODE, "DATA": UNKNOWN_DATA}.get(request.command, NO_LOCALS)
-            return head + self._pretty_unknown(body, request.command) + "\n"
+            return head + self._pretty_unknown(unknown(request.command), request.command) + "\n"
         try:
             if request.command == "CODE":
                 body = self._code(found, request.address)
@@ -269,9 +273,12 @@ class Answerer:
                 body = self._data(found, request.address)
             else:
                 body = self._locals(found, request.address)
-        except (StackmarkError, OSError) as exc:
-            self._warn_once(f"{found.path}:error", f"{found.path}: {exc}")
-            body = UNKNOWN_DATA if request.command == "DATA" else UNKNOWN_CODE
+        except StackmarkError as exc:  # it names the file and the offset
+            self._warn_once(f"{found.path}:error", str(exc))
+            body = unknown(request.command)
+        except OSError as exc:
+            self._warn_once(f"{found.path}:error", f"{found.path}: {exc.strerror or exc}")
+            body = unknown(request.command)
         return head + body + "\n"
 
     # --- the three answers -------------------------------------------------------

@@ -295,3 +295,44 @@ def test_bad_requests_get_llvm_symbolizers_answers_and_the_process_goes_on(
     theirs, ours = _both([], requests)
     assert theirs.count("\n\n") == 10  # one answer a line, the empty one too
     assert ours == theirs
+
+
+def test_a_damaged_debug_info_section_gets_unknown_answers_not_a_crash(tmp_path: Path) -> None:
+    """The sanitizer's symbolizer must outlive a bad file: each request is answered."""
+    program = compile_program(
+        "sanitizer_frame_locals",
+        ["sanitizer_frame_locals.cpp"],
+        compiler="clang++-19",
+        flags=("-g", "-O0"),
+    )
+    headers = subprocess.run(
+        ["readelf", "-SW", str(program)], capture_output=True, text=True, check=True
+    ).stdout
+    line = next(row for row in headers.splitlines() if ".debug_info" in row)
+    offset, size = (int(field, 16) for field in line.split("]", 1)[1].split()[3:5])
+    damaged = tmp_path / "damaged"
+    data = bytearray(program.read_bytes())
+    data[offset + 12 : offset + size] = b"\xff" * (size - 12)  # every DIE after the header
+    damaged.write_bytes(bytes(data))
+    fill = subprocess.run(["nm", str(program)], capture_output=True, text=True, check=True).stdout
+    address = next(int(row.split()[0], 16) for row in fill.splitlines() if "fill" in row)
+    # Another build (another build ID) of the same program still answers afterwards.
+    other = compile_program(
+        "sanitizer_frame_locals", ["sanitizer_frame_locals.cpp"], compiler="g++", flags=("-g",)
+    )
+    symbols = subprocess.run(["nm", str(other)], capture_output=True, text=True, check=True)
+    other_fill = next(
+        int(row.split()[0], 16) for row in symbols.stdout.splitlines() if "fill" in row
+    )
+    requests = (
+        "".join(f'{command} "{damaged}" 0x{address:x}\n' for command in ("CODE", "DATA", "FRAME"))
+        + f'FRAME "{other}" 0x{other_fill + 8:x}\n'
+    )
+    proc = subprocess.run(
+        [str(sanitizers.OURS)], input=requests, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    answers = proc.stdout.split("\n\n")
+    assert len(answers) == 5 and answers[-1] == ""
+    assert answers[2] == "??"  # FRAME on the damaged file
+    assert "\nbuffer\n" in answers[3]  # the good file still answers
