@@ -24,10 +24,12 @@ the answer up to the first empty line:
            (`??` for each unknown part; `??` alone when there are none;
            stackmark.dwarf.locals; HWASan's stack reports ask)
 
-Answers come from stackmark's sources: the GSYM cache, the DWARF and symbol
-table of the file found by its build ID (--obj files, debug-file
-directories, --symbol-path directories, the file itself, then debuginfod),
-and --gsym-path files. Options a sanitizer cannot pass on the command line
+Answers come from stackmark's sources. The file a request names is read
+as llvm-symbolizer reads the file it is given (as if given with --obj):
+its symbol table and DWARF, or, when it has no DWARF, the DWARF of the file
+with its build ID in a debug-file directory, a --symbol-path directory,
+next to it through .gnu_debuglink, or on a debuginfod server; a GSYM cache
+entry or --gsym-path file answers in their place when there is one. Options a sanitizer cannot pass on the command line
 go in `LLVM_SYMBOLIZER_OPTS`, read first, as llvm-symbolizer reads it.
 
 On its own it is llvm-symbolizer's address mode: addresses on the command
