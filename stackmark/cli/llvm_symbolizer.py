@@ -421,7 +421,9 @@ def _build(args: argparse.Namespace, warn: Callable[[str], None]) -> Answerer:
         gsym_paths=list(args.gsym_path),
         gsym_cache=args.gsym_cache,
         gsym_cache_dir=args.gsym_cache_dir,
-        debuginfod=scale_args.make_client(args),
+        # No file is listed per request here: a server's wrong file or error is
+        # worth its one line (a plain "not found" is not).
+        debuginfod=scale_args.make_client(args, report_failures=True),
         relative_names=args.relativenames,
         report=warn,
     )

@@ -336,3 +336,40 @@ def test_a_damaged_debug_info_section_gets_unknown_answers_not_a_crash(tmp_path:
     assert len(answers) == 5 and answers[-1] == ""
     assert answers[2] == "??"  # FRAME on the damaged file
     assert "\nbuffer\n" in answers[3]  # the good file still answers
+
+
+# --- debuginfod, build ID checked ---------------------------------------------------------
+
+
+def test_a_stripped_file_is_answered_from_debuginfod_with_the_build_id_checked(
+    tmp_path: Path,
+) -> None:
+    from tests.support.debuginfod_programs import build_programs, cli_environment, symbol_address
+    from tests.support.debuginfod_servers import ScriptedServer, Serve
+
+    builds = build_programs()
+    split, other = builds["split"], builds["beta_stripped"]
+    assert split.debuginfo is not None
+    binary = tmp_path / "app"  # alone: its .gnu_debuglink file is not beside it
+    shutil.copyfile(split.executable, binary)
+    address = symbol_address(split.debuginfo, "main")
+    request = f'CODE "{binary}" 0x{address:x}\n'
+    route = f"/buildid/{split.build_id}/debuginfo"
+
+    def ask(tool: str, server: ScriptedServer, cache: str) -> subprocess.CompletedProcess[str]:
+        env = cli_environment(tmp_path / cache, urls=server.url)
+        return subprocess.run(
+            [tool], input=request, capture_output=True, text=True, env=env, timeout=120
+        )
+
+    with ScriptedServer() as server:
+        server.set_routes({route: Serve(split.debuginfo.read_bytes())})
+        theirs = ask(sanitizers.LLVM_SYMBOLIZER, server, "llvm")
+        ours = ask(str(sanitizers.OURS), server, "ours")
+        assert "debuginfod_alpha.c:" in theirs.stdout
+        assert ours.stdout == theirs.stdout
+        # A server that hands out another program's file under that build ID: refused.
+        server.set_routes({route: Serve(other.executable.read_bytes())})
+        refused = ask(str(sanitizers.OURS), server, "refused")
+    assert "debuginfod_alpha.c:" not in refused.stdout and refused.stdout.endswith("\n\n")
+    assert f"build ID {split.build_id}" in refused.stderr, refused.stderr
