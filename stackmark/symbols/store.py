@@ -212,10 +212,11 @@ class SymbolStore:
     def _paths_for_name(self, name: str) -> list[str]:
         """Where a module named `name` may be: there when absolute, else under each
         symbol path (never above it: a name from a log holds no `..` that counts)."""
+        if not name or "\0" in name:
+            return []  # no file has that name (and os functions refuse a NUL)
         if os.path.isabs(name):
             return [name]
-        parts = name.split("/")
-        if not name or ".." in parts:
+        if ".." in name.split("/"):
             return []
         return [os.path.join(root, name) for root in self.symbol_paths]
 
@@ -252,7 +253,11 @@ class SymbolStore:
         matches: list[tuple[_Candidate, str]] = []
         seen: set[str] = set()
         for path, how in self._candidate_paths(build_id, module_path, module_name):
-            real = os.path.realpath(path)
+            try:
+                real = os.path.realpath(path)
+            except ValueError:  # a NUL in a path given to us
+                lookup.searched.append(f"{path!r}: not a file name")
+                continue
             if real in seen:
                 continue
             seen.add(real)
