@@ -29,8 +29,9 @@ as llvm-symbolizer reads the file it is given (as if given with --obj):
 its symbol table and DWARF, or, when it has no DWARF, the DWARF of the file
 with its build ID in a debug-file directory, a --symbol-path directory,
 next to it through .gnu_debuglink, or on a debuginfod server; a GSYM cache
-entry or --gsym-path file answers in their place when there is one. Options a sanitizer cannot pass on the command line
-go in `LLVM_SYMBOLIZER_OPTS`, read first, as llvm-symbolizer reads it.
+entry or --gsym-path file answers in their place when there is one.
+Options a sanitizer cannot pass on the command line go in
+`LLVM_SYMBOLIZER_OPTS`, read first, as llvm-symbolizer reads it.
 
 On its own it is llvm-symbolizer's address mode: addresses on the command
 line or one request a line on stdin, with `--obj FILE` (then a request is
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from stackmark.errors import StackmarkError
 from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module, SourceFrame
+from stackmark.plain import Record
 
 if TYPE_CHECKING:
     import argparse
@@ -173,10 +175,13 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Request:
+class Request(Record):
     """One parsed request: what to answer, about which file, at which address."""
 
-    __slots__ = ("address", "command", "module")
+    __slots__ = _fields = ("command", "module", "address")
+    command: str
+    module: str | None
+    address: int
 
     def __init__(self, command: str, module: str | None, address: int) -> None:
         self.command = command
