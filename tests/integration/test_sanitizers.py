@@ -71,6 +71,30 @@ def test_an_asan_global_overflow_names_the_variable_and_its_declaration(tmp_path
     assert sanitizers.frame_lines(ours) == expected, ours
 
 
+def test_an_asan_stack_use_after_return_report_has_llvm_symbolizers_frames(
+    tmp_path: Path,
+) -> None:
+    program, _library = sanitizers.build_asan()
+    reference = shutil.which(sanitizers.LLVM_SYMBOLIZER)
+    assert reference is not None
+    reports = [
+        sanitizers.report(
+            program,
+            "stack",
+            env={
+                "ASAN_SYMBOLIZER_PATH": symbolizer,
+                "ASAN_OPTIONS": "detect_stack_use_after_return=1",
+            },
+            cache_home=tmp_path,
+        )
+        for symbolizer in (reference, str(sanitizers.OURS))
+    ]
+    expected = sanitizers.frame_lines(reports[0])
+    assert any("in pack_crate " in line for line in expected), reports[0]
+    assert any("'crate' (line" in line for line in expected), reports[0]
+    assert sanitizers.frame_lines(reports[1]) == expected, reports[1]
+
+
 def test_a_ubsan_report_has_llvm_symbolizers_location_and_frames(tmp_path: Path) -> None:
     program = sanitizers.build_ubsan()
     reference = shutil.which(sanitizers.LLVM_SYMBOLIZER)

@@ -27,7 +27,7 @@ OURS = Path(sys.executable).parent / "llvm-symbolizer-stackmark"
 _RUNTIME_ADDRESS = re.compile(r"(?<!\+)0x[0-9a-f]{6,16}\b")
 _KEPT = re.compile(
     r"^\s*#\d+ |runtime error:|SUMMARY:|global variable|Location is global|"
-    r"is located in stack"
+    r"is located in stack|This frame has|\) '\w+' \(line"
 )
 
 
