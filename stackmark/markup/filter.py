@@ -577,6 +577,7 @@ class StackmarkFilter:
             extra.append(self._no_mmap(typed.element))
         elif result.error is not None:
             extra.append(self._lookup_warning(placement.module, result.error, result.resolution))
+        if placement is not None and result.symbol is None:
             self.unresolved += 1
         if self.records is not None:
             self._record(

@@ -346,8 +346,9 @@ class Llvm19Filter:
         if result.placement is None:
             self._no_mmap(typed.element)
             return
-        if result.error is not None:
+        if result.symbol is None:
             self.unresolved += 1
+        if result.error is not None:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)
             return
