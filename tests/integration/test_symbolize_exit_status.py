@@ -83,3 +83,18 @@ def test_worst_status_orders_usage_then_unresolved_then_errors() -> None:
     assert worst_status([]) == EXIT_OK
     assert worst_status([EXIT_UNRESOLVED, EXIT_ELEMENT_ERRORS]) == EXIT_UNRESOLVED
     assert worst_status([EXIT_UNRESOLVED, EXIT_USAGE, EXIT_OK]) == EXIT_USAGE
+
+
+def test_a_data_address_no_symbol_covers_counts_as_unresolved(tmp_path: Path) -> None:
+    from tests.support import sym_builds
+    from tests.support.build import build_id_of
+
+    program = sym_builds.c_program()
+    log = tmp_path / "data.log"
+    log.write_text(
+        f"{{{{{{module:0:app:elf:{build_id_of(program)}}}}}}}\n"
+        "{{{mmap:0x10000:0x1000:load:0:r:0x0}}}\n"
+        "at {{{data:0x10000}}}\n"  # module-relative 0: the ELF header, in no symbol
+    )
+    assert _symbolize(f"--obj={program}", log).returncode == EXIT_OK
+    assert _symbolize(f"--obj={program}", "--fail-on-unresolved", log).returncode == 3
