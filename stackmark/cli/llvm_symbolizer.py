@@ -136,15 +136,31 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--gsym-cache-dir", metavar="DIR", help="where the GSYM cache lives")
     scale_args.add_debuginfod_arguments(parser)
     out = parser.add_argument_group("output")
-    out.add_argument("--inlines", "-i", dest="inlines", action="store_true", default=True)
+    out.add_argument(
+        "--inlines",
+        "-i",
+        dest="inlines",
+        action="store_true",
+        default=True,
+        help="a frame for each inlined call, innermost first (the default)",
+    )
     out.add_argument(
         "--no-inlines",
         dest="inlines",
         action="store_false",
         help="one frame per address (the physical function's name, the innermost line)",
     )
-    out.add_argument("--demangle", "-C", dest="demangle", action="store_true", default=True)
-    out.add_argument("--no-demangle", dest="demangle", action="store_false")
+    out.add_argument(
+        "--demangle",
+        "-C",
+        dest="demangle",
+        action="store_true",
+        default=True,
+        help="demangle function and data names (the default)",
+    )
+    out.add_argument(
+        "--no-demangle", dest="demangle", action="store_false", help="names as in the binary"
+    )
     out.add_argument(
         "--functions",
         "-f",
