@@ -95,6 +95,24 @@ def test_an_asan_stack_use_after_return_report_has_llvm_symbolizers_frames(
     assert sanitizers.frame_lines(reports[1]) == expected, reports[1]
 
 
+def test_options_a_sanitizer_cannot_pass_come_from_llvm_symbolizer_opts(tmp_path: Path) -> None:
+    program, _library = sanitizers.build_asan()
+    reference = shutil.which(sanitizers.LLVM_SYMBOLIZER)
+    assert reference is not None
+    reports = [
+        sanitizers.report(
+            program,
+            "heap",
+            env={"ASAN_SYMBOLIZER_PATH": symbolizer, "LLVM_SYMBOLIZER_OPTS": "--basenames"},
+            cache_home=tmp_path,
+        )
+        for symbolizer in (reference, str(sanitizers.OURS))
+    ]
+    expected = sanitizers.frame_lines(reports[0])
+    assert any(" sanitizer_lib.c:" in line for line in expected), reports[0]
+    assert sanitizers.frame_lines(reports[1]) == expected, reports[1]
+
+
 def test_a_ubsan_report_has_llvm_symbolizers_location_and_frames(tmp_path: Path) -> None:
     program = sanitizers.build_ubsan()
     reference = shutil.which(sanitizers.LLVM_SYMBOLIZER)
