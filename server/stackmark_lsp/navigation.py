@@ -5,7 +5,7 @@ Definitions:
   innermost first (an editor shows several targets as a list);
 * `data`: where the variable is declared (variables.py);
 * `symbol`: where the function of that linkage name is declared, in a
-  module of the process (declarations.py); failing that, the first line
+  module of the process (stackmark.dwarf.declarations); failing that, the first line
   of the code at its symbol;
 * the module ID of an `mmap`: the `module` element that declared it.
 
@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 
 from lsprotocol import types
 
+from stackmark.dwarf.declarations import DeclarationIndex
 from stackmark.elf import ElfFile
 from stackmark.errors import StackmarkError
 from stackmark.markup.context import Placement
@@ -40,7 +41,6 @@ from stackmark.markup.elements import (
 )
 from stackmark.model import Module, SourceFrame
 from stackmark.symbols.symtab import SymbolTable
-from stackmark_lsp.declarations import DeclarationIndex
 from stackmark_lsp.hover import dump_path
 from stackmark_lsp.index import F_DUMPFILE
 from stackmark_lsp.logs import OpenLog, Target

@@ -10,8 +10,12 @@ Exit status:
      (modules without symbols only warn: their frames are printed best-effort);
   1  some element had an error (malformed markup, an unknown module, an
      overlapping mmap, an address no mmap covers); the output is complete;
-  2  usage error, or an input file could not be read.
-With --compat=llvm19 the status is 0 whatever the elements, as with llvm.
+  2  usage error, or an input file could not be read;
+  3  only with --fail-on-unresolved: some pc, bt or data element was left
+     without a name (its module's symbols were not found, or they say
+     nothing about the address); takes precedence over 1.
+With --compat=llvm19 the status is 0 whatever the elements, as with llvm
+(3 still, when --fail-on-unresolved asks for it).
 """
 
 from __future__ import annotations
@@ -23,7 +27,13 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 
 from stackmark.cli import scale_args
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark.markup.stream import EXIT_USAGE, FilterSettings, filter_streams, make_naming
+from stackmark.markup.stream import (
+    EXIT_USAGE,
+    UNRESOLVED_HINT,
+    FilterSettings,
+    filter_streams,
+    make_naming,
+)
 from stackmark.symbols.api import SymbolizerAPI
 from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 
@@ -49,8 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its .gnu_debuglink, and last on debuginfod servers (--debuginfod-url,\n"
         "DEBUGINFOD_URLS). The file found must have the build ID asked for. Where none\n"
         "with debug info is found, a GSYM file in a --gsym-path directory answers.\n\n"
+        "A module's name in the log is a path too: an absolute one is looked at after\n"
+        "the local places above (before debuginfod), a relative one under each\n"
+        "--symbol-path; the file there must have the build ID too.\n\n"
         "exit status: 0 ok; 1 some element had an error (output still complete);\n"
-        "2 usage error or unreadable input. --compat=llvm19 always exits 0."
+        "2 usage error or unreadable input; 3 with --fail-on-unresolved, some frame was\n"
+        "left without a name (before 1). --compat=llvm19 exits 0 (or 3 when asked)."
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help="logs to read (default: stdin)")
     add_symbol_source_arguments(parser)
@@ -77,6 +91,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["llvm19"],
         help="reproduce llvm-symbolizer 19's --filter-markup output exactly, "
         "including the text it drops (for side-by-side comparison)",
+    )
+    out.add_argument(
+        "--fail-on-unresolved",
+        action="store_true",
+        help="exit with status 3 when a pc, bt or data element was left without a name "
+        "(its module's symbols not found, or silent about the address); the output is "
+        "complete all the same",
     )
     out.add_argument(
         "--filter-markup",
@@ -189,6 +210,7 @@ _DEFAULTS: dict[str, object] = {
     "output_style": "llvm",
     "compat": None,
     "filter_markup": False,
+    "fail_on_unresolved": False,
     **scale_args.DEFAULTS,
 }
 """What argparse gives for an empty command line (a test checks that it still does)."""
@@ -216,6 +238,7 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--output-style": ("output_style", ("llvm", "json")),
     "--compat": ("compat", ("llvm19",)),
     "--filter-markup": ("filter_markup", True),
+    "--fail-on-unresolved": ("fail_on_unresolved", True),
     **scale_args.QUICK_OPTIONS,
 }
 _BARE_VALUE = {"--color": "always", "--colour": "always", "--functions": "linkage"}
@@ -291,13 +314,18 @@ def settings_from(args: argparse.Namespace) -> SymbolSettings:
         gsym_cache_dir=args.gsym_cache_dir,
         relative_names=args.relativenames,
         llvm19=args.compat is not None,
+        module_names=True,  # on the machine that crashed, a module's name is its path
     )
 
 
 def filter_settings_from(args: argparse.Namespace) -> FilterSettings:
     """How the options say the log is printed."""
     return FilterSettings(
-        json=args.output_style == "json", color=args.color, llvm19=args.compat is not None
+        json=args.output_style == "json",
+        color=args.color,
+        llvm19=args.compat is not None,
+        fail_on_unresolved=args.fail_on_unresolved,
+        unresolved_hint=UNRESOLVED_HINT,
     )
 
 

@@ -157,5 +157,6 @@ def _summarise(results: list[batch.ItemResult], status: StatusLine) -> int:
         status.print(f"stackmark symbolize: {len(failed)} of {len(results)} inputs failed:")
         for result in sorted(failed, key=lambda r: r.item.name):
             status.print(f"  {result.item.name}: {result.failure}")
-    worst = max((r.status for r in results), default=0)
-    return max(worst, EXIT_BAD_FILE if failed else 0)
+    from stackmark.markup.stream import worst_status
+
+    return worst_status([*(r.status for r in results), EXIT_BAD_FILE if failed else 0])

@@ -69,15 +69,19 @@ DW_AT_language = 0x13
 DW_AT_comp_dir = 0x1B
 DW_AT_const_value = 0x1C
 DW_AT_inline = 0x20
+DW_AT_lower_bound = 0x22
 DW_AT_producer = 0x25
+DW_AT_upper_bound = 0x2F
 DW_AT_abstract_origin = 0x31
 DW_AT_declaration = 0x3C
 DW_AT_decl_column = 0x39
 DW_AT_decl_file = 0x3A
 DW_AT_decl_line = 0x3B
 DW_AT_external = 0x3F
+DW_AT_frame_base = 0x40
 DW_AT_specification = 0x47
 DW_AT_type = 0x49
+DW_AT_count = 0x37
 DW_AT_ranges = 0x55
 DW_AT_call_column = 0x57
 DW_AT_call_file = 0x58
@@ -155,6 +159,17 @@ DW_RLE_offset_pair = 0x04
 DW_RLE_base_address = 0x05
 DW_RLE_start_end = 0x06
 DW_RLE_start_length = 0x07
+
+# -- location list entries (7.29) ------------------------------------------------------
+DW_LLE_end_of_list = 0x00
+DW_LLE_base_addressx = 0x01
+DW_LLE_startx_endx = 0x02
+DW_LLE_startx_length = 0x03
+DW_LLE_offset_pair = 0x04
+DW_LLE_default_location = 0x05
+DW_LLE_base_address = 0x06
+DW_LLE_start_end = 0x07
+DW_LLE_start_length = 0x08
 
 # -- line number program (6.2.5) ------------------------------------------------------
 DW_LNS_copy = 0x01

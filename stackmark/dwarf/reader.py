@@ -64,6 +64,8 @@ class DwarfReader:
         self.line_str = self._section(".debug_line_str")
         self.rnglists = self._section(".debug_rnglists" + suffix)
         self.ranges = self._section(".debug_ranges")
+        self.loclists = self._section(".debug_loclists" + suffix)
+        self.loc = self._section(".debug_loc")
         self.debug_addr = self._section(".debug_addr")
         self.aranges = self._section(".debug_aranges")
         self._abbrev_tables: dict[int, dict[int, Abbrev]] = {}

@@ -170,10 +170,11 @@ class BtLines:
 
     def _template(self, module: Module, relative: int, eol: str) -> str | None:
         """The frame lines with placeholders (the callers keep them), or None when
-        the lookup needs a diagnostic (or a name holds a placeholder character)."""
+        the lookup needs a diagnostic, found nothing (the filters count such
+        frames), or a name holds a placeholder character."""
         found, error = self.resolver.code_at(module, relative)
-        if error is not None:
-            return None
+        if error is not None or not found:
+            return None  # the general path warns, and counts the frame as unresolved
         frames = self.naming.frame_texts_for(found)
         tail = f"({module.name}+0x{relative:x})"
         last = len(frames) - 1

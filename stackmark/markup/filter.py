@@ -53,7 +53,7 @@ from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MAX_ELEMENTS_PER_LINE, MarkupParser, Pending
 from stackmark.markup.report import DiagnosticPrinter
-from stackmark.markup.resolve import CodeResult, Resolver
+from stackmark.markup.resolve import NOT_FOUND, CodeResult, Resolver
 from stackmark.markup.styled import StyledWriter
 from stackmark.markup.syntax import (
     CONTEXTUAL_TAGS,
@@ -65,6 +65,7 @@ from stackmark.markup.syntax import (
     Text,
 )
 from stackmark.model import Module
+from stackmark.symbols.api import ModuleResolution
 
 
 class _InfoLine:
@@ -100,8 +101,11 @@ class StackmarkFilter:
         colour: bool = False,
         fast_paths: bool = True,
         records: list[records.Record] | None = None,
+        unresolved_hint: str | None = None,
     ) -> None:
         self.resolver = resolver
+        self.unresolved_hint = unresolved_hint  # a front end's advice, after "looked for it in"
+        self.unresolved = 0  # pc/bt/data elements printed without a name
         self.naming = naming
         self.printer = printer
         self.records = records
@@ -248,7 +252,11 @@ class StackmarkFilter:
         record.update(fields)
         self.records.append(record)
 
-    def _lookup_warning(self, module: Module, message: str, searched: list[str]) -> Diagnostic:
+    def _lookup_warning(
+        self, module: Module, message: str, resolution: ModuleResolution | None
+    ) -> Diagnostic:
+        """Warn once per module that its symbols were not found: where they were
+        looked for, which file at its own path has another build ID, what to do."""
         diag = Diagnostic(
             Severity.WARNING,
             f'{message} for ELF module #0x{module.id:x} "{module.name}"; BuildID={module.build_id}',
@@ -261,8 +269,23 @@ class StackmarkFilter:
         if key not in self._warned:
             self._warned.add(key)
             self._report(diag)
+            searched = resolution.searched if resolution is not None else []
             if searched:
                 self.printer.note("looked for it in: " + ", ".join(searched))
+            for path, found in resolution.mismatched if resolution is not None else []:
+                self._report(
+                    Diagnostic(
+                        Severity.WARNING,
+                        f"{path} is not the file that ran: its build ID is {found or 'missing'}, "
+                        f"the log's is {module.build_id} (rebuilt since the log was written?)",
+                        self._line_no,
+                        None,
+                        None,
+                        "build-id-mismatch",
+                    )
+                )
+            if self.unresolved_hint and message == NOT_FOUND:
+                self.printer.note(self.unresolved_hint)
         return diag
 
     def _no_mmap(self, element: Element) -> Diagnostic:
@@ -469,8 +492,11 @@ class StackmarkFilter:
         if result.placement is None:
             extra.append(self._no_mmap(typed.element))
         elif result.error is not None:
-            searched = result.resolution.searched if result.resolution else []
-            extra.append(self._lookup_warning(result.placement.module, result.error, searched))
+            extra.append(
+                self._lookup_warning(result.placement.module, result.error, result.resolution)
+            )
+        if result.placement is not None and not result.frames:
+            self.unresolved += 1
         return result, extra
 
     def _pc(self, typed: PcElement) -> None:
@@ -550,8 +576,9 @@ class StackmarkFilter:
         if placement is None:
             extra.append(self._no_mmap(typed.element))
         elif result.error is not None:
-            searched = result.resolution.searched if result.resolution else []
-            extra.append(self._lookup_warning(placement.module, result.error, searched))
+            extra.append(self._lookup_warning(placement.module, result.error, result.resolution))
+        if placement is not None and result.symbol is None:
+            self.unresolved += 1
         if self.records is not None:
             self._record(
                 typed,
@@ -607,8 +634,7 @@ class StackmarkFilter:
             if self.records is not None:
                 entry.update(records.code(result, self.naming))
             if result.error is not None:
-                searched = result.resolution.searched if result.resolution else []
-                self._lookup_warning(module, result.error, searched)
+                self._lookup_warning(module, result.error, result.resolution)
             if result.frames:
                 inner = result.frames[0]
                 name = self.naming.function(inner)
@@ -624,8 +650,7 @@ class StackmarkFilter:
             if self.records is not None:
                 entry.update(records.data(data, self.naming))
             if data.error is not None:
-                searched = data.resolution.searched if data.resolution else []
-                self._lookup_warning(module, data.error, searched)
+                self._lookup_warning(module, data.error, data.resolution)
             if data.symbol is not None:
                 offset = placement.module_relative - data.symbol.start
                 w.value(self.naming.data(data.symbol) + (f"+0x{offset:x}" if offset else ""))

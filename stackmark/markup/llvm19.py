@@ -67,6 +67,7 @@ class Llvm19Filter:
         self.resolver = resolver
         self.naming = naming
         self.printer = printer
+        self.unresolved = 0  # pc/bt/data elements printed without a name
         self.context = MarkupContext()
         self.out = StyledWriter(colour)
         self.fast_paths = fast_paths  # off: every line takes the general path (tests)
@@ -296,6 +297,8 @@ class Llvm19Filter:
         if result.placement is None:
             self._no_mmap(typed.element)
             return
+        if result.error is not None or not result.frames:
+            self.unresolved += 1
         if result.error is not None:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)
@@ -319,6 +322,8 @@ class Llvm19Filter:
         if placement is None:
             self._no_mmap(typed.element)
             return
+        if result.error is not None or not result.frames:
+            self.unresolved += 1
         if result.error is not None:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)
@@ -341,6 +346,8 @@ class Llvm19Filter:
         if result.placement is None:
             self._no_mmap(typed.element)
             return
+        if result.symbol is None:
+            self.unresolved += 1
         if result.error is not None:
             self._lookup_failed(result.error)
             layout.raw_element(self.out, typed.element)

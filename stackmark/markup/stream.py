@@ -26,7 +26,21 @@ if TYPE_CHECKING:
     from stackmark.markup.records import Record
     from stackmark.symbols.api import SymbolizerAPI
 
-EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_USAGE, EXIT_UNRESOLVED = 0, 1, 2, 3
+
+_SEVERITY = {EXIT_OK: 0, EXIT_ELEMENT_ERRORS: 1, EXIT_UNRESOLVED: 2, EXIT_USAGE: 3}
+
+
+def worst_status(statuses: Iterable[int]) -> int:
+    """The status that says most: usage or unreadable input, then unresolved
+    frames (asked for), then element errors, then success."""
+    return max(statuses, key=lambda status: _SEVERITY.get(status, 4), default=EXIT_OK)
+
+
+UNRESOLVED_HINT = (
+    "give the module's file with --obj FILE, or a directory holding it with --symbol-path DIR"
+)
+"""What to do when a module's symbols are not found (said once per module)."""
 
 COLOR_CHOICES = ("always", "never", "auto")
 
@@ -34,17 +48,31 @@ COLOR_CHOICES = ("always", "never", "auto")
 class FilterSettings(FrozenRecord):
     """How a log is printed: `json` records instead of the log; `color` always,
     never or auto (when the output is a terminal); `llvm19` reproduces
-    llvm-symbolizer 19's --filter-markup output exactly."""
+    llvm-symbolizer 19's --filter-markup output exactly; `fail_on_unresolved`
+    makes a frame left without a name exit status 3 (EXIT_UNRESOLVED);
+    `unresolved_hint` is added to the warning about a module whose symbols are
+    not found (what the front end's user can do about it)."""
 
-    __slots__ = _fields = ("json", "color", "llvm19")
+    __slots__ = _fields = ("json", "color", "llvm19", "fail_on_unresolved", "unresolved_hint")
     json: bool
     color: str
     llvm19: bool
+    fail_on_unresolved: bool
+    unresolved_hint: str | None
 
-    def __init__(self, json: bool = False, color: str = "auto", llvm19: bool = False) -> None:
+    def __init__(
+        self,
+        json: bool = False,
+        color: str = "auto",
+        llvm19: bool = False,
+        fail_on_unresolved: bool = False,
+        unresolved_hint: str | None = None,
+    ) -> None:
         object.__setattr__(self, "json", json)
         object.__setattr__(self, "color", color)
         object.__setattr__(self, "llvm19", llvm19)
+        object.__setattr__(self, "fail_on_unresolved", fail_on_unresolved)
+        object.__setattr__(self, "unresolved_hint", unresolved_hint)
 
 
 def make_naming(options: NameOptions) -> Naming:
@@ -57,6 +85,9 @@ def make_naming(options: NameOptions) -> Naming:
 class LineFilter(Protocol):
     @property
     def errors(self) -> int: ...
+
+    @property
+    def unresolved(self) -> int: ...
 
     @property
     def passes_plain_lines(self) -> bool: ...
@@ -100,7 +131,7 @@ def filter_streams(
 ) -> int:
     """Filter each input (a separate log: the context starts empty) to `out`;
     diagnostics go to `err_write`. Returns the exit status `stackmark symbolize`
-    gives (EXIT_OK, EXIT_ELEMENT_ERRORS or EXIT_USAGE)."""
+    gives (EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_UNRESOLVED or EXIT_USAGE)."""
     compat = settings.llvm19
     colour = not settings.json and (
         settings.color == "always"
@@ -121,7 +152,14 @@ def filter_streams(
         else:
             from stackmark.markup.filter import StackmarkFilter
 
-            line_filter = StackmarkFilter(resolver, naming, printer, colour=colour, records=records)
+            line_filter = StackmarkFilter(
+                resolver,
+                naming,
+                printer,
+                colour=colour,
+                records=records,
+                unresolved_hint=settings.unresolved_hint,
+            )
         try:
             if records is not None:
                 for text, eol in _lines(stream):
@@ -139,8 +177,10 @@ def filter_streams(
             _write_records(out, records)
         else:
             out.write(tail.encode("utf-8", "surrogateescape"))
-        if line_filter.errors and not compat and status == EXIT_OK:
-            status = EXIT_ELEMENT_ERRORS
+        if line_filter.errors and not compat:
+            status = worst_status((status, EXIT_ELEMENT_ERRORS))
+        if line_filter.unresolved and settings.fail_on_unresolved:
+            status = worst_status((status, EXIT_UNRESOLVED))
     out.flush()
     return status
 

@@ -22,6 +22,9 @@ class ModuleResolution(Record):
     `binary` is the file that answers lookups (a debug file or the binary
     itself); None when nothing was found, in which case `error` says why
     (e.g. 'could not find build ID') and `searched` lists what was tried.
+    `mismatched` lists the files at the module's own path (or name) that
+    carry another build ID, as (path, build ID there or None): the program
+    was most likely rebuilt after it ran.
     """
 
     __slots__ = _fields = __match_args__ = (
@@ -30,12 +33,14 @@ class ModuleResolution(Record):
         "error",
         "searched",
         "has_debug_info",
+        "mismatched",
     )
     build_id: str
     binary: str | None
     error: str | None
     searched: list[str]
     has_debug_info: bool
+    mismatched: list[tuple[str, str | None]]
 
     def __init__(
         self,
@@ -44,12 +49,14 @@ class ModuleResolution(Record):
         error: str | None = None,
         searched: list[str] | None = None,
         has_debug_info: bool = False,
+        mismatched: list[tuple[str, str | None]] | None = None,
     ) -> None:
         self.build_id = build_id
         self.binary = binary
         self.error = error
         self.searched = [] if searched is None else searched
         self.has_debug_info = has_debug_info
+        self.mismatched = [] if mismatched is None else mismatched
 
 
 class CodeLookup(Record):

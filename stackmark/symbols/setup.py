@@ -14,6 +14,7 @@ their symbolizer here, so that the same options give the same answers.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from stackmark.errors import StackmarkError
@@ -40,7 +41,10 @@ class SymbolSettings(Record):
     ones on first use) or "off"; `gsym_cache_dir` None is the default cache.
     `relative_names`: files named relative to their compilation directory (only
     DWARF keeps that, so the GSYM cache is not used). `llvm19`: look where
-    llvm-symbolizer 19 looks (no --obj, no GSYM). `cache_size`: answers the
+    llvm-symbolizer 19 looks (no --obj, no GSYM, no module's own path).
+    `module_names`: a module's name in a log is a path worth looking at, after
+    the other local places (the CLI on the machine that crashed; never a
+    service, whose requests must not name files). `cache_size`: answers the
     Symbolizer remembers (0: its caller keeps them).
     """
 
@@ -53,6 +57,7 @@ class SymbolSettings(Record):
         "gsym_cache_dir",
         "relative_names",
         "llvm19",
+        "module_names",
         "cache_size",
     )
     debug_file_directories: list[str]
@@ -63,6 +68,7 @@ class SymbolSettings(Record):
     gsym_cache_dir: str | None
     relative_names: bool
     llvm19: bool
+    module_names: bool
     cache_size: int
 
     def __init__(
@@ -75,6 +81,7 @@ class SymbolSettings(Record):
         gsym_cache_dir: str | None = None,
         relative_names: bool = False,
         llvm19: bool = False,
+        module_names: bool = False,
         cache_size: int = SYMBOLIZER_ANSWERS,
     ) -> None:
         if gsym_cache not in GSYM_CACHE_MODES:
@@ -91,6 +98,7 @@ class SymbolSettings(Record):
         self.gsym_cache_dir = gsym_cache_dir
         self.relative_names = relative_names
         self.llvm19 = llvm19
+        self.module_names = module_names
         self.cache_size = cache_size
 
     def to_dict(self) -> dict[str, object]:
@@ -107,10 +115,12 @@ def build_symbolizer(
     debuginfod: DebuginfodClient | None = None,
     *,
     progress_stream: TextIO | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> Symbolizer:
-    """The symbolizer `settings` describe (llvm 19 ignores --obj and reads no GSYM
-    file, so `settings.llvm19` does the same). GSYM cache builds are announced on
-    `progress_stream` (default stderr)."""
+    """The symbolizer `settings` describe (llvm 19 ignores --obj, reads no GSYM file
+    and never looks at a module's own path, so `settings.llvm19` does the same).
+    GSYM cache builds are announced through `report` (default: a line on
+    `progress_stream`, itself stderr by default), their progress on `progress_stream`."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 
@@ -121,6 +131,7 @@ def build_symbolizer(
         gsym_paths=[] if settings.llvm19 else list(settings.gsym_paths),
         debuginfod=debuginfod,
         cache_size=settings.cache_size,
+        module_names=settings.module_names and not settings.llvm19,
     )
     if settings.relative_names:
         # GSYM keeps absolute paths only: relative names come from the DWARF.
@@ -133,6 +144,7 @@ def build_symbolizer(
                 settings.gsym_cache_dir,
                 build=settings.gsym_cache == "build",
                 progress_stream=progress_stream,
+                report=report,
             ),
             elf_source_factory,
         ]
@@ -140,7 +152,11 @@ def build_symbolizer(
 
 
 def gsym_cache_factory(
-    cache_dir: str | None, *, build: bool, progress_stream: TextIO | None = None
+    cache_dir: str | None,
+    *,
+    build: bool,
+    progress_stream: TextIO | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> SourceFactory:
     """Answers from the GSYM cache: entries already built, or (`build`) built on first
     use, once per build ID across processes (the cache's lock).
@@ -162,12 +178,14 @@ def gsym_cache_factory(
                 missing = False  # not a build ID the cache takes: the factory declines
             if missing:
                 # Long work: say so (the cache entry is made once per build ID).
-                print(
-                    f"stackmark symbolize: building the GSYM cache entry for {files.dwarf_file} "
-                    f"in {cache.root} (once per build ID)...",
-                    file=stream,
-                    flush=True,
+                message = (
+                    f"building the GSYM cache entry for {files.dwarf_file} "
+                    f"in {cache.root} (once per build ID)..."
                 )
+                if report is not None:
+                    report(message)
+                else:
+                    print(f"stackmark symbolize: {message}", file=stream, flush=True)
             from stackmark.formats.gsym.progress import Progress
 
             # On a terminal, how the conversion goes (tens of seconds for a large binary).

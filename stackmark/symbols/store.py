@@ -8,7 +8,10 @@ Where a build ID is looked for, in this order:
 3. each symbol path (`--symbol-path DIR`): `DIR/.build-id/xx/rest[.debug]`,
    then every ELF file under DIR, indexed by its own build ID;
 4. the path the module was loaded from, when the caller knows it;
-5. the last resorts (debuginfod), only when nothing above gave debug
+5. the module's own name, when the caller gives it (a log's
+   `{{{module}}}` names the file the process loaded): an absolute name
+   is looked at where it points, a relative one under each symbol path;
+6. the last resorts (debuginfod), only when nothing above gave debug
    info: each yields candidate files, checked like all others.
 
 Every candidate's build ID is read and compared (llvm trusts the path;
@@ -24,7 +27,10 @@ carry the same build ID, or, when it has none, the CRC32 the link
 records. Without any DWARF, the first file with a symbol table answers.
 
 Every rejected or missing candidate is recorded in `searched` with the
-reason, so a front end can say why nothing was found.
+reason, so a front end can say why nothing was found. A file at the
+module's own path (or name) that has another build ID is also listed in
+`mismatched`: it is most likely the program rebuilt since the log was
+written, which deserves a warning of its own.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ from stackmark.errors import FormatError
 from stackmark.symbols.source import ModuleFiles
 
 DEFAULT_DEBUG_FILE_DIRECTORIES = ("/usr/lib/debug",)
+
+MODULE_PATH = "module path"
+"""How a file was found: at the path a debugger saw the module loaded from."""
+MODULE_NAME = "module name"
+"""How a file was found: at the path a log names the module by."""
 
 LastResort = Callable[[str, bool, list[str]], Iterable[tuple[str, str]]]
 """A place looked in after every local one (e.g. debuginfod): called with the
@@ -72,7 +83,7 @@ class Lookup:
     """The outcome of a store lookup: the files found, or why there are none.
     (Plain classes here: dataclass creation costs start-up time.)"""
 
-    __slots__ = ("build_id", "error", "files", "has_debug_info", "searched")
+    __slots__ = ("build_id", "error", "files", "has_debug_info", "mismatched", "searched")
 
     def __init__(
         self,
@@ -87,6 +98,8 @@ class Lookup:
         self.has_debug_info = has_debug_info
         self.searched: list[str] = searched if searched is not None else []
         self.error = error
+        # (path, build ID found there or None) for the module's own file(s)
+        self.mismatched: list[tuple[str, str | None]] = []
 
     def __repr__(self) -> str:
         return (
@@ -112,7 +125,16 @@ class SymbolStore:
         self._candidates: dict[str, _Candidate | str] = {}  # path -> facts or error text
         self._object_index: dict[str, list[str]] | None = None
         self._path_indexes: dict[str, dict[str, list[str]]] = {}
-        self._cache: dict[tuple[str, str | None], Lookup] = {}
+        self._cache: dict[tuple[str, str | None, str | None], Lookup] = {}
+
+    def add_object(self, path: str) -> None:
+        """Take `path` as one more --obj file (a request named it: llvm-symbolizer's
+        address mode reads the symbols of the file it is given, and the DWARF of
+        its debug file when it has none)."""
+        if path not in self.objects:
+            self.objects.append(path)
+            self._object_index = None
+            self._cache.clear()
 
     # -- facts about files ------------------------------------------------------
 
@@ -165,7 +187,9 @@ class SymbolStore:
             self._path_indexes[root] = index
         return index
 
-    def _candidate_paths(self, build_id: str, module_path: str | None) -> Iterator[tuple[str, str]]:
+    def _candidate_paths(
+        self, build_id: str, module_path: str | None, module_name: str | None
+    ) -> Iterator[tuple[str, str]]:
         """(path, how it was found) for every place the build ID may be, in order."""
         head, rest = build_id[:2], build_id[2:]
         for path in self._objects_by_build_id().get(build_id, []):
@@ -181,7 +205,21 @@ class SymbolStore:
             for path in self._symbol_path_index(root).get(build_id, []):
                 yield path, "symbol-path"
         if module_path:
-            yield module_path, "module path"
+            yield module_path, MODULE_PATH
+        if module_name:
+            for path in self._paths_for_name(module_name):
+                yield path, MODULE_NAME
+
+    def _paths_for_name(self, name: str) -> list[str]:
+        """Where a module named `name` may be: there when absolute, else under each
+        symbol path (never above it: a name from a log holds no `..` that counts)."""
+        if not name or "\0" in name:
+            return []  # no file has that name (and os functions refuse a NUL)
+        if os.path.isabs(name):
+            return [name]
+        if ".." in name.split("/"):
+            return []
+        return [os.path.join(root, name) for root in self.symbol_paths]
 
     # -- lookups ----------------------------------------------------------------
 
@@ -216,16 +254,23 @@ class SymbolStore:
             found.update(b for b in self._symbol_path_index(root) if b.startswith(prefix))
         return sorted(found)
 
-    def find(self, build_id: str, module_path: str | None = None) -> Lookup:
-        """The files for `build_id` (lower-case hex); `module_path` is a last resort."""
+    def find(
+        self, build_id: str, module_path: str | None = None, module_name: str | None = None
+    ) -> Lookup:
+        """The files for `build_id` (lower-case hex).
+
+        `module_path` (where a debugger saw the file) and `module_name` (what a
+        log calls the module: a path) are looked at after every other local
+        place; the file there must have the build ID too. Without a build ID,
+        only `module_path` is trusted."""
         build_id = build_id.lower()
-        key = (build_id, module_path)
+        key = (build_id, module_path, module_name)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._cache[key] = self._find(build_id, module_path)
+            cached = self._cache[key] = self._find(build_id, module_path, module_name)
         return cached
 
-    def _find(self, build_id: str, module_path: str | None) -> Lookup:
+    def _find(self, build_id: str, module_path: str | None, module_name: str | None) -> Lookup:
         lookup = Lookup(build_id, None)
         if not build_id:
             if module_path:
@@ -239,19 +284,27 @@ class SymbolStore:
             return lookup
         matches: list[tuple[_Candidate, str]] = []
         seen: set[str] = set()
-        for path, how in self._candidate_paths(build_id, module_path):
-            real = os.path.realpath(path)
+        for path, how in self._candidate_paths(build_id, module_path, module_name):
+            try:
+                real = os.path.realpath(path)
+            except ValueError:  # a NUL in a path given to us
+                lookup.searched.append(f"{path!r}: not a file name")
+                continue
             if real in seen:
                 continue
             seen.add(real)
             facts = self._inspect(path)
             if isinstance(facts, str):
-                if facts != "not found" or how != "symbol-path":
+                # Only the places a user named are worth listing as missing.
+                quiet = how == "symbol-path" or (how == MODULE_NAME and path != module_name)
+                if facts != "not found" or not quiet:
                     lookup.searched.append(f"{path}: {facts}")
                 continue
             if facts.build_id != build_id:
                 found = facts.build_id or "none"
                 lookup.searched.append(f"{path}: build ID {found} does not match")
+                if how in (MODULE_PATH, MODULE_NAME):
+                    lookup.mismatched.append((path, facts.build_id))
                 continue
             matches.append((facts, how))
         if self.last_resorts and not self._gives_debug_info(matches):
@@ -316,7 +369,7 @@ class SymbolStore:
             lookup.searched.append(f"{module_path}: {facts}")
             lookup.error = "module has no build ID and its file cannot be read"
             return lookup
-        return self._choose([(facts, "module path")], lookup)
+        return self._choose([(facts, MODULE_PATH)], lookup)
 
     def _follow_debuglink(self, binary: _Candidate, lookup: Lookup) -> str | None:
         assert binary.debuglink is not None

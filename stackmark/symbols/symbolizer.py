@@ -41,7 +41,11 @@ class SymbolizerOptions(Record):
     `debuginfod`, when set, is asked last, for build IDs that no local
     place gave debug info for. `gsym_paths` are directories of GSYM files,
     found by build ID: one answers for a module that no ELF file with debug
-    info does (stackmark.symbols.gsym_files).
+    info does (stackmark.symbols.gsym_files). With `module_names` (the
+    default), a module's name is also taken for where its file may be: an
+    absolute name (as sanitizers write) is looked at there, a relative one
+    under each symbol path, after every other local place and with the
+    build ID checked (llvm-symbolizer 19 does neither).
     """
 
     __slots__ = _fields = (
@@ -52,6 +56,7 @@ class SymbolizerOptions(Record):
         "cache_size",
         "debuginfod",
         "gsym_paths",
+        "module_names",
     )
     debug_file_directories: list[str]
     objects: list[str]
@@ -60,6 +65,7 @@ class SymbolizerOptions(Record):
     cache_size: int
     debuginfod: DebuginfodClient | None
     gsym_paths: list[str]
+    module_names: bool
 
     def __init__(
         self,
@@ -70,6 +76,7 @@ class SymbolizerOptions(Record):
         cache_size: int = 1 << 16,
         debuginfod: DebuginfodClient | None = None,
         gsym_paths: list[str] | None = None,
+        module_names: bool = True,
     ) -> None:
         self.debug_file_directories = (
             list(DEFAULT_DEBUG_FILE_DIRECTORIES)
@@ -82,6 +89,7 @@ class SymbolizerOptions(Record):
         self.cache_size = cache_size
         self.debuginfod = debuginfod
         self.gsym_paths = [] if gsym_paths is None else gsym_paths
+        self.module_names = module_names
 
 
 _AnswerKey = tuple[str, str | None, int]
@@ -151,7 +159,8 @@ class Symbolizer:
             known = self._modules.get(key)
             if known is not None:
                 return known
-            lookup = self.store.find(module.build_id, module.path)
+            name = module.name if self.options.module_names else None
+            lookup = self.store.find(module.build_id, module.path, name)
             files = lookup.files
             resolution = ModuleResolution(
                 build_id=module.build_id.lower(),
@@ -159,6 +168,7 @@ class Symbolizer:
                 error=lookup.error,
                 searched=list(lookup.searched),
                 has_debug_info=lookup.has_debug_info,
+                mismatched=list(lookup.mismatched),
             )
             if self._gsym_files is not None and not lookup.has_debug_info:
                 files = self._from_gsym_file(resolution, files)
@@ -191,6 +201,11 @@ class Symbolizer:
         resolution.error = None
         resolution.has_debug_info = True
         return ModuleFiles(resolution.build_id, path, how=FOUND_AS)
+
+    def add_object(self, path: str) -> None:
+        """Use the file at `path` as if given with --obj, for modules not looked up yet."""
+        with self._lock:
+            self.store.add_object(path)
 
     def resolve(self, module: Module) -> ModuleResolution:
         """Find (and remember) the file that answers for `module`."""

@@ -123,6 +123,51 @@ def test_hostile_build_ids_in_a_log_reach_no_file_or_server(
             assert line.encode("utf-8", "surrogateescape") in proc.stdout
 
 
+HOSTILE_MODULE_NAMES = [
+    "/tmp/a\x00b",  # os functions refuse a NUL
+    "../../etc/passwd",
+    "lib/../../../etc/passwd",
+    "/dev/zero",
+    "/proc/self/mem",
+    "",
+    "/",
+]
+
+
+def test_hostile_module_names_are_refused_or_checked_and_never_crash(
+    tmp_path: Path, logs: dict[str, ProgramLog]
+) -> None:
+    """A module's name is a path stackmark looks at: a NUL, `..` out of a symbol path, a
+    device or a directory there gives no file and no traceback; an ELF file there must
+    still carry the build ID."""
+    inside = tmp_path / "symbols"
+    inside.mkdir()
+    store = SymbolStore([str(tmp_path / "debug")], symbol_paths=[str(inside)])
+    for name in HOSTILE_MODULE_NAMES:
+        lookup = store.find("abcd1234", module_name=name)
+        assert lookup.files is None, name
+        assert not any("passwd" in entry for entry in lookup.searched), lookup.searched
+    program = logs["pie"].program
+    wrong = store.find("abcd1234", module_name=str(program))
+    assert wrong.files is None and wrong.mismatched == [(str(program), build_id(program))]
+    log = "".join(
+        f"{{{{{{module:{i}:{name}:elf:abcd1234}}}}}}\n"
+        f"{{{{{{mmap:0x{i + 1:x}000:0x1000:load:{i}:rx:0x0}}}}}}\n"
+        f"{{{{{{bt:{i}:0x{i + 1:x}100}}}}}}\n"
+        for i, name in enumerate(HOSTILE_MODULE_NAMES)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "stackmark", "symbolize", f"--symbol-path={inside}"],
+        input=log.encode("utf-8", "surrogateescape"),
+        capture_output=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1) and b"Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.count(b"(") >= len(HOSTILE_MODULE_NAMES)  # a best-effort frame each
+
+
 # -- atomic writes: SIGKILL while an entry is written ---------------------------------------
 
 _KILLING_CHILD = """\

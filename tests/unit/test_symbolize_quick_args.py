@@ -52,6 +52,7 @@ COMMON = [
     ["--debuginfod-cache=/c", "--output-dir", "out", "a", "b"],
     ["a", "b", "--gsym-cache=use"],
     ["--gsym-cache-dir="],
+    ["--fail-on-unresolved", "crash.log"],
 ]
 
 
@@ -118,6 +119,7 @@ tokens = st.sampled_from(
         "--no-demangle",
         "--demangle",
         "--offline",
+        "--fail-on-unresolved",
         "--debuginfod-url=http://h",
         "--output-dir",
         "--help",

@@ -153,3 +153,54 @@ def test_module_path_without_build_id(tmp_path: Path) -> None:
     nothing = SymbolStore([]).find("")
     assert nothing.error == "module has no build ID"
     assert os.path.exists(binary)
+
+
+# --- a module's own name (sanitizer logs name the file the process loaded) ------------
+
+
+def test_an_absolute_module_name_is_looked_at_after_every_other_place(tmp_path: Path) -> None:
+    binary = sym_builds.c_program()
+    store = SymbolStore([str(tmp_path / "empty")])
+    lookup = store.find(build_id_of(binary), module_name=str(binary))
+    assert lookup.files is not None and lookup.files.binary == str(binary)
+    assert lookup.files.how == "module name" and lookup.has_debug_info
+    # A debug-file directory that has it wins (it comes first).
+    placed = debug_tree(tmp_path / "debug", binary)
+    lookup = SymbolStore([str(tmp_path / "debug")]).find(
+        build_id_of(binary), module_name=str(binary)
+    )
+    assert lookup.files is not None and lookup.files.binary == str(placed)
+
+
+def test_a_module_name_whose_file_has_another_build_id_is_listed_as_mismatched(
+    tmp_path: Path,
+) -> None:
+    ran = sym_builds.c_program()
+    rebuilt = tmp_path / "app"
+    shutil.copyfile(sym_builds.cpp_program(), rebuilt)  # another program at the same path
+    lookup = SymbolStore([str(tmp_path / "empty")]).find(build_id_of(ran), module_name=str(rebuilt))
+    assert lookup.files is None and lookup.error == "could not find build ID"
+    assert lookup.mismatched == [(str(rebuilt), build_id_of(rebuilt))]
+
+
+def test_a_relative_module_name_is_tried_under_each_symbol_path_and_never_above(
+    tmp_path: Path,
+) -> None:
+    ran = sym_builds.c_program()
+    root = tmp_path / "symbols"
+    (root / "lib").mkdir(parents=True)
+    shutil.copyfile(sym_builds.cpp_program(), root / "lib" / "libapp.so")
+    shutil.copyfile(sym_builds.cpp_program(), tmp_path / "outside.so")
+    store = SymbolStore([str(tmp_path / "empty")], symbol_paths=[str(root)])
+    lookup = store.find(build_id_of(ran), module_name="lib/libapp.so")
+    assert lookup.mismatched == [
+        (str(root / "lib" / "libapp.so"), build_id_of(root / "lib" / "libapp.so"))
+    ]
+    escaped = store.find(build_id_of(ran), module_name="../outside.so")
+    assert escaped.mismatched == [] and not any("outside" in s for s in escaped.searched)
+
+
+def test_a_module_name_is_not_trusted_without_a_build_id(tmp_path: Path) -> None:
+    binary = sym_builds.c_program()
+    lookup = SymbolStore([str(tmp_path)]).find("", module_name=str(binary))
+    assert lookup.files is None and lookup.error == "module has no build ID"
