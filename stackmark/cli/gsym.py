@@ -85,7 +85,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "(default: one per core on large inputs)"
         ),
     )
-    convert.add_argument("--quiet", action="store_true", help="print no log")
+    convert.add_argument(
+        "--quiet",
+        action="store_true",
+        help=(
+            "leave out the warnings llvm-gsymutil --quiet leaves out (addresses outside "
+            "the text sections); the summary lines and other warnings are still printed, "
+            "as llvm prints them"
+        ),
+    )
     convert.add_argument(
         "--big-endian", action="store_true", help="write a big-endian file (default: the input's)"
     )
@@ -325,13 +333,13 @@ def _convert(args: argparse.Namespace) -> int:
     from stackmark.formats.gsym.convert import convert_file
 
     output = args.output or args.input + ".gsym"
-    log = None if args.quiet else sys.stdout
     if not os.path.exists(args.input):
         raise StackmarkError(f"{args.input}: no such file")
     result = convert_file(
         args.input,
         output,
-        log=log,
+        log=sys.stdout,
+        quiet=args.quiet,
         jobs=args.jobs,
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),

@@ -78,6 +78,7 @@ class ConversionResult:
     warnings: dict[str, int] = field(default_factory=dict)
     arch: str = ""
     functions: list[FunctionInfo] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # warning lines, printed as llvm does
 
 
 def convert_elf(
@@ -120,6 +121,7 @@ def _convert_elf(
         report = convert_dwarf(elf, creator, jobs=jobs, progress=progress, extras=extras)
         result.dwarf_functions = report.functions
         result.warnings.update(report.warnings)
+        result.messages += report.messages
         creator.uuid = build_id_uuid(elf)
         result.symbol_functions = add_symbol_table(creator, elf)
         if little is None:
@@ -188,17 +190,24 @@ def _finish(
         progress.finish()
 
 
-def log_text(result: ConversionResult, *, breakpad: bool = False) -> str:
+QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
+"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
+(the summary lines, the categories, the DWO warnings) all the same."""
+
+
+def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = False) -> str:
     """llvm-gsymutil's lines after "Output file (...): NAME"."""
     first = "FUNC records" if breakpad else "DWARF"
     second = "PUBLIC records" if breakpad else "symbol table"
     lines = [
+        *result.messages,
         f"Loaded {result.dwarf_functions} functions from {first}.",
         f"Loaded {result.symbol_functions} functions from {second}.",
         f"Pruned {result.pruned} functions, ended with {result.total} total",
     ]
     for category in sorted(result.warnings):
-        lines.append(f"{category} occurred {result.warnings[category]} time(s)")
+        if not (quiet and category in QUIET_CATEGORIES):
+            lines.append(f"{category} occurred {result.warnings[category]} time(s)")
     return "\n".join(lines) + "\n"
 
 
@@ -223,11 +232,13 @@ def convert_file(
     output_path: str,
     *,
     log: TextIO | None = None,
+    quiet: bool = False,
     jobs: int = 0,
     big_endian: bool | None = None,
     progress: ProgressSink | None = None,
 ) -> ConversionResult:
-    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log."""
+    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log
+    (with `quiet`, as llvm-gsymutil --quiet prints it)."""
     little = None if big_endian is None else not big_endian
     breakpad = is_breakpad(input_path)
     try:
@@ -244,7 +255,7 @@ def convert_file(
     if log is not None:
         log.write(f"Input file: {input_path}\n")
         log.write(f"Output file ({result.arch}): {output_path}\n")
-        log.write(log_text(result, breakpad=breakpad))
+        log.write(log_text(result, breakpad=breakpad, quiet=quiet))
     return result
 
 
