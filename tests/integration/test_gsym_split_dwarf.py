@@ -1,5 +1,6 @@
-"""`gsym convert` on split DWARF (skeleton units, their .dwo files) and on
-relocatable objects, byte for byte and line for line against llvm-gsymutil-19.
+"""`gsym convert` on split DWARF (skeleton units, their .dwo files or a .dwp
+package) and on relocatable objects, byte for byte and line for line against
+llvm-gsymutil-19; and the symbolizer on a .dwp package against llvm-symbolizer-19.
 
 Fixtures are built at test time: a gcc -gsplit-dwarf program (two units,
 inline chains), a clang-19 -gsplit-dwarf object file (ET_REL: the skeleton's
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from stackmark.elf import ElfFile
 from tests.conftest import require_tool
 from tests.support.build import REPO, SOURCES
 from tests.support.gsymutil import GSYMUTIL
+from tests.support.markup_programs import build_id, llvm, stackmark
 
 SPLIT_SOURCES = ["gsym_inline.c", "gsym_inline_b.c"]
 
@@ -108,3 +111,64 @@ def test_split_dwarf_object_file_converts_to_llvms_bytes(compiler: str, tmp_path
     llvm_log, our_log = _convert_both(tmp_path, "reloc.o")
     assert our_log == llvm_log
     assert "Loaded 3 functions from DWARF." in our_log
+
+
+# (packager, DWARF version flags): llvm-dwp writes a version 5 unit index,
+# binutils' dwp the GNU version 2 index of DWARF 4.
+PACKAGERS = {
+    "llvm-dwp-19": ("-gdwarf-5",),
+    "dwp": ("-gdwarf-4",),
+}
+
+
+def _build_packaged_program(directory: Path, packager: str) -> Path:
+    """A split-DWARF program, its .dwo files packed into PROGRAM.dwp and then removed."""
+    for name in [*SPLIT_SOURCES, "gsym_inline.h"]:
+        shutil.copyfile(SOURCES / name, directory / name)
+    flags = PACKAGERS[packager]
+    subprocess.run(
+        ["gcc", "-g", *flags, "-O2", "-gsplit-dwarf", *SPLIT_SOURCES, "-o", "packed"],
+        cwd=directory,
+        check=True,
+    )
+    subprocess.run(
+        [require_tool(packager), "-e", "packed", "-o", "packed.dwp"], cwd=directory, check=True
+    )
+    for dwo in directory.glob("*.dwo"):
+        dwo.unlink()
+    return directory / "packed"
+
+
+@pytest.mark.parametrize("packager", sorted(PACKAGERS))
+def test_dwp_package_converts_to_llvms_bytes(packager: str, tmp_path: Path) -> None:
+    _build_packaged_program(tmp_path, packager)
+    llvm_log, our_log = _convert_both(tmp_path, "packed")
+    assert our_log == llvm_log
+    assert "Loaded 0 functions from DWARF" not in our_log
+    assert "InlineInfo:" in _llvm(tmp_path, "ours.gsym").stdout
+
+
+@pytest.mark.parametrize("packager", sorted(PACKAGERS))
+def test_symbolizer_reads_split_units_from_a_dwp(packager: str, tmp_path: Path) -> None:
+    program = _build_packaged_program(tmp_path, packager)
+    ident = build_id(program)
+    debug = tmp_path / "debug" / ".build-id" / ident[:2] / f"{ident[2:]}.debug"
+    debug.parent.mkdir(parents=True)
+    shutil.copyfile(program, debug)
+    shutil.copyfile(tmp_path / "packed.dwp", debug.with_name(debug.name + ".dwp"))
+    with ElfFile.open(program) as elf:
+        start, size = next((s.value, s.size) for s in elf.symbols() if s.name == "compute")
+    lines = [
+        f"{{{{{{module:0:packed:elf:{ident}}}}}}}",
+        "{{{mmap:0x10000:0x10000:load:0:rx:0}}}",
+    ]
+    lines += [
+        f"{{{{{{bt:{i}:{0x10000 + address:#x}:pc}}}}}}"
+        for i, address in enumerate(range(start, start + size))
+    ]
+    log = ("\n".join(lines) + "\n").encode()
+    options = (f"--debug-file-directory={tmp_path / 'debug'}",)
+    expected = llvm(log, *options)
+    assert "top_mix" in expected.text  # an inlined frame, from the package
+    got = stackmark(log, "--compat=llvm19", *options)
+    assert got.text == expected.text
