@@ -92,10 +92,11 @@ class DwarfReader:
         section = self.elf.section(name)
         if section is None:
             return Section.empty(name, self.name)
-        if self.elf.e_type == ET_REL and relocation_sections(self.elf, section):
+        elf = self.elf
+        if isinstance(elf, ElfFile) and elf.e_type == ET_REL and relocation_sections(elf, section):
             # A relocatable object's addresses and cross-section offsets are
             # completed by its relocations (.rela.debug_info, ...), as llvm does.
-            data = relocated_section_data(self.elf, section)
+            data = relocated_section_data(elf, section)
             return Section(name, data, 0, len(data), self.name)
         buf, start, end = self.elf.section_buffer(section)
         window = self._windows.get(name)

@@ -45,7 +45,7 @@ from stackmark.dwarf import constants as C
 from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
-from stackmark.elf import ET_REL
+from stackmark.elf import ET_REL, ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
@@ -254,7 +254,8 @@ class UnitConverter:
         # relocatable object every sequence belongs to a section (its
         # DW_LNE_set_address is relocated against one), so llvm finds no rows
         # there and every function falls back to DW_AT_decl_file/decl_line.
-        self.rows_unreachable = listed.reader.elf.e_type == ET_REL
+        elf = listed.reader.elf
+        self.rows_unreachable = isinstance(elf, ElfFile) and elf.e_type == ET_REL
         self._file_cache: dict[int, int] = {}
         self._file_limit = 0
         if self.lines is not None:
