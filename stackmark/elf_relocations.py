@@ -23,7 +23,8 @@ the address of the place (target sh_addr + r_offset):
     PC-relative   S + A - P     (.eh_frame's pc_begin, a v3 SFrame FDE's start)
 
 written in the file's byte order over `size` bytes, truncated to that size
-as the processor ABIs specify for data relocations. Only the types that
+as the processor ABIs specify for data relocations. RISC-V also adds to or
+subtracts from the value in place V (label differences, kept as pairs). Only the types that
 data and debug sections use are known (below, from each psABI); any other
 raises `FormatError`, as does an entry whose place lies outside the section.
 
@@ -40,6 +41,7 @@ from stackmark.elf import (
     EM_386,
     EM_AARCH64,
     EM_ARM,
+    EM_RISCV,
     EM_S390,
     EM_X86_64,
     ET_REL,
@@ -62,6 +64,12 @@ class Kind(Enum):
     NONE = "none"  # nothing to write
     ABSOLUTE = "S + A"
     PC_RELATIVE = "S + A - P"
+    ADD = "V + S + A"  # V: the value in place (RISC-V's label differences)
+    SUB = "V - (S + A)"
+    SUB6 = "V - (S + A), low 6 bits"
+    SET6 = "S + A, low 6 bits"
+    SET_ULEB128 = "S + A, as the ULEB128 in place"  # same length, padded
+    SUB_ULEB128 = "V - (S + A), as the ULEB128 in place"
 
 
 # (machine, r_type) -> (kind, bytes written, name as the psABI spells it)
@@ -105,6 +113,29 @@ _TYPES: dict[tuple[int, int], tuple[Kind, int, str]] = {
     (EM_ARM, 2): (Kind.ABSOLUTE, 4, "R_ARM_ABS32"),
     (EM_ARM, 3): (Kind.PC_RELATIVE, 4, "R_ARM_REL32"),
     (EM_ARM, 55): (Kind.ABSOLUTE, 4, "R_ARM_ABS32_NOI"),
+    # RISC-V ELF psABI: lengths and line advances are written as pairs
+    # (ADD of the end label, SUB of the start) so that linker relaxation
+    # keeps them right.
+    (EM_RISCV, 0): (Kind.NONE, 0, "R_RISCV_NONE"),
+    (EM_RISCV, 1): (Kind.ABSOLUTE, 4, "R_RISCV_32"),
+    (EM_RISCV, 2): (Kind.ABSOLUTE, 8, "R_RISCV_64"),
+    (EM_RISCV, 33): (Kind.ADD, 1, "R_RISCV_ADD8"),
+    (EM_RISCV, 34): (Kind.ADD, 2, "R_RISCV_ADD16"),
+    (EM_RISCV, 35): (Kind.ADD, 4, "R_RISCV_ADD32"),
+    (EM_RISCV, 36): (Kind.ADD, 8, "R_RISCV_ADD64"),
+    (EM_RISCV, 37): (Kind.SUB, 1, "R_RISCV_SUB8"),
+    (EM_RISCV, 38): (Kind.SUB, 2, "R_RISCV_SUB16"),
+    (EM_RISCV, 39): (Kind.SUB, 4, "R_RISCV_SUB32"),
+    (EM_RISCV, 40): (Kind.SUB, 8, "R_RISCV_SUB64"),
+    (EM_RISCV, 51): (Kind.NONE, 0, "R_RISCV_RELAX"),
+    (EM_RISCV, 52): (Kind.SUB6, 1, "R_RISCV_SUB6"),
+    (EM_RISCV, 53): (Kind.SET6, 1, "R_RISCV_SET6"),
+    (EM_RISCV, 54): (Kind.ABSOLUTE, 1, "R_RISCV_SET8"),
+    (EM_RISCV, 55): (Kind.ABSOLUTE, 2, "R_RISCV_SET16"),
+    (EM_RISCV, 56): (Kind.ABSOLUTE, 4, "R_RISCV_SET32"),
+    (EM_RISCV, 57): (Kind.PC_RELATIVE, 4, "R_RISCV_32_PCREL"),
+    (EM_RISCV, 60): (Kind.SET_ULEB128, 0, "R_RISCV_SET_ULEB128"),
+    (EM_RISCV, 61): (Kind.SUB_ULEB128, 0, "R_RISCV_SUB_ULEB128"),
 }
 
 
@@ -218,6 +249,9 @@ def _apply(
     kind, size, name = known
     if kind is Kind.NONE:
         return
+    if kind in (Kind.SET_ULEB128, Kind.SUB_ULEB128):
+        _apply_uleb128(elf, section, rel_section, reloc, out, kind, name)
+        return
     if reloc.offset < 0 or reloc.offset + size > len(out):
         raise FormatError(
             f"{rel_section.name}: {name} at offset 0x{reloc.offset:x} (+{size}) lies outside "
@@ -226,15 +260,56 @@ def _apply(
             source=elf.name,
         )
     place = slice(reloc.offset, reloc.offset + size)
-    if reloc.addend is not None:
-        addend = reloc.addend
-    else:  # REL: the addend is what the assembler left in place, signed
-        addend = int.from_bytes(out[place], order, signed=True)  # type: ignore[arg-type]
+    in_place = int.from_bytes(out[place], order, signed=True)  # type: ignore[arg-type]
+    # REL: the addend is what the assembler left in place, signed
+    addend = reloc.addend if reloc.addend is not None else in_place
     value = reloc.symbol + addend
     if kind is Kind.PC_RELATIVE:
         value -= section.addr + reloc.offset
+    elif kind is Kind.ADD:
+        value = in_place + value
+    elif kind is Kind.SUB:
+        value = in_place - value
+    elif kind is Kind.SUB6:
+        value = (in_place & 0xC0) | ((in_place - value) & 0x3F)
+    elif kind is Kind.SET6:
+        value = (in_place & 0xC0) | (value & 0x3F)
     mask = (1 << (8 * size)) - 1
     out[place] = (value & mask).to_bytes(size, order)  # type: ignore[arg-type]
+
+
+def _apply_uleb128(
+    elf: ElfFile,
+    section: Section,
+    rel_section: Section,
+    reloc: Relocation,
+    out: bytearray,
+    kind: Kind,
+    name: str,
+) -> None:
+    """Rewrite the ULEB128 at the place with the new value, in as many bytes as
+    it had (the assembler padded it for the largest value it can take)."""
+    end = reloc.offset
+    while end < len(out) and out[end] & 0x80:
+        end += 1
+    if end >= len(out):
+        raise FormatError(
+            f"{rel_section.name}: {name} at offset 0x{reloc.offset:x} finds no complete "
+            f"ULEB128 in {section.name} ({len(out)} bytes)",
+            offset=reloc.entry_at,
+            source=elf.name,
+        )
+    length = end + 1 - reloc.offset
+    old = 0
+    for i in range(length):
+        old |= (out[reloc.offset + i] & 0x7F) << (7 * i)
+    value = reloc.symbol + (reloc.addend or 0)
+    if kind is Kind.SUB_ULEB128:
+        value = old - value
+    value &= (1 << (7 * length)) - 1
+    for i in range(length):
+        more = 0x80 if i < length - 1 else 0
+        out[reloc.offset + i] = ((value >> (7 * i)) & 0x7F) | more
 
 
 def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:

@@ -29,6 +29,9 @@ COMPILERS = {
     "x86_64": ["gcc", "-g", "-O1", "-c"],
     "aarch64": ["aarch64-linux-gnu-gcc", "-g", "-O1", "-c"],
     "s390x": ["clang-19", "--target=s390x-linux-gnu", "-g", "-O1", "-c"],
+    "i386": ["gcc", "-m32", "-g", "-O1", "-c"],  # REL entries: addends in place
+    "arm": ["clang-19", "--target=armv7-linux-gnueabihf", "-g", "-O1", "-c"],  # REL too
+    "riscv64": ["clang-19", "--target=riscv64-linux-gnu", "-g", "-O1", "-c"],  # ADD/SUB pairs
 }
 
 
@@ -81,7 +84,14 @@ def test_every_address_of_an_object_file_symbolizes_as_llvm_does(arch: str, tmp_
     assert "second" in expected.text and "third" in expected.text
     assert ".1 " in expected.text
     assert got.text == expected.text
-    assert got.stderr == expected.stderr
+    # llvm 19 warns about the RISC-V ULEB128 pairs of .debug_loclists, which it
+    # cannot apply; stackmark reads no location lists, so it has nothing to say.
+    llvm_errors = [
+        line
+        for line in expected.stderr.decode().splitlines()
+        if not line.startswith("warning: failed to compute relocation: R_RISCV_")
+    ]
+    assert got.stderr.decode().splitlines() == llvm_errors
 
 
 def _addr2line_frames(path: Path, addresses: list[int]) -> list[list[tuple[str, str]]]:
