@@ -45,10 +45,12 @@ from stackmark.elf import (
     EM_S390,
     EM_X86_64,
     ET_REL,
+    SHF_EXECINSTR,
     SHN_ABS,
     SHN_COMMON,
     SHN_UNDEF,
     SHN_XINDEX,
+    SHT_NOBITS,
     ElfFile,
     Section,
 )
@@ -142,15 +144,29 @@ _TYPES: dict[tuple[int, int], tuple[Kind, int, str]] = {
 class Relocation(FrozenRecord):
     """One entry of a SHT_REL or SHT_RELA section, its symbol's address resolved."""
 
-    __slots__ = _fields = __match_args__ = ("offset", "type", "symbol", "addend", "entry_at")
+    __slots__ = _fields = __match_args__ = (
+        "offset",
+        "type",
+        "symbol",
+        "addend",
+        "entry_at",
+        "symbol_section",
+    )
     offset: int  # r_offset: the place, relative to the target section
     type: int  # r_type, machine-specific
     symbol: int  # S: the symbol's address (0 when undefined or index 0)
     addend: int | None  # r_addend; None for SHT_REL (the addend is in place)
     entry_at: int  # file offset of the entry itself, for error messages
+    symbol_section: int | None  # index of the section the symbol is in; None: none
 
     def __init__(
-        self, offset: int, type: int, symbol: int, addend: int | None, entry_at: int
+        self,
+        offset: int,
+        type: int,
+        symbol: int,
+        addend: int | None,
+        entry_at: int,
+        symbol_section: int | None = None,
     ) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "offset", offset)
@@ -158,6 +174,7 @@ class Relocation(FrozenRecord):
         setattr_(self, "symbol", symbol)
         setattr_(self, "addend", addend)
         setattr_(self, "entry_at", entry_at)
+        setattr_(self, "symbol_section", symbol_section)
 
 
 def relocation_sections(elf: ElfFile, target: Section) -> list[Section]:
@@ -190,7 +207,7 @@ def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
             offset=rel_section.offset,
             source=elf.name,
         )
-    addresses = _symbol_addresses(elf, rel_section)
+    addresses, in_sections = _symbol_addresses(elf, rel_section)
     data = elf.section_data(rel_section)
     for pos in range(0, len(data) - entry.size + 1, entsize):
         fields = entry.unpack_from(data, pos)
@@ -207,7 +224,14 @@ def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
                 source=elf.name,
             )
         addend = fields[2] if is_rela else None
-        yield Relocation(r_offset, r_type, addresses[sym_index], addend, rel_section.offset + pos)
+        yield Relocation(
+            r_offset,
+            r_type,
+            addresses[sym_index],
+            addend,
+            rel_section.offset + pos,
+            in_sections[sym_index],
+        )
 
 
 def relocated_section_data(elf: ElfFile, section: Section) -> bytes:
@@ -312,8 +336,39 @@ def _apply_uleb128(
         out[reloc.offset + i] = ((value >> (7 * i)) & 0x7F) | more
 
 
-def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
-    """S for every symbol of the table a relocation section links to (sh_link).
+def relocated_places(elf: ElfFile, section: Section) -> dict[int, int]:
+    """Offset of each relocated place of `section` -> the index of the section its
+    symbol is in (places whose symbol is in none are left out).
+
+    This is llvm's section index of a relocated address (object::SectionedAddress):
+    in an object file, code addresses of different sections overlap, and a line
+    table's sequences are told apart by it."""
+    places: dict[int, int] = {}
+    if elf.e_type != ET_REL:
+        return places
+    for rel_section in relocation_sections(elf, section):
+        for reloc in relocations(elf, rel_section):
+            if reloc.symbol_section is not None:
+                places[reloc.offset] = reloc.symbol_section
+    return places
+
+
+def code_section_at(elf: ElfFile, address: int) -> int | None:
+    """The index of the first executable section holding `address` in an object
+    file (llvm's getModuleSectionIndexForAddress), or None."""
+    for section in elf.sections:
+        if (
+            section.flags & SHF_EXECINSTR
+            and section.type != SHT_NOBITS
+            and section.addr <= address < section.addr + section.size
+        ):
+            return section.index
+    return None
+
+
+def _symbol_addresses(elf: ElfFile, rel_section: Section) -> tuple[list[int], list[int | None]]:
+    """S for every symbol of the table a relocation section links to (sh_link),
+    and the index of the section each is defined in (None: undefined, absolute).
 
     A defined symbol's address is its section's sh_addr plus st_value (the
     sh_addr of every section of an object file is 0, so st_value alone in
@@ -330,6 +385,7 @@ def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
     symbols = elf.symbols_of(table)
     extended: list[int] | None = None
     addresses = []
+    in_sections: list[int | None] = []
     for index, symbol in enumerate(symbols):
         shndx = symbol.shndx
         if shndx == SHN_XINDEX:
@@ -338,11 +394,14 @@ def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
             shndx = extended[index] if index < len(extended) else SHN_UNDEF
         if shndx in (SHN_UNDEF, SHN_COMMON):
             addresses.append(0)
+            in_sections.append(None)
         elif shndx == SHN_ABS or shndx >= len(sections):
             addresses.append(symbol.value)
+            in_sections.append(None)
         else:
             addresses.append(sections[shndx].addr + symbol.value)
-    return addresses
+            in_sections.append(shndx)
+    return addresses, in_sections
 
 
 def _extended_indexes(elf: ElfFile, table: Section) -> list[int]:

@@ -47,7 +47,11 @@ from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
-from stackmark.elf_relocations import relocated_section_data, relocation_sections
+from stackmark.elf_relocations import (
+    relocated_places,
+    relocated_section_data,
+    relocation_sections,
+)
 from stackmark.errors import FormatError
 
 
@@ -78,6 +82,7 @@ class DwarfReader:
         self._address_ranges: AddressRanges | None = None
         self._dwo_readers: dict[str, DwarfReader | None] = {}
         self._dwp: tuple[ElfFile, UnitIndex] | None = None
+        self._places: dict[str, dict[int, int]] = {}
         self._dwp_loaded = False
         self._type_units: dict[int, int] | None = None
         self._supplementary: DwarfReader | None = None
@@ -110,6 +115,19 @@ class DwarfReader:
                 )
             start, end = start + offset, start + offset + size
         return Section(name, buf, start, end, self.name)
+
+    def relocated_places(self, name: str) -> dict[int, int]:
+        """In a relocatable object: offset of each relocated place of section `name`
+        -> the index of the section its symbol is in (empty for other files)."""
+        places = self._places.get(name)
+        if places is None:
+            elf = self.elf
+            section = None
+            if isinstance(elf, ElfFile) and elf.e_type == ET_REL:
+                section = elf.section(name)
+            places = relocated_places(elf, section) if section is not None else {}
+            self._places[name] = places
+        return places
 
     @property
     def has_info(self) -> bool:

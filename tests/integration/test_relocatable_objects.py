@@ -11,6 +11,7 @@ in --compat=llvm19: the outputs must be identical, inline frames included.
 
 from __future__ import annotations
 
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -150,3 +151,48 @@ def test_ld_r_output_is_read_with_its_relocations(tmp_path: Path) -> None:
     expected = _addr2line_frames(debug, addresses)
     assert any(f[0][0] == "other" for f in expected) and any(len(f) == 2 for f in expected)
     assert frames == expected
+
+
+def _kernel_build_directory() -> Path:
+    """Debian's kbuild tree for its kernel (package linux-headers-amd64)."""
+    found = sorted(Path("/usr/src").glob("linux-headers-*-amd64"))
+    if not found:
+        pytest.fail("linux-headers-amd64 is not installed; `make test` should have installed it")
+    return found[-1]
+
+
+def test_a_kernel_module_symbolizes_as_llvm_does(tmp_path: Path) -> None:
+    """A .ko: relocatable, with .text, .init.text and .exit.text all at 0. llvm
+    reads line rows of the first code section holding an address (.text)."""
+    kbuild = _kernel_build_directory()
+    build = tmp_path / "kmod"
+    build.mkdir()
+    shutil.copyfile(SOURCES / "reloc_kmod.c", build / "reloc_kmod.c")
+    (build / "Kbuild").write_text("obj-m := reloc_kmod.o\n")
+    subprocess.run(
+        ["make", "-s", "-C", str(kbuild), f"M={build}", "modules"],
+        check=True,
+        capture_output=True,
+    )
+    module = build / "reloc_kmod.ko"
+    with ElfFile.open(module) as elf:
+        ident = elf.build_id
+        assert ident is not None and elf.has_dwarf
+        text = elf.section(".text")
+        init = elf.section(".init.text")
+        assert text is not None and init is not None and text.addr == init.addr == 0
+    debug = tmp_path / "debug" / ".build-id" / ident[:2] / f"{ident[2:]}.debug"
+    debug.parent.mkdir(parents=True)
+    shutil.copyfile(module, debug)
+    base = 0xFFFFFFFFC0000000
+    lines = [
+        f"{{{{{{module:0:reloc_kmod.ko:elf:{ident}}}}}}}",
+        f"{{{{{{mmap:{base:#x}:0x10000:load:0:rx:0}}}}}}",
+    ]
+    lines += [f"{{{{{{bt:{a}:{base + a:#x}:pc}}}}}}" for a in range(text.size)]
+    log = ("\n".join(lines) + "\n").encode()
+    options = (f"--debug-file-directory={tmp_path / 'debug'}",)
+    expected = llvm(log, *options)
+    assert "sm_scale" in expected.text  # the inlined frames are there
+    got = stackmark(log, "--compat=llvm19", *options)
+    assert got.text == expected.text
