@@ -58,6 +58,7 @@ from stackmark.errors import FormatError
 from stackmark.plain import FrozenRecord
 
 SHT_RELA, SHT_REL, SHT_SYMTAB_SHNDX = 4, 9, 18
+EM_PPC64 = 21
 
 
 class Kind(Enum):
@@ -115,6 +116,13 @@ _TYPES: dict[tuple[int, int], tuple[Kind, int, str]] = {
     (EM_ARM, 2): (Kind.ABSOLUTE, 4, "R_ARM_ABS32"),
     (EM_ARM, 3): (Kind.PC_RELATIVE, 4, "R_ARM_REL32"),
     (EM_ARM, 55): (Kind.ABSOLUTE, 4, "R_ARM_ABS32_NOI"),
+    # 64-bit ELF V2 ABI (PowerPC), "Relocation Types"
+    (EM_PPC64, 0): (Kind.NONE, 0, "R_PPC64_NONE"),
+    (EM_PPC64, 1): (Kind.ABSOLUTE, 4, "R_PPC64_ADDR32"),
+    (EM_PPC64, 26): (Kind.PC_RELATIVE, 4, "R_PPC64_REL32"),
+    (EM_PPC64, 38): (Kind.ABSOLUTE, 8, "R_PPC64_ADDR64"),
+    (EM_PPC64, 44): (Kind.PC_RELATIVE, 8, "R_PPC64_REL64"),
+    (EM_PPC64, 78): (Kind.ABSOLUTE, 8, "R_PPC64_DTPREL64"),
     # RISC-V ELF psABI: lengths and line advances are written as pairs
     # (ADD of the end label, SUB of the start) so that linker relaxation
     # keeps them right.

@@ -33,6 +33,7 @@ COMPILERS = {
     "i386": ["gcc", "-m32", "-g", "-O1", "-c"],  # REL entries: addends in place
     "arm": ["clang-19", "--target=armv7-linux-gnueabihf", "-g", "-O1", "-c"],  # REL too
     "riscv64": ["clang-19", "--target=riscv64-linux-gnu", "-g", "-O1", "-c"],  # ADD/SUB pairs
+    "ppc64le": ["clang-19", "--target=powerpc64le-linux-gnu", "-g", "-O1", "-c"],
 }
 
 
