@@ -117,10 +117,11 @@ def build_symbolizer(
     progress_stream: TextIO | None = None,
     report: Callable[[str], None] | None = None,
 ) -> Symbolizer:
-    """The symbolizer `settings` describe (llvm 19 ignores --obj, reads no GSYM file
-    and never looks at a module's own path, so `settings.llvm19` does the same).
-    GSYM cache builds are announced through `report` (default: a line on
-    `progress_stream`, itself stderr by default), their progress on `progress_stream`."""
+    """The symbolizer `settings` describe (llvm 19 ignores --obj, reads no GSYM file,
+    never looks at a module's own path and uses the file at a `.build-id` path
+    whatever its build ID, so `settings.llvm19` does the same). GSYM cache builds
+    are announced through `report` (default: a line on `progress_stream`, itself
+    stderr by default), their progress on `progress_stream`."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 
@@ -129,6 +130,7 @@ def build_symbolizer(
         objects=[] if settings.llvm19 else list(settings.objects),
         symbol_paths=list(settings.symbol_paths),
         gsym_paths=[] if settings.llvm19 else list(settings.gsym_paths),
+        trust_build_id_paths=settings.llvm19,
         debuginfod=debuginfod,
         cache_size=settings.cache_size,
         module_names=settings.module_names and not settings.llvm19,

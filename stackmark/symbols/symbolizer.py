@@ -45,7 +45,9 @@ class SymbolizerOptions(Record):
     default), a module's name is also taken for where its file may be: an
     absolute name (as sanitizers write) is looked at there, a relative one
     under each symbol path, after every other local place and with the
-    build ID checked (llvm-symbolizer 19 does neither).
+    build ID checked (llvm-symbolizer 19 does neither). `trust_build_id_paths`:
+    use the file at a debug-file directory's `.build-id` path without checking
+    its build ID, as llvm-symbolizer 19 does (stackmark.symbols.store).
     """
 
     __slots__ = _fields = (
@@ -57,6 +59,7 @@ class SymbolizerOptions(Record):
         "debuginfod",
         "gsym_paths",
         "module_names",
+        "trust_build_id_paths",
     )
     debug_file_directories: list[str]
     objects: list[str]
@@ -66,6 +69,7 @@ class SymbolizerOptions(Record):
     debuginfod: DebuginfodClient | None
     gsym_paths: list[str]
     module_names: bool
+    trust_build_id_paths: bool
 
     def __init__(
         self,
@@ -77,6 +81,7 @@ class SymbolizerOptions(Record):
         debuginfod: DebuginfodClient | None = None,
         gsym_paths: list[str] | None = None,
         module_names: bool = True,
+        trust_build_id_paths: bool = False,
     ) -> None:
         self.debug_file_directories = (
             list(DEFAULT_DEBUG_FILE_DIRECTORIES)
@@ -90,6 +95,7 @@ class SymbolizerOptions(Record):
         self.debuginfod = debuginfod
         self.gsym_paths = [] if gsym_paths is None else gsym_paths
         self.module_names = module_names
+        self.trust_build_id_paths = trust_build_id_paths
 
 
 _AnswerKey = tuple[str, str | None, int]
@@ -130,6 +136,7 @@ class Symbolizer:
             self.options.objects,
             self.options.symbol_paths,
             last_resorts,
+            trust_build_id_paths=self.options.trust_build_id_paths,
         )
         factories = self.options.source_factories
         self.source_factories: list[SourceFactory] = (
