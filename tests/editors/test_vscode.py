@@ -29,8 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_file
+from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_file, require_node
 from tests.editors.scenario import EditorLog
 from tests.support.build import REPO
 
@@ -86,6 +85,7 @@ def vsix() -> Path:
         proc = subprocess.run(
             ["npm", "run", "package", "--", "--out", str(partial)],
             cwd=EXTENSION,
+            env=clean_env(),
             capture_output=True,
             text=True,
         )
@@ -186,7 +186,7 @@ def code_server(
 ) -> Iterator[dict[str, Any]]:
     """A code-server on 127.0.0.1 with the extension installed and the log's folder open."""
     require_file(CODE_SERVER, "code-server")
-    require_tool("node")
+    require_node()
     work = tmp_path_factory.mktemp("code-server")
     data, extensions, folder = work / "data", work / "extensions", work / "workspace"
     (data / "User").mkdir(parents=True)
