@@ -114,6 +114,7 @@ class StackmarkFilter:
         self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
         self._info: _InfoLine | None = None
         self._warned: set[tuple[int, int]] = set()  # (context generation, module id)
+        self._noted_fileless: set[str] = set()  # names of modules with no file, said once
         self._line_no = -1
         self._text = ""
         self._eol = "\n"
@@ -249,6 +250,8 @@ class StackmarkFilter:
         self.records.append(record)
 
     def _lookup_warning(self, module: Module, message: str, searched: list[str]) -> Diagnostic:
+        if module.has_no_file:
+            return self._no_file_note(module)
         diag = Diagnostic(
             Severity.WARNING,
             f'{message} for ELF module #0x{module.id:x} "{module.name}"; BuildID={module.build_id}',
@@ -263,6 +266,23 @@ class StackmarkFilter:
             self._report(diag)
             if searched:
                 self.printer.note("looked for it in: " + ", ".join(searched))
+        return diag
+
+    def _no_file_note(self, module: Module) -> Diagnostic:
+        """A module that never has a file (the vDSO): said once for the whole input,
+        as a note, since there is nothing to look for."""
+        diag = Diagnostic(
+            Severity.NOTE,
+            f'ELF module "{module.name}" is mapped by the kernel and has no file: '
+            "its addresses stay unresolved",
+            self._line_no,
+            None,
+            None,
+            "no-file",
+        )
+        if module.name not in self._noted_fileless:
+            self._noted_fileless.add(module.name)
+            self._report(diag)
         return diag
 
     def _no_mmap(self, element: Element) -> Diagnostic:
