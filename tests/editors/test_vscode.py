@@ -436,5 +436,5 @@ def test_python_without_the_server_is_reported(vscode_run: dict[str, Any]) -> No
     assert f"{BARE_PYTHON} (Python 3." in shown["text"]
     assert "stackmark.server.pythonPath" in shown["text"]
     assert "cannot import stackmark_lsp" in shown["text"]
-    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in shown["text"]
+    assert f"{BARE_PYTHON} -m pip install '/path/to/stackmark[lsp]'" in shown["text"]
     assert shown["buttons"] == ["Open Settings", "Show Output"]
