@@ -98,11 +98,6 @@ class ModuleTable:
     def has_cfi(self) -> bool:
         return bool(self.cfi)
 
-    @property
-    def claims(self) -> bool:
-        """Whether the unwinder may claim some frame of this module."""
-        return self.table is not None and (self.everywhere or self.functions_without_cfi > 0)
-
     def claims_at(self, lookup: int) -> bool:
         """Whether the unwinder claims a frame looked up at module-relative `lookup`."""
         return self.table is not None and (self.everywhere or not self.cfi.covers(lookup))
