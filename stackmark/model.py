@@ -89,6 +89,25 @@ class Module(Record):
         first = min(self.segments, key=lambda s: s.start)
         return first.start - first.module_relative
 
+    @property
+    def has_no_file(self) -> bool:
+        """The kernel's vDSO (or another module the kernel maps): no file on any disk
+        holds it, so being unresolved is expected, not a problem to warn about."""
+        return self.name in FILELESS_MODULE_NAMES
+
+
+FILELESS_MODULE_NAMES = frozenset(
+    {
+        "linux-vdso.so.1",  # the vDSO as glibc's dl_iterate_phdr names it (x86-64, arm64)
+        "linux-gate.so.1",  # i386
+        "linux-vdso64.so.1",  # ppc64, s390x
+        "linux-vdso32.so.1",
+        "[vdso]",  # as /proc/PID/maps, GDB and LLDB name it
+        "[vsyscall]",
+    }
+)
+"""Names of modules the kernel maps with no file behind them."""
+
 
 # ---------------------------------------------------------------------------
 # Symbolization results

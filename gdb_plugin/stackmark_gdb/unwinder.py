@@ -2,13 +2,17 @@
 
 GDB (up to 18 at least) cannot read `.sframe`; its Python unwinder API
 lets a plugin claim frames. This `gdb.unwinder.Unwinder` claims a frame
-when the frame's pc lies in a module whose SFrame table covers it, and asks
-the core `stackmark.unwind.unwinder.Unwinder` for one step: the frame's
-CFA and the caller's pc, SP and FP, which become GDB's saved registers. It
-declines (returns None, so GDB's DWARF, sigtramp and prologue unwinders
-run) for everything else, and by default also for modules that carry CFI
-(`.eh_frame`/`.debug_frame`), where GDB's own unwinding is right and knows
-more registers than SFrame does; `--everywhere` claims those too.
+when the module's SFrame table covers the frame's pc, and asks the core
+`stackmark.unwind.unwinder.Unwinder` for one step: the frame's CFA and the
+caller's pc, SP and FP, which become GDB's saved registers. It declines
+(returns None, so GDB's DWARF, sigtramp and prologue unwinders run) for
+everything else, and by default also for a pc that CFI covers (an FDE of
+the module's `.eh_frame` or `.debug_frame`, in the binary or its debug
+files: `stackmark.dwarf.cfi_ranges`), where GDB's own unwinding is right
+and knows more registers than SFrame does; `--everywhere` claims those too.
+The decision is per pc, not per module: a program built with
+`-fno-asynchronous-unwind-tables -Wa,--gsframe` and stripped of its debug
+sections keeps CFI only for crt's `_start` and the PLT.
 `--from-cfi` gives modules without `.sframe` a table generated from their
 CFI (and implies `--everywhere`: only modules with CFI get one).
 
@@ -40,6 +44,7 @@ from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.modules import loaded_modules
 from stackmark.debugger.session import Session
 from stackmark.debugger.sframe import UNREADABLE, sframe_table
+from stackmark.dwarf.cfi_ranges import CfiRanges
 from stackmark.elf import PT_GNU_SFRAME, ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
@@ -59,8 +64,6 @@ from stackmark_gdb.backend import PC_NAMES, UNSIGNED_64, GdbBackend
 from stackmark_gdb.events import connect_once
 
 UNWINDER_NAME = "stackmark-sframe"
-CFI_SECTIONS = (".eh_frame", ".debug_frame")
-MIN_CFI_SIZE = 16  # an .eh_frame holding only its terminator is 4 bytes
 LEFT_TO_GDB = "its frames are left to GDB's own unwinders"
 
 
@@ -72,7 +75,7 @@ class Policy:
     from_cfi: bool = False  # tables generated from CFI for modules without .sframe
 
     def describe(self) -> str:
-        where = "every module with a table" if self.everywhere else "modules without CFI"
+        where = "every module with a table" if self.everywhere else "pcs no CFI covers"
         extra = "; tables generated from CFI where there is no .sframe" if self.from_cfi else ""
         return f"claims frames in {where}{extra}"
 
@@ -82,39 +85,38 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class ModuleTable:
-    """A module's SFrame table and whether the unwinder claims its frames."""
+    """A module's SFrame table, the CFI ranges of its files, and whether the unwinder
+    claims every pc the table covers (`everywhere`) or only those no CFI covers."""
 
     module: Module
     table: SFrameTable | None
     source: str  # "sframe v1", "generated from .eh_frame (v3)", or why there is none
-    has_cfi: bool
-    claims: bool
+    cfi: CfiRanges
+    everywhere: bool
+
+    @property
+    def has_cfi(self) -> bool:
+        return bool(self.cfi)
+
+    def claims_at(self, lookup: int) -> bool:
+        """Whether the unwinder claims a frame looked up at module-relative `lookup`."""
+        return self.table is not None and (self.everywhere or not self.cfi.covers(lookup))
+
+    @property
+    def functions_without_cfi(self) -> int:
+        """How many of the table's functions start where no CFI covers."""
+        if self.table is None:
+            return 0
+        return sum(1 for fde in self.table.section.fdes if not self.cfi.covers(fde.start))
 
     def row(self, pc: int) -> UnwindRow | None:
         return self.table.row(pc) if self.table is not None else None
 
 
-def _cfi_in(elf: ElfFile) -> bool:
-    """True when the file has non-trivial .eh_frame or .debug_frame."""
-    sections = (elf.section(name) for name in CFI_SECTIONS)
-    return any(s is not None and s.size >= MIN_CFI_SIZE for s in sections)
-
-
-def _has_cfi(paths: Iterable[str]) -> bool:
-    """True when one of the files has CFI."""
-    for path in paths:
-        try:
-            with ElfFile.open(path) as elf:
-                if _cfi_in(elf):
-                    return True
-        except FormatError:
-            continue
-    return False
-
-
 def _wanted_for(path: str, policy: Policy) -> bool:
-    """Whether the unwinder may have frames to claim in the object file at `path`
-    (cheap: section headers only, no table is read)."""
+    """Whether the unwinder may have frames to claim in the object file at `path`:
+    it has SFrame (or, with `--from-cfi`, CFI) and, unless `--everywhere`, some
+    function of its SFrame table is not covered by its CFI."""
     if not os.path.isfile(path):
         return True  # deleted or renamed since it was loaded: its table may be in memory
     try:
@@ -122,12 +124,20 @@ def _wanted_for(path: str, policy: Policy) -> bool:
             has_sframe = elf.section(".sframe") is not None or any(
                 p.type == PT_GNU_SFRAME for p in elf.segments
             )
-            has_cfi = _cfi_in(elf)
+            if policy.everywhere:
+                return has_sframe or (policy.from_cfi and bool(CfiRanges.from_elf(elf)))
+            if not has_sframe:
+                return False
+            cfi = CfiRanges.from_elf(elf)
     except FormatError:
         return False
-    if policy.everywhere:
-        return has_sframe or (policy.from_cfi and has_cfi)
-    return has_sframe and not has_cfi
+    if not cfi:
+        return True
+    try:
+        table = SFrameTable.from_elf(path)
+    except FormatError:
+        return True  # the table will be read from memory (or reported) later
+    return any(not cfi.covers(fde.start) for fde in table.section.fdes)
 
 
 def _debug_files() -> dict[str, list[str]]:
@@ -149,9 +159,9 @@ def module_tables(
         table, source = sframe_table(module, backend.read_memory, policy.from_cfi)
         path = module.path or ""
         files = [path, *debug_files.get(os.path.realpath(path), [])] if path else []
-        has_cfi = _has_cfi(files)
-        claims = table is not None and (policy.everywhere or not has_cfi)
-        result.append(ModuleTable(module, table, source, has_cfi, claims))
+        # Only a module with a table needs its CFI (libc's alone is 4,000 FDEs).
+        cfi = CfiRanges.from_files(files) if table is not None else CfiRanges([])
+        result.append(ModuleTable(module, table, source, cfi, policy.everywhere))
     return result
 
 
@@ -305,7 +315,8 @@ class _Process:
             table = self.by_module[id(module)]
             lookup = segment.to_module_relative(pc if precise else pc - 1)
             try:
-                fde = table.table.find_fde(lookup) if table.claims and table.table else None
+                claimed = table.table is not None and table.claims_at(lookup)
+                fde = table.table.find_fde(lookup) if claimed and table.table else None
                 row = table.row(lookup) if fde is not None else None
             except StackmarkError as exc:  # a damaged FDE or FRE list, read lazily
                 self.errors.setdefault(module.name, str(exc))
@@ -322,11 +333,17 @@ class _Process:
         return claim
 
     def may_claim(self, pc: int) -> bool:
-        """Whether `pc` lies in a module whose frames the unwinder claims."""
+        """Whether the unwinder may claim a frame at `pc` (its module has a table, and
+        no CFI covers `pc` or the byte before it, unless it claims everywhere)."""
         known = self.claimed_pcs.get(pc)
         if known is None:
             found = self.index.find(pc)
-            known = found is not None and self.by_module[id(found[0])].claims
+            known = False
+            if found is not None:
+                module, segment = found
+                table = self.by_module[id(module)]
+                lookup = segment.to_module_relative(pc)
+                known = table.claims_at(lookup) or table.claims_at(lookup - 1)
             self.claimed_pcs[pc] = known
         return known
 
@@ -393,8 +410,7 @@ class _Process:
         """The tables the unwinder needed and could not read (whole, or some rows)."""
         found = []
         for table in self.tables:
-            wanted = policy.everywhere or not table.has_cfi
-            if table.table is None and wanted and table.source.startswith(UNREADABLE):
+            if table.table is None and table.source.startswith(UNREADABLE):
                 found.append(f"{table.module.name}: SFrame {table.source}; {LEFT_TO_GDB}")
         for name, error in self.errors.items():
             found.append(f"{name}: SFrame unreadable: {error}; {LEFT_TO_GDB}")
@@ -638,8 +654,8 @@ def _configure(parser: CommandParser) -> None:
     parser.add_argument(
         "--everywhere",
         action="store_true",
-        help="with on: also claim frames in modules that have CFI (.eh_frame), which GDB "
-        "unwinds itself otherwise",
+        help="with on: also claim frames whose pc CFI (.eh_frame, .debug_frame) covers, "
+        "which GDB unwinds itself otherwise",
     )
     parser.add_argument(
         "--from-cfi",
@@ -680,13 +696,23 @@ def _status(unwinder: SFrameUnwinder) -> Iterator[str]:
         yield f"problem: {problem}"
     width = max((len(t.module.name) for t in process.tables), default=0)
     for table in process.tables:
-        if table.claims:
-            role = "unwound by stackmark"
-        elif table.table is not None:
-            role = "unwound by GDB (has CFI)"
-        else:
-            role = "unwound by GDB"
-        yield f"  {table.module.name:<{width}}  {table.source}; {role}"
+        yield f"  {table.module.name:<{width}}  {table.source}; {_role(table)}"
+
+
+def _role(table: ModuleTable) -> str:
+    """Who unwinds a module's frames, as `stackmark unwinder status` says it."""
+    if table.table is None:
+        return "unwound by GDB"
+    if table.everywhere or not table.has_cfi:
+        return "unwound by stackmark"
+    uncovered = table.functions_without_cfi
+    total = len(table.table.section.fdes)
+    if uncovered == 0:
+        return "unwound by GDB (CFI covers every function)"
+    return (
+        f"unwound by stackmark where no CFI covers the pc ({uncovered} of {total} functions), "
+        "by GDB elsewhere"
+    )
 
 
 UNWINDER_COMMAND = Command(
@@ -694,8 +720,9 @@ UNWINDER_COMMAND = Command(
     summary="Turn the SFrame unwinder on or off, or show its status.",
     description=(
         "The unwinder unwinds frames with the .sframe sections of the loaded modules where\n"
-        "GDB cannot: in modules without .eh_frame/.debug_frame (by default), or in every\n"
-        "module with an SFrame table (--everywhere). It is on when stackmark is loaded."
+        "GDB cannot: at pcs no .eh_frame/.debug_frame entry covers (by default), or\n"
+        "wherever an SFrame table covers the pc (--everywhere). It is on when stackmark\n"
+        "is loaded."
     ),
     configure=_configure,
     run=_run,

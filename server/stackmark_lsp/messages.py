@@ -56,6 +56,8 @@ EN: dict[str, str] = {
     # diagnostics the server adds
     "diag.no_binary": "could not find build ID {build_id} for module #{id} “{name}”",
     "diag.no_binary.searched": "looked in: {places}",
+    "diag.no_file": "“{name}” is mapped by the kernel and has no file: its addresses stay "
+    "unresolved",
     # progress
     "progress.download": "Downloading debug info for {name}",
     "progress.convert": "Converting {name} to GSYM",
@@ -119,6 +121,8 @@ JA: dict[str, str] = {
     "hover.other": "マークアップ仕様にないタグです。そのまま残します",
     "diag.no_binary": "モジュール #{id}「{name}」のビルド ID {build_id} が見つかりません",
     "diag.no_binary.searched": "探した場所: {places}",
+    "diag.no_file": "「{name}」はカーネルがマップしたもので、ファイルがありません。"
+    "そのアドレスは解決されません",
     "progress.download": "{name} のデバッグ情報をダウンロード中",
     "progress.convert": "{name} を GSYM に変換中",
     "progress.symbolize": "{name} をシンボル化中",

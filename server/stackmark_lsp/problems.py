@@ -2,8 +2,10 @@
 
 Markup problems come from the index (the core's checks, on the offending
 field). A module whose build ID no configured place has a binary for gets
-a warning on its build ID; modules are looked for in the background, and
-the diagnostics are published again when the answers arrive.
+a warning on its build ID; a module that never has a file (the kernel's
+vDSO, `linux-vdso.so.1`) gets one piece of information for the whole log
+instead. Modules are looked for in the background, and the diagnostics are
+published again when the answers arrive.
 """
 
 from __future__ import annotations
@@ -120,9 +122,15 @@ def module_diagnostics(
     else:
         declared = preview.by_build_id()
     found: list[types.Diagnostic] = []
+    noted: set[str] = set()  # modules with no file (the vDSO), said once
     for build_id, resolution in missing:
         for module, line, column in declared.get(build_id, ()):
             span = _build_id_range(log, line, column)
+            if module.has_no_file:
+                if module.name not in noted:
+                    noted.add(module.name)
+                    found.append(_no_file(span, module, t))
+                continue
             message = t("diag.no_binary", build_id=build_id, id=module.id, name=module.name)
             if resolution.searched:
                 places = ", ".join(resolution.searched[:3])
@@ -139,6 +147,17 @@ def module_diagnostics(
             if len(found) >= MAX_DIAGNOSTICS:
                 break
     return found, to_find
+
+
+def _no_file(span: types.Range, module: Module, t: Messages) -> types.Diagnostic:
+    """Information, once per log: the module never has a file (`Module.has_no_file`)."""
+    return types.Diagnostic(
+        range=span,
+        message=t("diag.no_file", name=module.name),
+        severity=types.DiagnosticSeverity.Information,
+        code="no-file",
+        source=SOURCE,
+    )
 
 
 def _index_modules(log: OpenLog) -> Iterable[Module]:

@@ -1,10 +1,11 @@
 """The symbolized view: the whole log as `stackmark symbolize` prints it.
 
 The view is a virtual document (LSP 3.18 `workspace/textDocumentContent`)
-under the `stackmark-symbolized` scheme. Its URI keeps the log's path, so
-an editor names the tab after the log and highlights it as a log:
+under the `stackmark-symbolized` scheme. Its URI keeps the log's folder and
+extension and marks the name, so an editor names the tab after the log but
+tells the two apart, and highlights the view as a log:
 
-    file:///var/log/crash.log  ->  stackmark-symbolized:/var/log/crash.log
+    file:///var/log/crash.log  ->  stackmark-symbolized:/var/log/crash%20(symbolized).log
 
 (a log that is not a file keeps its whole URI, escaped, in the path).
 
@@ -31,14 +32,30 @@ from stackmark.markup.resolve import Resolver
 from stackmark_lsp.symbolization import SymbolService, ThreadSafeSymbolizer
 
 SCHEME = "stackmark-symbolized"
+MARK = " (symbolized)"
+"""Added to the log's file name, before its extension, in the view's name."""
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def view_uri(uri: str) -> str:
     parsed = urlparse(uri)
     if parsed.scheme == "file":
-        return f"{SCHEME}:{quote(unquote(parsed.path))}"
-    return f"{SCHEME}:/{quote(uri, safe='')}.log"
+        return f"{SCHEME}:{quote(_marked(unquote(parsed.path)))}"
+    return f"{SCHEME}:/{quote(uri, safe='')}{quote(MARK)}.log"
+
+
+def _marked(path: str) -> str:
+    """/var/log/crash.log -> /var/log/crash (symbolized).log; /tmp/log -> /tmp/log (symbolized)."""
+    folder, _slash, name = path.rpartition("/")
+    stem, dot, extension = name.rpartition(".")
+    marked = f"{stem}{MARK}.{extension}" if dot and stem else f"{name}{MARK}"
+    return f"{folder}/{marked}"
+
+
+def _unmarked(path: str) -> str:
+    folder, _slash, name = path.rpartition("/")
+    at = name.rfind(MARK)
+    return path if at < 0 else f"{folder}/{name[:at]}{name[at + len(MARK) :]}"
 
 
 def log_uri(uri: str) -> str | None:
@@ -46,10 +63,11 @@ def log_uri(uri: str) -> str | None:
     parsed = urlparse(uri)
     if parsed.scheme != SCHEME:
         return None
-    raw = parsed.path
-    if "/" not in raw[1:] and "%3A" in raw.upper() and raw.endswith(".log"):
-        return unquote(raw[1:-4])  # a log that is not a file: its whole URI
-    return "file://" + quote(unquote(raw))
+    raw = unquote(parsed.path)
+    tail = MARK + ".log"
+    if "/" not in raw[1:] and ":" in raw and raw.endswith(tail):
+        return raw[1 : -len(tail)]  # a log that is not a file: its whole URI
+    return "file://" + quote(_unmarked(raw))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,10 @@ markup has no element for (`... (3 frames omitted)` at the end,
 piped in. One encoded backtrace is printed per line.
 
 `decode` takes DATA as hex, base64 (Swift's unpadded form included), Swift's
-Codable JSON (`{"backtrace": ..., "imageMap": ...}`) or `@FILE` (`@-`:
-stdin) holding any of these or raw bytes. It prints markup `bt` lines
+Codable JSON (`{"backtrace": ..., "imageMap": ...}`), the `cbf: ...` and
+`images: ...` lines the debuggers' `stackmark bt --cbf` prints (one, or the
+whole pasted block), or `@FILE` (`@-`: stdin) holding any of these or raw
+bytes (see `stackmark.cbf_input`). It prints markup `bt` lines
 (with `--images`, or an image map in the JSON, preceded by the module
 context, ready for `stackmark symbolize`), or JSON with `--json`. With
 `--symbolize` it runs those lines through `stackmark symbolize` itself: the
@@ -32,11 +34,11 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stackmark.elf import PT_LOAD, ElfFile
+from stackmark.cbf_input import CbfInput, image_map_modules, read_cbf_input, read_image_map_input
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats import cbf
 from stackmark.formats.imagemap import ImageMap, decode_image_map
-from stackmark.formats.swift_backtrace import SwiftBacktrace, decode_base64, encode_base64
+from stackmark.formats.swift_backtrace import SwiftBacktrace, encode_base64
 from stackmark.model import BacktraceFrame, FrameKind, Module
 from stackmark.unwind.emit import OMITTED_LINE, TRUNCATED_LINE, context_lines, frame_lines
 
@@ -46,7 +48,6 @@ _KIND_LINE = re.compile(
     r"^\s*(?:(pc|ra|async)\s*[:\s]\s*(\S+)|(omitted)\s*[:\s]\s*(\S+)|(truncated))\s*$",
     re.IGNORECASE,
 )
-_HEX = re.compile(r"^(?:0x)?[0-9a-fA-F\s:]*$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CBF (hex, base64, Swift JSON, @FILE) -> markup bt lines or JSON",
         description="Decode a CBF backtrace.",
     )
-    dec.add_argument("data", metavar="DATA", help="hex, base64, Swift JSON, or @FILE (@- = stdin)")
+    dec.add_argument(
+        "data",
+        metavar="DATA",
+        help="hex, base64, Swift JSON, 'cbf: ...' / 'images: ...' lines as `stackmark bt --cbf` "
+        "prints them in a debugger, or @FILE holding any of these (@- = stdin)",
+    )
     dec.add_argument("--json", action="store_true", help="print JSON instead of markup")
     dec.add_argument(
         "--symbolize",
@@ -101,7 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     dec.add_argument(
         "--images",
         metavar="IMAGEMAP",
-        help="a Compact Image Map (hex, base64 or @FILE): print module context before the frames",
+        help="a Compact Image Map (hex, base64, an 'images: ...' line or @FILE): print module "
+        "context before the frames (DATA's own 'images:' line or Swift JSON gives one too)",
     )
 
 
@@ -214,86 +221,16 @@ def _encode(args: argparse.Namespace) -> int:
 # --- decode --------------------------------------------------------------------
 
 
-@dataclass
-class _Input:
-    """What DATA held: the CBF bytes and, from Swift JSON, the image map."""
-
-    backtrace: bytes
-    image_map: bytes | None
-    source: str
-
-
-def read_data(argument: str, what: str = "DATA") -> _Input:
-    """Hex, base64, Swift JSON or @FILE (raw bytes allowed in files)."""
-    source = what
-    if argument.startswith("@"):
-        name = argument[1:]
-        source = "<stdin>" if name == "-" else name
-        try:
-            if name == "-":
-                raw = sys.stdin.buffer.read()
-            else:
-                with open(name, "rb") as f:
-                    raw = f.read()
-        except OSError as exc:
-            raise StackmarkError(f"{name}: cannot read: {exc.strerror or exc}") from None
-        if raw[:1] in (b"\x00", b"\x01", b"\x02"):  # an info byte: raw binary
-            return _Input(raw, None, source)
-        try:
-            argument = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return _Input(raw, None, source)
-    text = argument.strip()
-    if text.startswith("{"):
-        swift = SwiftBacktrace.from_json(text, source)
-        return _Input(swift.backtrace, swift.image_map, source)
-    return _Input(_text_bytes(text, source), None, source)
-
-
-def _text_bytes(text: str, source: str) -> bytes:
-    """Hex (what CBF/CIF hex starts with: '0') or base64 (starts with 'A')."""
-    compact = "".join(text.split())
-    if compact.startswith(("0", "0x")) and _HEX.match(compact):
-        digits = compact.removeprefix("0x").replace(":", "")
-        if len(digits) % 2:
-            raise FormatError(f"odd number of hex digits ({len(digits)})", source=source)
-        return bytes.fromhex(digits)
-    decoded = decode_base64(compact)
-    if decoded.stopped_at is not None:
-        print(
-            f"stackmark cbf: warning: {source}: base64 stops at character {decoded.stopped_at} "
-            f"({compact[decoded.stopped_at]!r}); using the {len(decoded.data)} bytes before it",
-            file=sys.stderr,
-        )
-    return decoded.data
-
-
-def image_map_modules(image_map: ImageMap) -> list[Module]:
-    """Modules for an image map; an image whose file is here gets the module-relative
-    address of its first PT_LOAD (ET_EXEC links above 0), else 0."""
-    modules = []
-    for index, image in enumerate(image_map.images):
-        module_relative = 0
-        if image.path and os.path.isfile(image.path):
-            try:
-                with ElfFile.open(image.path) as elf:
-                    loads = [s.vaddr for s in elf.segments if s.type == PT_LOAD]
-                    if loads:
-                        module_relative = min(loads) & ~0xFFF
-            except StackmarkError:
-                pass
-        modules.append(image.to_module(index, module_relative))
-    return modules
-
-
 def _decode(args: argparse.Namespace) -> int:
-    given = read_data(args.data)
+    given = read_cbf_input(args.data)
+    _print_notes(given)
     decoded = cbf.decode(given.backtrace)
     image_bytes = given.image_map
     image_source = given.source
     if args.images:
-        images_input = read_data(args.images, "IMAGEMAP")
-        image_bytes, image_source = images_input.backtrace, images_input.source
+        images_input = read_image_map_input(args.images)
+        _print_notes(images_input)
+        image_bytes, image_source = images_input.image_map, images_input.source
     image_map = decode_image_map(image_bytes, image_source) if image_bytes is not None else None
     if image_map is not None:
         for warning in image_map.warnings:
@@ -324,6 +261,11 @@ def _decode(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _print_notes(given: CbfInput) -> None:
+    for note in given.notes:
+        print(f"stackmark cbf: warning: {given.source}: {note}", file=sys.stderr)
 
 
 def _symbolize(

@@ -11,7 +11,13 @@ writers turn that one snapshot into:
 - CBF: per thread, `cbf: BASE64` (the Compact Backtrace Format) and
   `images: BASE64` (the Compact Image Map), base64 without padding as
   Swift writes it, then the frames those bytes decode to, symbolized;
-- JSON: modules, threads and frames with the debugger's names for them.
+- JSON: modules, threads and frames, each frame's inline chain (innermost
+  first) as `stackmark symbolize` finds it for the same address: the same
+  frames, names and full paths as the markup and CBF give once symbolized.
+  (GDB hides an inlined call whose first instruction is the pc of a stop, and
+  names files as the debug info spells them; its view is not used when the
+  symbolizer knows the address.) A frame the symbolizer knows nothing about
+  keeps the debugger's names.
 """
 
 from __future__ import annotations
@@ -27,10 +33,14 @@ from stackmark.debugger.command import Command, CommandParser
 from stackmark.debugger.frames import PhysicalFrame, physical_frames
 from stackmark.debugger.modules import loaded_modules, module_for_address
 from stackmark.debugger.session import Session
+from stackmark.demangle import demangle, demangle_symbol
 from stackmark.formats import cbf
 from stackmark.formats.imagemap import Image, ImageMap, encode_image_map
 from stackmark.formats.swift_backtrace import encode_base64
+from stackmark.markup.layout import FrameText
+from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module
+from stackmark.symbols.api import SymbolizerAPI
 from stackmark.unwind.emit import context_lines, frame_lines
 from stackmark.unwind.rules import Arch
 
@@ -146,19 +156,37 @@ def _module_record(module: Module) -> dict[str, object]:
     }
 
 
-def _frame_record(frame: PhysicalFrame, modules: Sequence[Module]) -> dict[str, object]:
+def _function_record(text: FrameText) -> dict[str, object]:
+    record: dict[str, object] = {
+        "name": text.function,
+        "file": text.file,
+        "line": text.line or None,
+    }
+    if text.column:
+        record["column"] = text.column
+    return record
+
+
+def _frame_record(
+    frame: PhysicalFrame, modules: Sequence[Module], symbolizer: SymbolizerAPI, naming: Naming
+) -> dict[str, object]:
     address = frame.frame.address
+    lookup = frame.frame.lookup_address
     record: dict[str, object] = {
         "index": frame.index,
         "kind": frame.frame.kind.value,
         "address": _hex(address),
     }
-    module = module_for_address(list(modules), frame.frame.lookup_address)
+    chain: list[dict[str, object]] = []
+    module = module_for_address(list(modules), lookup)
     if module is not None:
-        segment = next(s for s in module.segments if s.contains(frame.frame.lookup_address))
+        segment = next(s for s in module.segments if s.contains(lookup))
         record["module"] = module.id
         record["module_address"] = _hex(segment.to_module_relative(address))
-    record["functions"] = [
+        found = symbolizer.code(module, segment.to_module_relative(lookup)).frames
+        if found:
+            chain = [_function_record(text) for text in naming.frame_texts_for(found)]
+    record["functions"] = chain or [
         {"name": member.function, "file": member.file, "line": member.line or None}
         for member in frame.members
     ]
@@ -167,15 +195,20 @@ def _frame_record(frame: PhysicalFrame, modules: Sequence[Module]) -> dict[str, 
     return record
 
 
-def json_lines(snapshot: Snapshot) -> Iterator[str]:
-    """The snapshot as one indented JSON document."""
+def json_lines(snapshot: Snapshot, session: Session) -> Iterator[str]:
+    """The snapshot as one indented JSON document (frames symbolized as `stackmark
+    symbolize` does, with the files the debugger loaded)."""
+    symbolizer = session.symbolizer([], [], [])
+    naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
     threads = []
     for trace in snapshot.threads:
         record: dict[str, object] = {
             "number": trace.thread.number,
             "name": trace.thread.name,
             "selected": trace.thread.selected,
-            "frames": [_frame_record(f, snapshot.modules) for f in trace.frames],
+            "frames": [
+                _frame_record(f, snapshot.modules, symbolizer, naming) for f in trace.frames
+            ],
         }
         if trace.stopped:
             record["stopped"] = trace.stopped
@@ -238,7 +271,7 @@ def _run_bt(session: Session, args: argparse.Namespace) -> Iterable[str]:
     for problem in session.unwinder_problems():
         session.warn(f"stackmark bt: warning: {problem}\n")
     if args.format == "json":
-        return json_lines(snapshot)
+        return json_lines(snapshot, session)
     if args.format == "cbf":
         return cbf_lines(snapshot, session)
     return markup_lines(snapshot)

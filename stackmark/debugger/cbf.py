@@ -1,8 +1,9 @@
 """`stackmark cbf decode DATA [--images IMAGEMAP]`: CBF bytes, symbolized in the debugger.
 
 DATA is what `stackmark cbf decode` takes on the command line (hex,
-Swift's base64, Swift's Codable JSON, @FILE), or a `cbf: ...` line as
-`stackmark bt --cbf` prints it. The frames are symbolized against the
+Swift's base64, Swift's Codable JSON, @FILE, a `cbf: ...` line or a whole
+pasted block of `stackmark bt --cbf` output: `stackmark.cbf_input` reads
+both). The frames are symbolized against the
 modules of the image map when there is one (from the JSON, or `--images`,
 which takes an `images: ...` line too): a backtrace from another run is
 then matched to the loaded files by build ID. Without an image map, the
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from stackmark.cli.cbf import image_map_modules, read_data
+from stackmark.cbf_input import CbfInput, image_map_modules, read_cbf_input, read_image_map_input
 from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandGroup, CommandParser
 from stackmark.debugger.session import Session
@@ -25,12 +26,6 @@ from stackmark.model import Module
 from stackmark.unwind.emit import context_lines, frame_lines
 
 GROUP = CommandGroup(("cbf",), "Compact Backtrace Format (Swift's binary backtraces).")
-
-
-def _unlabel(text: str, label: str) -> str:
-    """`cbf: AbC` -> `AbC`: accept the lines `stackmark bt --cbf` prints."""
-    stripped = text.strip()
-    return stripped[len(label) :].strip() if stripped.startswith(label) else text
 
 
 def decoded_listing(
@@ -62,7 +57,8 @@ def _configure(parser: CommandParser) -> None:
     parser.add_argument(
         "data",
         metavar="DATA",
-        help="the CBF bytes: hex, base64, Swift Codable JSON, @FILE, or a 'cbf: ...' line",
+        help="the CBF bytes: hex, base64, Swift Codable JSON, @FILE, or 'cbf: ...' / "
+        "'images: ...' lines as 'stackmark bt --cbf' prints them",
     )
     parser.add_argument(
         "--images",
@@ -72,11 +68,19 @@ def _configure(parser: CommandParser) -> None:
     )
 
 
+def _warn_notes(session: Session, given: CbfInput) -> None:
+    for note in given.notes:
+        session.warn(f"stackmark cbf decode: warning: {given.source}: {note}\n")
+
+
 def _run(session: Session, args: argparse.Namespace) -> Iterable[str]:
-    given = read_data(_unlabel(args.data, "cbf:"))
+    given = read_cbf_input(args.data)
+    _warn_notes(session, given)
     image_map = given.image_map
     if args.images:
-        image_map = read_data(_unlabel(args.images, "images:"), "IMAGEMAP").backtrace
+        images = read_image_map_input(args.images)
+        _warn_notes(session, images)
+        image_map = images.image_map
     return decoded_listing(session, given.backtrace, image_map, given.source)
 
 

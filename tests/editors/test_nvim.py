@@ -222,7 +222,7 @@ def test_missing_server_command_is_reported(nvim_problems: dict[str, Any]) -> No
     assert missing["clients"] == 0
     (message,) = [n["message"] for n in nvim_problems["notified"]]
     assert "no-such-stackmark" in message and "was not found" in message
-    assert "pip install 'stackmark[lsp]'" in message
+    assert "pipx install '/path/to/stackmark[lsp]'" in message
     assert any("no-such-stackmark was not found" in line for line in missing["health"])
 
 
@@ -230,7 +230,7 @@ def test_python_without_the_server_is_reported(nvim_problems: dict[str, Any]) ->
     report = "\n".join(nvim_problems["bare"]["health"])
     assert f"{BARE_PYTHON} (Python 3." in report
     assert "cannot import stackmark_lsp" in report
-    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in report
+    assert f"{BARE_PYTHON} -m pip install '/path/to/stackmark[lsp]'" in report
 
 
 def test_hover_on_screen_in_a_terminal(

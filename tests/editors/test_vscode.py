@@ -29,8 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_file
+from tests.editors.conftest import EDITORS, HARNESS, SHOTS, clean_env, require_file, require_node
 from tests.editors.scenario import EditorLog
 from tests.support.build import REPO
 
@@ -86,6 +85,7 @@ def vsix() -> Path:
         proc = subprocess.run(
             ["npm", "run", "package", "--", "--out", str(partial)],
             cwd=EXTENSION,
+            env=clean_env(),
             capture_output=True,
             text=True,
         )
@@ -186,7 +186,7 @@ def code_server(
 ) -> Iterator[dict[str, Any]]:
     """A code-server on 127.0.0.1 with the extension installed and the log's folder open."""
     require_file(CODE_SERVER, "code-server")
-    require_tool("node")
+    require_node()
     work = tmp_path_factory.mktemp("code-server")
     data, extensions, folder = work / "data", work / "extensions", work / "workspace"
     (data / "User").mkdir(parents=True)
@@ -387,16 +387,20 @@ def test_show_symbolized_log_opens_the_view_beside(
 ) -> None:
     view = _step(vscode_run, "symbolized_view")
     assert "Editor Group 2" in view["tab"]["aria"]  # beside the log
+    assert view["tab"]["label"] == "crash (symbolized).log"  # not the log's own name
     assert _shown_log(view["uri"]) == Path(vscode_run["folder"]) / editor_log.path.name
     assert view["cursor"] == editor_log.symbolize.output[0]
     assert not any("{{{bt:" in line for line in view["lines"])
 
 
 def _shown_log(uri: str) -> Path:
-    """The log a view's URI names (the server's virtual document, not an untitled copy)."""
+    """The log a view's URI names (the server's virtual document, not an untitled copy):
+    its path with " (symbolized)" before the extension."""
     scheme, _, path = uri.partition(":")
     assert scheme == VIEW_SCHEME, uri
-    return Path(urllib.parse.unquote(path))
+    view = Path(urllib.parse.unquote(path))
+    assert view.stem.endswith(" (symbolized)"), uri
+    return view.with_stem(view.stem.removesuffix(" (symbolized)"))
 
 
 def test_view_opened_right_after_an_edit_shows_the_new_text_at_the_backtrace(
@@ -413,6 +417,9 @@ def test_code_lens_opens_the_view_at_its_backtrace(
     vscode_run: dict[str, Any], editor_log: EditorLog
 ) -> None:
     view = _step(vscode_run, "code_lens")
+    assert "Editor Group 2" in view["tab"]["aria"]  # beside the log, as the command does
+    assert view["tab"]["label"] == "crash (symbolized).log"
+    assert view["log_tab"]["label"] == editor_log.path.name  # the log stays open in group 1
     assert _shown_log(view["uri"]) == Path(vscode_run["folder"]) / editor_log.path.name
     assert view["cursor"] == editor_log.symbolize.output[0]
     assert not any("{{{bt:" in line for line in view["lines"])
@@ -429,5 +436,5 @@ def test_python_without_the_server_is_reported(vscode_run: dict[str, Any]) -> No
     assert f"{BARE_PYTHON} (Python 3." in shown["text"]
     assert "stackmark.server.pythonPath" in shown["text"]
     assert "cannot import stackmark_lsp" in shown["text"]
-    assert f"{BARE_PYTHON} -m pip install 'stackmark[lsp]'" in shown["text"]
+    assert f"{BARE_PYTHON} -m pip install '/path/to/stackmark[lsp]'" in shown["text"]
     assert shown["buttons"] == ["Open Settings", "Show Output"]

@@ -66,6 +66,7 @@ def bundled_extension(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = subprocess.run(
         ["npm", "run", "package:bundled", "--", "--python", sys.executable, "--out", str(vsix)],
         cwd=EXTENSION,
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=600,

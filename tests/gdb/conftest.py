@@ -24,6 +24,10 @@ GDB_TIMEOUT = 90.0
 
 OPTIMIZED = ("-g", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
 STRIP_CFI = ("objcopy", "--remove-section", ".eh_frame", "--remove-section", ".eh_frame_hdr")
+# A binary only SFrame can unwind, built as docs/gdb.md says: no unwind tables for its
+# own functions (.eh_frame keeps crt's _start and the PLT), debug sections stripped.
+SFRAME_ONLY = (*OPTIMIZED, "-fno-asynchronous-unwind-tables")
+STRIP_DEBUG = ("strip", "--strip-debug")
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,14 @@ class Program:
     lib: Path
 
 
-def build_program(*, strip_cfi: bool, flags: Sequence[str] = OPTIMIZED) -> Program:
-    """Build dbg_main (PIE) + libdbg_lib.so; `strip_cfi` removes .eh_frame from both."""
+def build_program(
+    *, strip_cfi: bool, flags: Sequence[str] = OPTIMIZED, strip_debug: bool = False
+) -> Program:
+    """Build dbg_main (PIE) + libdbg_lib.so; `strip_cfi` removes .eh_frame from both,
+    `strip_debug` the debug sections (.debug_frame among them)."""
     post = [[*STRIP_CFI, "{out}"]] if strip_cfi else []
+    if strip_debug:
+        post.append([*STRIP_DEBUG, "{out}"])
     lib = compile_program("libdbg_lib.so", ["dbg_lib.c"], flags=flags, shared=True, post=post)
     exe = compile_program(
         "dbg_main",
@@ -57,6 +66,13 @@ def gdb_path() -> str:
 def program() -> Program:
     """-O2 -fomit-frame-pointer, SFrame v1, with .eh_frame."""
     return build_program(strip_cfi=False)
+
+
+@pytest.fixture(scope="session")
+def sframe_only_program() -> Program:
+    """The same sources, built with SFRAME_ONLY and `strip --strip-debug`: CFI for
+    crt's _start and the PLT only."""
+    return build_program(strip_cfi=False, flags=SFRAME_ONLY, strip_debug=True)
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,11 @@ from stackmark.formats.swift_backtrace import decode_base64
 from stackmark.model import FrameKind
 from tests.conftest import require_tool
 from tests.gdb.conftest import Program, marked, parse_bt, run_gdb, section, stop_at
-from tests.support.build import build_id_of, run
+from tests.support.build import REPO, build_id_of, compile_program, run
 from tests.support.sessions import run_in_session
 
 _LLVM_FRAME = re.compile(r"^\s*#(\d+)(?:\.(\d+))?\s+0x[0-9a-f]+ (\S+)")
+_LLVM_LOCATION = re.compile(r"^\s*#(\d+)(?:\.\d+)?\s+0x[0-9a-f]+ (\S+) (/\S+):(\d+):(\d+) ")
 _BT_ELEMENT = re.compile(r"\{\{\{bt:(\d+):0x([0-9a-f]+):(pc|ra)\}\}\}")
 
 
@@ -51,6 +52,22 @@ def llvm_functions(markup: str, debug_dir: Path) -> list[str]:
         stdin_text=markup,
     )
     return [m[3] for line in result.stdout.splitlines() if (m := _LLVM_FRAME.match(line))]
+
+
+def llvm_chains(markup: str, debug_dir: Path) -> list[list[tuple[str, str, int, int]]]:
+    """Per physical frame, llvm-symbolizer-19's inline chain (innermost first) as
+    (function, file, line, column), for the frames it locates in a source file."""
+    symbolizer = require_tool("llvm-symbolizer-19")
+    result = run_in_session(
+        [symbolizer, "--filter-markup", f"--debug-file-directory={debug_dir}"],
+        timeout=60,
+        stdin_text=markup,
+    )
+    chains: dict[int, list[tuple[str, str, int, int]]] = {}
+    for line in result.stdout.splitlines():
+        if m := _LLVM_LOCATION.match(line):
+            chains.setdefault(int(m[1]), []).append((m[2], m[3], int(m[4]), int(m[5])))
+    return [chains[n] for n in sorted(chains)]
 
 
 def bt_elements(markup: str) -> list[tuple[int, int, str]]:
@@ -154,6 +171,42 @@ def test_json(gdb_path: str, program: Program) -> None:
     assert document["modules"][0]["name"] == "dbg_main"  # the program is module 0
     frame = thread["frames"][2]  # lib_call, in the library
     assert frame["module"] == modules["libdbg_lib.so"]["id"] and frame["kind"] == "ra"
+
+
+def test_json_has_the_frames_and_full_paths_of_the_markup(gdb_path: str, tmp_path: Path) -> None:
+    """A crash at the first instruction of an inlined call
+    (tests/fixtures/src/dbg_inline_crash.c): GDB's own `bt` hides the inlined
+    weigh; `--json` lists it, with the full paths and lines llvm-symbolizer-19
+    gives the `--markup` of the same stop, and the names of the `--cbf` listing."""
+    exe = compile_program(
+        "dbg_inline_crash", ["dbg_inline_crash.c"], flags=("-g", "-O2", "-fomit-frame-pointer")
+    )
+    result = run_gdb(
+        [
+            "run",
+            *section("bt", "bt"),
+            *section("json", "stackmark bt --json"),
+            *section("markup", "stackmark bt --markup"),
+            *section("cbf", "stackmark bt --cbf"),
+        ],
+        exe,
+        args=["crash"],
+    )
+    assert "SIGSEGV" in result.stdout
+    assert [f.function for f in parse_bt(marked(result, "bt"))] == ["stock", "main"]
+    frames = json.loads(marked(result, "json"))["threads"][0]["frames"]
+    chains = [
+        [(f["name"], f["file"], f["line"], f["column"]) for f in frame["functions"]]
+        for frame in frames
+        if frame["functions"][0].get("column")
+    ]
+    expected = llvm_chains(marked(result, "markup"), debug_directory(tmp_path, exe))
+    assert chains[0][0][:2] == ("weigh", str(REPO / "tests" / "fixtures" / "src" / exe.name) + ".c")
+    assert chains == expected
+    cbf_names = [
+        m[3] for line in marked(result, "cbf").splitlines() if (m := _LLVM_FRAME.match(line))
+    ]
+    assert [f["name"] for frame in frames for f in frame["functions"]] == cbf_names
 
 
 def test_segments_match_the_kernels_mappings(gdb_path: str, program: Program) -> None:

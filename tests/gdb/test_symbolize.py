@@ -197,3 +197,30 @@ def test_completion(gdb_path: str, program: Program, tmp_path: Path) -> None:
     assert marked(result, "bt").split() == ["stackmark", "bt", "--all-threads"]
     assert marked(result, "sframe").split() == ["stackmark", "sframe", "dump"]
     assert marked(result, "file").strip() == f"symbolize {tmp_path}/crash-log.txt"
+
+
+def test_the_cli_decodes_the_lines_and_the_block_gdb_printed(
+    gdb_path: str, recorded: dict[str, str], tmp_path: Path
+) -> None:
+    """`stackmark cbf decode` on the command line takes what GDB's `stackmark bt
+    --cbf` printed: the two prefixed lines, or the whole pasted block in a file."""
+    block = recorded["cbf"]
+    cbf_line, images_line = block.splitlines()[:2]
+    # The oracle: the markup of the same stop (its bt lines and module lines).
+    markup = recorded["markup"].splitlines()
+    stackmark = REPO / ".venv" / "bin" / "stackmark"
+    from_lines = run([stackmark, "cbf", "decode", cbf_line, "--images", images_line])
+    decoded = from_lines.splitlines()
+    assert [line for line in decoded if "{{{bt:" in line] == [
+        line for line in markup if "{{{bt:" in line
+    ]
+    modules = [line for line in decoded if "{{{module:" in line]
+    assert len(modules) >= 2 and set(modules) <= set(markup)
+    pasted = tmp_path / "pasted.txt"
+    pasted.write_text(block)
+    assert run([stackmark, "cbf", "decode", f"@{pasted}"]).splitlines() == decoded
+    # --symbolize names the frames GDB showed (in the program and its library: the
+    # trampoline's name is in libc's separate debug file, which --obj libc.so.6 hides).
+    symbolized = run([stackmark, "cbf", "decode", "--symbolize", f"@{pasted}"])
+    names = [name for name in gdb_names(recorded["bt"]) if name != "__restore_rt"]
+    assert [name for name in functions(symbolized) if not name.startswith("(")] == names

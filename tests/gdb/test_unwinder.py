@@ -55,6 +55,70 @@ def test_stripped_binary_unwinds_like_gdb_on_the_original(
     assert fixed == native
 
 
+_BT_ELEMENT = re.compile(r"\{\{\{bt:\d+:(0x[0-9a-f]+):(pc|ra)\}\}\}")
+
+
+@pytest.mark.parametrize("args", list(SCENARIOS))
+def test_a_binary_only_sframe_can_unwind_unwinds_like_gdb_on_the_original(
+    gdb_path: str, program: Program, sframe_only_program: Program, args: str
+) -> None:
+    """Built -fno-asynchronous-unwind-tables -Wa,--gsframe and stripped with
+    `strip --strip-debug` (docs/gdb.md): the program's .eh_frame still covers crt's
+    _start and the PLT, so the unwinder decides per pc, not per module. Oracle: the
+    physical frames of GDB's own unwinding of the same sources built with CFI."""
+    markup = section("markup", "stackmark bt --markup")
+
+    def frames(built: Program) -> list[tuple[str, str]]:
+        result = run_gdb([*stop_at(), *markup], built.exe, args=[args])
+        return _BT_ELEMENT.findall(marked(result, "markup"))
+
+    native = frames(program)  # CFI everywhere: the unwinder stays idle
+    assert len(native) >= len(SCENARIOS[args]) - 1
+    assert frames(sframe_only_program) == native
+    broken = run_gdb(
+        [*stop_at(), *section("bt", "bt")], sframe_only_program.exe, args=[args], plugin=False
+    )
+    assert " main " not in marked(broken, "bt"), "GDB alone should fail on this binary"
+
+
+def test_status_says_who_unwinds_what_per_pc(gdb_path: str, sframe_only_program: Program) -> None:
+    result = run_gdb(
+        [*stop_at(), *section("status", "stackmark unwinder status")],
+        sframe_only_program.exe,
+        args=["chain"],
+    )
+    status = {
+        line.split()[0]: line.split(None, 1)[1].strip()
+        for line in marked(result, "status").splitlines()
+        if line.startswith("  ")
+    }
+    # .eh_frame covers _start and the PLT (2 of dbg_main's SFrame functions), nothing else.
+    counts = re.fullmatch(
+        r"sframe v1; unwound by stackmark where no CFI covers the pc "
+        r"\((\d+) of (\d+) functions\), by GDB elsewhere",
+        status["dbg_main"],
+    )
+    assert counts is not None, status
+    assert int(counts[2]) - int(counts[1]) == 2
+    assert status["libdbg_lib.so"] == "sframe v1; unwound by stackmark"
+    assert status["libc.so.6"] == "no .sframe section; unwound by GDB"
+
+
+def test_arguments_in_unsaved_registers_read_as_docs_gdb_md_says(
+    gdb_path: str, stripped_program: Program
+) -> None:
+    """SFrame restores no callee-saved register: GDB prints an argument kept in one as
+    `<optimized out>` and an entry value as an error reading it (docs/gdb.md)."""
+    result = run_gdb(
+        ["set print frame-arguments all", *stop_at(), *section("bt", "bt")],
+        stripped_program.exe,
+        args=["chain"],
+    )
+    lines = marked(result, "bt").splitlines()
+    assert "x@entry=<error reading variable: value has been optimized out>" in lines[0]
+    assert " in leaf (x=<optimized out>)" in lines[1]
+
+
 def test_threads_every_thread_unwinds(
     gdb_path: str, program: Program, stripped_program: Program
 ) -> None:

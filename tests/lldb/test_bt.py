@@ -223,3 +223,30 @@ def test_no_process_is_an_error_not_a_traceback(lldb_path: str, program: Program
     assert "the program is not being run" in result.stderr
     assert "Traceback" not in result.output
     assert result.returncode == 1 and "not-reached" not in result.stdout  # -b stopped
+
+
+def test_json_of_a_crash_in_inlined_code_is_what_gdb_prints(lldb_path: str, gdb_path: str) -> None:
+    """The crash of tests/fixtures/src/dbg_inline_crash.c (a SIGSEGV at the first
+    instruction of an inlined call): LLDB's `stackmark bt --json` lists the same
+    frames, inline chains and full paths as GDB's (tests/gdb/test_bt.py checks
+    those against llvm-symbolizer-19)."""
+    exe = compile_program(
+        "dbg_inline_crash", ["dbg_inline_crash.c"], flags=("-g", "-O2", "-fomit-frame-pointer")
+    )
+    reference = run_gdb(
+        ["run", *section("pc", 'printf "%#lx\\n", $pc'), *section("json", "stackmark bt --json")],
+        exe,
+        args=["crash"],
+    )
+    gdb = json.loads(marked(reference, "json"))["threads"][0]["frames"]
+    # LLDB's batch mode ends at a signal stop: stop at the faulting pc instead.
+    pc = marked(reference, "pc").strip()
+    launch = [
+        "process launch --stop-at-entry -- crash",
+        f"breakpoint set -a {pc}",
+        "process continue",
+    ]
+    result = run_lldb([*launch, "stackmark bt --json"], exe)
+    lldb = json.loads(command_output(result, "stackmark bt --json"))["threads"][0]["frames"]
+    assert [f["name"] for f in lldb[0]["functions"]] == ["weigh", "stock"]
+    assert lldb == gdb

@@ -22,6 +22,9 @@ export const DOCUMENT_SELECTOR = [
   { scheme: "untitled", language: "stackmark-log" },
 ];
 
+/** The server's command behind the "Symbolize" code lens (server/stackmark_lsp/server.py). */
+const SYMBOLIZE_COMMAND = "stackmark.symbolize";
+
 /** Setting keys the server reads (server/stackmark_lsp/settings.py). */
 export const SERVER_SETTINGS = [
   "debugFileDirectories",
@@ -105,6 +108,22 @@ export class StackmarkClient implements vscode.Disposable {
       outputChannel: this.output,
       traceOutputChannel: this.traceOutput,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: {
+        // The "Symbolize" code lens runs the server's `stackmark.symbolize`, which
+        // shows the view with window/showDocument: LSP cannot ask for a column, so
+        // VS Code would open it over the log. The extension's own command opens it
+        // beside the log, at the same line.
+        executeCommand: (command, args, next) => {
+          if (command === SYMBOLIZE_COMMAND && typeof args[0] === "string") {
+            return vscode.commands.executeCommand(
+              "stackmark.showSymbolizedLog",
+              vscode.Uri.parse(args[0]),
+              typeof args[1] === "number" ? args[1] : undefined,
+            );
+          }
+          return next(command, args);
+        },
+      },
     };
     const client = new LanguageClient("stackmark", "Stackmark", serverOptions, clientOptions);
     this.client = client;

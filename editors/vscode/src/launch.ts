@@ -196,7 +196,7 @@ export async function findServer(
       tried.push(vscode.l10n.t("{0}: cannot import {1}", describe(python, answer), answer.missing));
       if (required) {
         throw new LaunchError(
-          vscode.l10n.t("{0} from {1} cannot import {2}. Install the server into it with: {3} -m pip install 'stackmark[lsp]'",
+          vscode.l10n.t("{0} from {1} cannot import {2}. Install the server into it from a stackmark checkout (it is not on PyPI) with: {3} -m pip install '/path/to/stackmark[lsp]'",
             describe(python, answer), origin, answer.missing, python),
           tried,
         );
@@ -243,7 +243,7 @@ export async function findServer(
   const found = await check(python3, python3, false);
   if (found) return found;
   throw new LaunchError(
-    vscode.l10n.t("No stackmark language server found. Install it with `pip install 'stackmark[lsp]'` (Python {0}.{1} or newer), then set stackmark.server.pythonPath to that Python.",
+    vscode.l10n.t("No stackmark language server found. Install it from a stackmark checkout (it is not on PyPI): `pipx install '/path/to/stackmark[lsp]'` puts `stackmark` on PATH; or install it into a Python {0}.{1} or newer with `python3 -m pip install '/path/to/stackmark[lsp]'` and set stackmark.server.pythonPath to that Python.",
       MIN_PYTHON[0], MIN_PYTHON[1]),
     tried,
   );

@@ -380,8 +380,8 @@ try {
   });
 
   await step("code_lens", async () => {
-    // Close the view, then click the "Symbolize" lens: the server's command
-    // opens the same view through window/showDocument.
+    // Close the view, then click the "Symbolize" lens: the extension turns the
+    // server's command into "Show Symbolized Log", which opens the view beside.
     await runCommand("View: Close All Editors");
     await page.waitForFunction(
       () => document.querySelectorAll(".editor-group-container .tab").length === 0,
@@ -393,7 +393,10 @@ try {
     await lens.waitFor({ timeout: TIMEOUT });
     await lens.click();
     const view = await waitForView();
-    return { tab: await activeTab(), uri: view.uri, line: view.cursorNumber, cursor: view.cursor,
+    const tab = await activeTab();
+    await page.keyboard.press("Control+1"); // the log's group: still showing the log?
+    const logTab = await activeTab();
+    return { tab, log_tab: logTab, uri: view.uri, line: view.cursorNumber, cursor: view.cursor,
       lines: view.lines };
   });
 

@@ -46,7 +46,8 @@ function M.check()
   info("command: " .. table.concat(cmd, " "))
   if vim.fn.executable(cmd[1]) ~= 1 then
     fail(("%s was not found"):format(cmd[1]), {
-      "install the server: pip install 'stackmark[lsp]' (Python 3.11 or newer)",
+      "install the server from a stackmark checkout (it is not on PyPI): "
+        .. "pipx install '/path/to/stackmark[lsp]' (Python 3.11 or newer)",
       "or pass cmd = {...} or python = '/path/to/python' to require('stackmark').setup()",
     })
     return
@@ -69,7 +70,7 @@ function M.check()
     })
   elseif answer.missing then
     fail(("%s (Python %s) cannot import %s"):format(python, version, answer.missing), {
-      ("%s -m pip install 'stackmark[lsp]'"):format(python),
+      ("%s -m pip install '/path/to/stackmark[lsp]' (from a stackmark checkout)"):format(python),
     })
   else
     ok(("%s (Python %s) has stackmark, its language server and pygls"):format(python, version))

@@ -183,7 +183,8 @@ local function command_missing(cmd)
   end
   notify(
     ("the language server command %q was not found. Install the server with "
-      .. "`pip install 'stackmark[lsp]'` (Python 3.11+), or pass cmd = {...} or "
+      .. "`pipx install '/path/to/stackmark[lsp]'` from a stackmark checkout (Python 3.11+; "
+      .. "stackmark is not on PyPI), or pass cmd = {...} or "
       .. "python = '/path/to/python' to require('stackmark').setup()"):format(cmd[1]),
     vim.log.levels.ERROR
   )
