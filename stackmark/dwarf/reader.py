@@ -1,4 +1,4 @@
-"""`DwarfReader`: the entry point to the DWARF of one ELF file.
+"""`DwarfReader`: the entry point to the DWARF of one ELF (or Mach-O) file.
 
     reader = DwarfReader.open("prog")          # or DwarfReader(ElfFile.open(...))
     unit = reader.unit_for_address(0x1234)     # via .debug_aranges, nothing else parsed
@@ -37,20 +37,22 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
+from typing import Any
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
-from stackmark.dwarf.sections import Section
+from stackmark.dwarf.sections import Section, SectionSource
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 
 
 class DwarfReader:
-    """Lazy access to the DWARF sections of one ELF file (or one .dwo file)."""
+    """Lazy access to the DWARF sections of one ELF file (or one .dwo file, or one
+    Mach-O image: `elf` is any `SectionSource`)."""
 
-    def __init__(self, elf: ElfFile, *, is_dwo: bool = False):
+    def __init__(self, elf: SectionSource[Any], *, is_dwo: bool = False):
         self.elf = elf
         self.name = elf.name
         self.endian = elf.endian
