@@ -1,0 +1,162 @@
+"""`stackmark gsym convert` on Mach-O files, against llvm-gsymutil-19 --convert.
+
+The fixtures are built at test time (tests/support/macho_build.py): thin
+x86_64 and arm64 executables and dylibs, their .dSYM bundles, the objects
+they were linked from, a 32-bit arm64_32 image, and universal files. For
+each input both tools write their GSYM files next to each other; the files
+must be the same bytes and the logs the same lines (the tools name their
+own output files, so each tool gets the same output name in its own
+directory).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.gsymutil import llvm_convert_run
+from tests.support.macho_build import MachOBuild, build_macho, lipo
+
+STACKMARK = [sys.executable, "-m", "stackmark"]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, MachOBuild]:
+    root = tmp_path_factory.mktemp("macho")
+    return {
+        "x86_64": build_macho(root / "x86_64", "x86_64"),
+        "arm64": build_macho(root / "arm64", "arm64"),
+        "x86_64-dylib": build_macho(root / "x86_64-dylib", "x86_64", dylib=True),
+        "arm64-dylib": build_macho(root / "arm64-dylib", "arm64", dylib=True),
+        "arm64_32": build_macho(root / "arm64_32", "arm64_32"),
+    }
+
+
+def stackmark_convert(
+    binary: Path, out: Path, *options: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*STACKMARK, "gsym", "convert", str(binary), "-o", str(out), "-j", "1", *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def both(binary: Path, tmp_path: Path, *options: str) -> tuple[Path, Path, str, str]:
+    """Convert with both tools into tmp_path/{llvm,ours}/out.gsym, each run from its
+    own directory so that the logs name the same relative output paths.
+
+    Returns the two directories and the two logs; both runs must succeed."""
+    llvm_dir, our_dir = tmp_path / "llvm", tmp_path / "ours"
+    llvm_dir.mkdir()
+    our_dir.mkdir()
+    theirs = llvm_convert_run(binary, Path("out.gsym"), *options, cwd=llvm_dir)
+    mine = stackmark_convert(binary, Path("out.gsym"), *options, cwd=our_dir)
+    assert theirs.returncode == 0, theirs.stderr
+    assert mine.returncode == 0, mine.stderr
+    return llvm_dir, our_dir, theirs.stdout, mine.stdout
+
+
+def assert_same_outputs(llvm_dir: Path, our_dir: Path) -> list[str]:
+    """Both directories hold the same GSYM files, byte for byte; returns their names."""
+    names = sorted(p.name for p in llvm_dir.iterdir())
+    assert names == sorted(p.name for p in our_dir.iterdir())
+    for name in names:
+        assert (our_dir / name).read_bytes() == (llvm_dir / name).read_bytes(), name
+    return names
+
+
+INPUTS = {
+    "executable": lambda b: b.image,
+    "dsym-bundle": lambda b: b.dsym,
+    "dsym-dwarf-file": lambda b: b.dsym_dwarf,
+    "object-file": lambda b: b.objects[0],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INPUTS))
+@pytest.mark.parametrize("build", ["x86_64", "arm64", "x86_64-dylib", "arm64-dylib", "arm64_32"])
+def test_thin_mach_o_converts_to_llvm_gsymutils_bytes_and_log(
+    builds: dict[str, MachOBuild], build: str, kind: str, tmp_path: Path
+) -> None:
+    binary = INPUTS[kind](builds[build])
+    llvm_dir, our_dir, theirs, mine = both(binary, tmp_path)
+    assert mine == theirs
+    assert assert_same_outputs(llvm_dir, our_dir) == ["out.gsym"]
+
+
+def test_a_dsym_gives_dwarf_functions_with_inline_frames_and_mangled_names(
+    builds: dict[str, MachOBuild], tmp_path: Path
+) -> None:
+    llvm_dir, _, theirs, _ = both(builds["arm64"].dsym, tmp_path)
+    # The fixture's functions with DWARF (top, entry, geometry::scaled, twice_cpp),
+    # so the comparison above is not only about symbol tables.
+    assert "Output file (aarch64): out.gsym\nLoaded 4 functions from DWARF.\n" in theirs
+    dump = subprocess.run(
+        [*STACKMARK, "gsym", "dump", str(llvm_dir / "out.gsym")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert '"_ZN8geometry6scaledEi"' in dump
+    assert "macho_inline.c" in dump
+    assert "_ZNK8geometry3BoxIiE6volumeEv called from " in dump  # an inlined call
+
+
+def test_a_universal_file_gives_one_gsym_per_slice_named_by_arch(
+    builds: dict[str, MachOBuild], tmp_path: Path
+) -> None:
+    fat = lipo([builds["x86_64"].dsym_dwarf, builds["arm64"].dsym_dwarf], tmp_path / "fat")
+    llvm_dir, our_dir, theirs, mine = both(fat, tmp_path)
+    assert mine == theirs
+    assert "Output file (arm64): out.gsym.arm64\n" in mine
+    assert assert_same_outputs(llvm_dir, our_dir) == ["out.gsym.arm64", "out.gsym.x86_64"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--arch", "arm64"),
+        ("--arch", "x86_64"),
+        ("--arch", "0x01000007"),  # CPU_TYPE_X86_64, as a number
+        ("--arch", "16777228"),  # CPU_TYPE_ARM64 in decimal
+        ("--arch", "arm64", "--arch", "x86_64"),
+    ],
+)
+def test_arch_picks_slices_of_a_universal_file_as_llvm_does(
+    builds: dict[str, MachOBuild], tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    fat = lipo([builds["x86_64"].image, builds["arm64"].dsym_dwarf], tmp_path / "fat")
+    llvm_dir, our_dir, theirs, mine = both(fat, tmp_path, *options)
+    assert mine == theirs
+    assert_same_outputs(llvm_dir, our_dir)
+
+
+def test_arch_that_matches_no_slice_is_an_error_after_the_input_line(
+    builds: dict[str, MachOBuild], tmp_path: Path
+) -> None:
+    fat = lipo([builds["x86_64"].image, builds["arm64"].image], tmp_path / "fat")
+    theirs = llvm_convert_run(fat, tmp_path / "llvm.gsym", "--arch", "armv7")
+    mine = stackmark_convert(fat, tmp_path / "ours.gsym", "--arch", "armv7")
+    assert theirs.returncode == mine.returncode == 1
+    assert mine.stdout == theirs.stdout == f"Input file: {fat}\n"
+    assert f"{fat}: no matching architectures found" in mine.stderr
+    assert not (tmp_path / "ours.gsym").exists()
+
+
+def test_a_dsym_bundle_without_its_dwarf_directory_is_named_in_the_error(
+    tmp_path: Path,
+) -> None:
+    bundle = tmp_path / "empty.dSYM"
+    (bundle / "Contents").mkdir(parents=True)
+    mine = stackmark_convert(bundle, tmp_path / "out.gsym")
+    assert mine.returncode == 1
+    assert "Traceback" not in mine.stderr
+    assert f"{bundle}: expected directory 'Contents/Resources/DWARF' in dSYM bundle" in (
+        mine.stderr
+    )
