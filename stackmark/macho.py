@@ -53,7 +53,7 @@ MH_CIGAM, MH_CIGAM_64 = 0xCEFAEDFE, 0xCFFAEDFE
 _MAX_FAT_ARCHS = 44
 
 # -- mach_header.filetype ------------------------------------------------------------
-MH_OBJECT, MH_EXECUTE, MH_DYLIB, MH_DSYM = 0x1, 0x2, 0x6, 0xA
+MH_OBJECT, MH_EXECUTE, MH_DYLIB, MH_DYLIB_STUB, MH_DSYM = 0x1, 0x2, 0x6, 0x9, 0xA
 
 # -- cputype / cpusubtype -----------------------------------------------------------------
 CPU_ARCH_ABI64, CPU_ARCH_ABI64_32 = 0x01000000, 0x02000000
@@ -614,6 +614,14 @@ class MachOFile:
             )
         raw_name = values["segname"]
         assert isinstance(raw_name, bytes)
+        fileoff, filesize = int(values["fileoff"]), int(values["filesize"])
+        if fileoff + filesize > self.size:
+            raise FormatError(
+                f"segment {_fixed_name(raw_name)} (fileoff 0x{fileoff:x}, filesize {filesize}) "
+                "runs past the end of the file",
+                offset=self.base + offset,
+                source=self.name,
+            )
         self.segments.append(
             Segment(
                 _fixed_name(raw_name),
@@ -631,6 +639,7 @@ class MachOFile:
             )
             sectname, segname = fields["sectname"], fields["segname"]
             assert isinstance(sectname, bytes) and isinstance(segname, bytes)
+            self._check_section(values, fields, self.base + at)
             self.sections.append(
                 Section(
                     len(self.sections) + 1,
@@ -643,6 +652,33 @@ class MachOFile:
                     self.base + at,
                 )
             )
+
+    def _check_section(
+        self, segment: dict[str, int | bytes], fields: dict[str, int | bytes], header_offset: int
+    ) -> None:
+        """The checks of LLVM's MachOObjectFile on a section header that the
+        conversion depends on: its bytes lie in the file and in its segment
+        (not in a .dSYM, where only __DWARF has bytes, nor for zero-fill
+        sections: LLVM compares the whole flags word with those types), and
+        its addresses lie in the segment's."""
+        raw_name = fields["sectname"]
+        name = _fixed_name(raw_name) if isinstance(raw_name, bytes) else ""
+        offset, size, addr = int(fields["offset"]), int(fields["size"]), int(fields["addr"])
+        vmaddr, vmsize = int(segment["vmaddr"]), int(segment["vmsize"])
+
+        def fail(what: str) -> FormatError:
+            return FormatError(f"section {name} {what}", offset=header_offset, source=self.name)
+
+        has_bytes = self.filetype not in (MH_DSYM, MH_DYLIB_STUB) and fields["flags"] not in (
+            S_ZEROFILL,
+            S_THREAD_LOCAL_ZEROFILL,
+        )
+        if has_bytes and offset + size > self.size:
+            raise fail(f"({size} bytes at 0x{offset:x}) runs past the end of the file")
+        if has_bytes and size > int(segment["filesize"]):
+            raise fail(f"({size} bytes) is larger than its segment's bytes in the file")
+        if vmsize and size and addr + size > vmaddr + vmsize:
+            raise fail(f"[0x{addr:x}, 0x{addr + size:x}) runs past the end of its segment")
 
     def _parse_symtab(self, offset: int, cmdsize: int, index: int) -> None:
         self._need(cmdsize, SYMTAB_COMMAND, offset, index)
