@@ -160,3 +160,16 @@ def test_a_dsym_bundle_without_its_dwarf_directory_is_named_in_the_error(
     assert f"{bundle}: expected directory 'Contents/Resources/DWARF' in dSYM bundle" in (
         mine.stderr
     )
+
+
+def test_a_slice_converted_by_several_processes_gives_the_same_bytes(
+    builds: dict[str, MachOBuild], tmp_path: Path
+) -> None:
+    """With -j 2 the workers open the slice again themselves (two compile units)."""
+    fat = lipo([builds["x86_64"].dsym_dwarf, builds["arm64"].dsym_dwarf], tmp_path / "fat")
+    theirs = llvm_convert_run(fat, tmp_path / "llvm.gsym", "--arch", "arm64")
+    assert theirs.returncode == 0
+    proc = stackmark_convert(fat, tmp_path / "ours.gsym", "--arch", "arm64", "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "Loaded 4 functions from DWARF." in proc.stdout
+    assert (tmp_path / "ours.gsym").read_bytes() == (tmp_path / "llvm.gsym").read_bytes()
