@@ -37,6 +37,7 @@ class TinyMachO:
     section_size: int | None = None
     uuid: bytes = bytes(range(16))
     filetype: int = MH_EXECUTE
+    cpusubtype: int = 3
 
     def build(self) -> bytes:
         header_size = 32
@@ -46,7 +47,15 @@ class TinyMachO:
         symbols_at = code_at + len(self.code)
         strings_at = symbols_at + 16 * len(self.symbols)
         out = struct.pack(
-            "<IiiIIIII", MH_MAGIC_64, CPU_TYPE_X86_64, 3, self.filetype, 3, commands, 0, 0
+            "<IiiIIIII",
+            MH_MAGIC_64,
+            CPU_TYPE_X86_64,
+            self.cpusubtype,
+            self.filetype,
+            3,
+            commands,
+            0,
+            0,
         )
         size = len(self.code) if self.section_size is None else self.section_size
         offset = code_at if self.section_offset is None else self.section_offset

@@ -187,7 +187,7 @@ def convert_macho(
     The log's arch name is LLVM's: the generic one for a thin file
     (`aarch64`), the slice's Apple name in a universal file (`arm64`)."""
     with gc_paused(), MachOFile.open(path, fat_arch) as macho:
-        arch = macho.arch_name if fat_arch is None else fat_arch.arch_name
+        arch = macho.arch_name if fat_arch is None else macho.triple_arch_name
         return convert_image(macho_image(macho, arch), jobs=jobs, progress=progress, little=little)
 
 
@@ -376,18 +376,19 @@ def _convert_path(
     if not slices:
         convert = partial(convert_macho, path, jobs=jobs, progress=progress, little=little)
         return _write(path, output_path, convert, log)
-    for fat_arch in slices:  # as llvm: every slice must read before any is converted
-        MachOFile.open(path, fat_arch).close()
-    chosen = [
-        s
-        for s in slices
-        if not arch_filters or s.arch_name in arch_filters or s.cputype & 0xFFFFFFFF in arch_filters
-    ]
+    # As llvm: every slice must read before any is converted, and a slice is
+    # named (and matched by --arch) by its own header, not its fat_arch entry.
+    chosen: list[tuple[FatArch, str]] = []
+    for fat_arch in slices:
+        with MachOFile.open(path, fat_arch) as image:
+            name, cputype = image.triple_arch_name, image.cputype & 0xFFFFFFFF
+        if not arch_filters or name in arch_filters or cputype in arch_filters:
+            chosen.append((fat_arch, name))
     if not chosen:
         raise StackmarkError(f"{path}: no matching architectures found")
     result: ConversionResult | None = None
-    for fat_arch in chosen:
-        output = f"{output_path}.{fat_arch.arch_name}" if len(chosen) > 1 else output_path
+    for fat_arch, name in chosen:
+        output = f"{output_path}.{name}" if len(chosen) > 1 else output_path
         convert = partial(
             convert_macho, path, fat_arch, jobs=jobs, progress=progress, little=little
         )
