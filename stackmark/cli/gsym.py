@@ -69,7 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     verify = sub.add_parser("verify", help="compare every lookup with the binary's DWARF")
     verify.add_argument("gsym")
-    verify.add_argument("binary")
+    verify.add_argument(
+        "binary",
+        help=(
+            "the ELF or Mach-O file (or .dSYM bundle) it was made from; of a universal "
+            "file, the slice with the GSYM's UUID"
+        ),
+    )
     verify.add_argument(
         "--max-errors", type=int, default=20, help="mismatches to print in full (default 20)"
     )

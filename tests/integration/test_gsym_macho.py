@@ -173,3 +173,32 @@ def test_a_slice_converted_by_several_processes_gives_the_same_bytes(
     assert proc.returncode == 0, proc.stderr
     assert "Loaded 4 functions from DWARF." in proc.stdout
     assert (tmp_path / "ours.gsym").read_bytes() == (tmp_path / "llvm.gsym").read_bytes()
+
+
+def test_verify_finds_the_dwarf_in_a_dsym_or_the_slice_with_the_gsyms_uuid(
+    builds: dict[str, MachOBuild], tmp_path: Path
+) -> None:
+    x86, arm = builds["x86_64"], builds["arm64"]
+    gsym = tmp_path / "x86_64.gsym"
+    assert stackmark_convert(x86.dsym, gsym).returncode == 0
+    fat = lipo([arm.dsym_dwarf, x86.dsym_dwarf], tmp_path / "fat")
+
+    def verify(binary: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*STACKMARK, "gsym", "verify", str(gsym), str(binary)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    for binary in (x86.dsym, fat):
+        proc = verify(binary)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.endswith("functions against the DWARF: OK\n")
+    # The arm64 DWARF is another program's: verify says so.
+    assert "mismatching addresses" in verify(arm.dsym).stdout
+    # A universal file without that UUID is named.
+    other = lipo([arm.dsym_dwarf, builds["arm64_32"].image], tmp_path / "other")
+    proc = verify(other)
+    assert proc.returncode == 1
+    assert f"{other}: no slice has the GSYM's UUID" in proc.stderr
