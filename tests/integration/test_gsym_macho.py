@@ -1,8 +1,9 @@
 """`stackmark gsym convert` on Mach-O files, against llvm-gsymutil-19 --convert.
 
 The fixtures are built at test time (tests/support/macho_build.py): thin
-x86_64 and arm64 executables and dylibs, their .dSYM bundles, the objects
-they were linked from, a 32-bit arm64_32 image, and universal files. For
+x86_64 and arm64 executables (also ones calling a dylib through stubs) and
+dylibs, their .dSYM bundles, the objects they were linked from, a 32-bit
+arm64_32 image, and universal files. For
 each input both tools write their GSYM files next to each other; the files
 must be the same bytes and the logs the same lines (the tools name their
 own output files, so each tool gets the same output name in its own
@@ -32,6 +33,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, MachOBuild]:
         "x86_64-dylib": build_macho(root / "x86_64-dylib", "x86_64", dylib=True),
         "arm64-dylib": build_macho(root / "arm64-dylib", "arm64", dylib=True),
         "arm64_32": build_macho(root / "arm64_32", "arm64_32"),
+        "x86_64-imports": build_macho(root / "x86_64-imports", "x86_64", imports=True),
+        "arm64-imports": build_macho(root / "arm64-imports", "arm64", imports=True),
     }
 
 
@@ -80,7 +83,18 @@ INPUTS = {
 
 
 @pytest.mark.parametrize("kind", sorted(INPUTS))
-@pytest.mark.parametrize("build", ["x86_64", "arm64", "x86_64-dylib", "arm64-dylib", "arm64_32"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        "x86_64",
+        "arm64",
+        "x86_64-dylib",
+        "arm64-dylib",
+        "arm64_32",
+        "x86_64-imports",
+        "arm64-imports",
+    ],
+)
 def test_thin_mach_o_converts_to_llvm_gsymutils_bytes_and_log(
     builds: dict[str, MachOBuild], build: str, kind: str, tmp_path: Path
 ) -> None:

@@ -23,6 +23,7 @@ TARGETS = {
 
 DEBUG_SOURCES = ("macho_inline.c", "macho_names.cpp")
 PLAIN_SOURCES = ("macho_nodebug.c",)
+BINDER_SOURCES = ("macho_stub_binder.c",)
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,18 @@ class MachOBuild:
         return self.dsym / "Contents" / "Resources" / "DWARF" / self.image.name
 
 
-def build_macho(directory: Path, arch: str, *, dylib: bool = False) -> MachOBuild:
-    """Compile the Mach-O fixture sources for `arch`, link, and make the .dSYM."""
+def build_macho(
+    directory: Path, arch: str, *, dylib: bool = False, imports: bool = False
+) -> MachOBuild:
+    """Compile the Mach-O fixture sources for `arch`, link, and make the .dSYM.
+
+    `imports`: macho_nodebug.c goes into a dylib of its own that the image
+    calls through stubs (__stubs, __stub_helper, undefined symbols)."""
     triple, platform, version = TARGETS[arch]
     directory.mkdir(parents=True, exist_ok=True)
     objects = []
-    for source in (*DEBUG_SOURCES, *PLAIN_SOURCES):
+    plain: list[Path] = []
+    for source in (*DEBUG_SOURCES, *PLAIN_SOURCES, *(BINDER_SOURCES if imports else ())):
         compiler = "clang++-19" if source.endswith(".cpp") else "clang-19"
         debug = ["-g"] if source in DEBUG_SOURCES else []
         obj = directory / f"{Path(source).stem}-{arch}.o"
@@ -64,7 +71,29 @@ def build_macho(directory: Path, arch: str, *, dylib: bool = False) -> MachOBuil
             ],
             cwd=directory,
         )
-        objects.append(obj)
+        (objects if source in DEBUG_SOURCES or not imports else plain).append(obj)
+    linked = list(objects)
+    if imports:
+        library = directory / f"libnodebug-{arch}.dylib"
+        run(
+            [
+                require_tool("ld64.lld-19"),
+                "-arch",
+                arch,
+                "-platform_version",
+                platform,
+                version,
+                version,
+                "-dylib",
+                "-install_name",
+                "@rpath/libnodebug.dylib",
+                "-o",
+                library,
+                *plain,
+            ],
+            cwd=directory,
+        )
+        linked.append(library)
     name = f"libprog-{arch}.dylib" if dylib else f"prog-{arch}"
     image = directory / name
     kind = ["-dylib"] if dylib else ["-e", "_entry"]
@@ -80,7 +109,7 @@ def build_macho(directory: Path, arch: str, *, dylib: bool = False) -> MachOBuil
             *kind,
             "-o",
             image,
-            *objects,
+            *linked,
         ],
         cwd=directory,
     )
