@@ -163,17 +163,23 @@ def test_arch_that_matches_no_slice_is_an_error_after_the_input_line(
     assert not (tmp_path / "ours.gsym").exists()
 
 
-def test_a_dsym_bundle_without_its_dwarf_directory_is_named_in_the_error(
+def test_a_dsym_bundle_without_objects_is_named_in_the_error_as_in_llvm(
     tmp_path: Path,
 ) -> None:
     bundle = tmp_path / "empty.dSYM"
     (bundle / "Contents").mkdir(parents=True)
-    mine = stackmark_convert(bundle, tmp_path / "out.gsym")
-    assert mine.returncode == 1
-    assert "Traceback" not in mine.stderr
-    assert f"{bundle}: expected directory 'Contents/Resources/DWARF' in dSYM bundle" in (
-        mine.stderr
-    )
+    for reason in (
+        "expected directory 'Contents/Resources/DWARF' in dSYM bundle",
+        "no objects found in dSYM bundle",
+    ):
+        theirs = llvm_convert_run(bundle, tmp_path / "out.gsym")
+        mine = stackmark_convert(bundle, tmp_path / "out.gsym")
+        assert theirs.returncode == mine.returncode == 1
+        assert mine.stdout == theirs.stdout == f"Input file: {bundle}\n"
+        assert f"error: {bundle}: {reason}" in theirs.stderr
+        assert f"error: {bundle}: {reason}" in mine.stderr
+        assert "Traceback" not in mine.stderr
+        (bundle / "Contents" / "Resources" / "DWARF").mkdir(parents=True, exist_ok=True)
 
 
 def test_a_slice_converted_by_several_processes_gives_the_same_bytes(
