@@ -28,7 +28,10 @@ file, not the slice).
 
     fat = read_universal("app")                 # [] for a thin file
     macho = MachOFile.open("app", fat[1])       # or MachOFile.open("app") if thin
-    macho.arch_name, macho.uuid, macho.segments, macho.sections, macho.symbols()
+    macho.triple_arch_name, macho.uuid          # "arm64", LC_UUID
+    macho.segments, macho.sections              # load commands, read at open
+    macho.symbols()                             # nlist entries, read on demand
+    macho.section(".debug_info")                # __debug_info, for DwarfReader(macho)
 """
 
 from __future__ import annotations
@@ -247,7 +250,8 @@ def llvm_arch_name(cputype: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FatArch:
-    """One slice of a universal file: where it lies in the file, and its CPU."""
+    """One slice of a universal file: where it lies in the file, and the CPU its
+    entry claims (LLVM names and matches a slice by its own mach_header)."""
 
     index: int
     cputype: int
@@ -255,10 +259,6 @@ class FatArch:
     offset: int
     size: int
     align: int
-
-    @property
-    def arch_name(self) -> str:
-        return triple_arch_name(self.cputype, self.cpusubtype)
 
 
 @dataclass(frozen=True, slots=True)
