@@ -83,7 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     convert = sub.add_parser(
         "convert", help="make a GSYM from an ELF or Mach-O file, a .dSYM bundle or a Breakpad .sym"
     )
-    convert.add_argument("input")
+    convert.add_argument(
+        "input",
+        help="an ELF or Mach-O file (thin or universal), a .dSYM bundle, or a Breakpad .sym",
+    )
     convert.add_argument("-o", "--output", help="output path (default: INPUT.gsym)")
     convert.add_argument(
         "-j",
