@@ -94,8 +94,9 @@ class ConversionResult:
     warnings: dict[str, int] = field(default_factory=dict)
     arch: str = ""
     functions: list[FunctionInfo] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-    """What the symbol-table step reported about skipped symbols (llvm's lines)."""
+    symbol_messages: list[str] = field(default_factory=list)
+    """What the symbol-table step reported about skipped symbols (llvm's lines,
+    printed before its count)."""
 
 
 class ConversionFailed(GsymWriteError):
@@ -221,7 +222,7 @@ def convert_image(
     result.dwarf_functions = report.functions
     result.warnings.update(report.warnings)
     creator.uuid = image.uuid
-    result.symbol_functions = image.add_symbols(creator, result.messages)
+    result.symbol_functions = image.add_symbols(creator, result.symbol_messages)
     if little is None:
         little = image.little
     _finish(creator, result, little, progress, records_in_parallel(jobs))
@@ -293,7 +294,7 @@ def log_text(result: ConversionResult, *, breakpad: bool = False) -> str:
     second = "PUBLIC records" if breakpad else "symbol table"
     lines = [
         f"Loaded {result.dwarf_functions} functions from {first}.",
-        *result.messages,
+        *result.symbol_messages,
         f"Loaded {result.symbol_functions} functions from {second}.",
         f"Pruned {result.pruned} functions, ended with {result.total} total",
     ]
