@@ -36,7 +36,7 @@ $(PY): | $(SYS_STAMP)
 
 $(PY_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,lsp]'
+	$(PY) -m pip install -q -e '.[dev,lsp,serve,dask]'
 	@touch $@
 
 setup: $(SYS_STAMP) $(PY_STAMP) editors-setup
