@@ -3,7 +3,7 @@
 The fixtures are built at test time (tests/support/macho_build.py): thin
 x86_64 and arm64 executables (also ones calling a dylib through stubs) and
 dylibs, their .dSYM bundles, the objects they were linked from, a 32-bit
-arm64_32 image, and universal files. For
+arm64_32 image, 32-bit i386 and armv7 objects, and universal files. For
 each input both tools write their GSYM files next to each other; the files
 must be the same bytes and the logs the same lines (the tools name their
 own output files, so each tool gets the same output name in its own
@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.gsymutil import llvm_convert_run
-from tests.support.macho_build import MachOBuild, build_macho, lipo
+from tests.support.macho_build import (
+    DEBUG_SOURCES,
+    OBJECT_TARGETS,
+    MachOBuild,
+    build_macho,
+    compile_macho_object,
+    lipo,
+)
 
 STACKMARK = [sys.executable, "-m", "stackmark"]
 
@@ -120,6 +127,29 @@ def test_a_dsym_gives_dwarf_functions_with_inline_frames_and_mangled_names(
     assert '"_ZN8geometry6scaledEi"' in dump
     assert "macho_inline.c" in dump
     assert "_ZNK8geometry3BoxIiE6volumeEv called from " in dump  # an inlined call
+
+
+@pytest.mark.parametrize("source", DEBUG_SOURCES)
+@pytest.mark.parametrize("arch", sorted(OBJECT_TARGETS))
+def test_32_bit_objects_convert_to_llvm_gsymutils_bytes_and_log(
+    arch: str, source: str, tmp_path: Path
+) -> None:
+    obj = compile_macho_object(tmp_path / "build", arch, source)
+    llvm_dir, our_dir, theirs, mine = both(obj, tmp_path)
+    assert mine == theirs
+    assert "Loaded 0 functions from DWARF." not in mine
+    assert_same_outputs(llvm_dir, our_dir)
+
+
+def test_a_universal_file_of_32_bit_objects_is_named_i386_and_armv7(tmp_path: Path) -> None:
+    objects = [
+        compile_macho_object(tmp_path / "build", arch, "macho_inline.c")
+        for arch in ("i386", "armv7")
+    ]
+    fat = lipo(objects, tmp_path / "fat.o")
+    llvm_dir, our_dir, theirs, mine = both(fat, tmp_path)
+    assert mine == theirs
+    assert assert_same_outputs(llvm_dir, our_dir) == ["out.gsym.armv7", "out.gsym.i386"]
 
 
 def test_a_universal_file_gives_one_gsym_per_slice_named_by_arch(

@@ -118,6 +118,38 @@ def build_macho(
     return MachOBuild(image, objects, dsym)
 
 
+OBJECT_TARGETS = {
+    # 32-bit Mach-O objects for CPUs ld64.lld cannot link for.
+    "i386": "i386-apple-macos10.13",
+    "armv7": "armv7-apple-ios9",
+    "armv7k": "armv7k-apple-watchos4",
+}
+
+
+def compile_macho_object(directory: Path, arch: str, source: str) -> Path:
+    """One fixture source compiled with -g for `arch` (OBJECT_TARGETS), not linked."""
+    directory.mkdir(parents=True, exist_ok=True)
+    compiler = "clang++-19" if source.endswith(".cpp") else "clang-19"
+    obj = directory / f"{Path(source).stem}-{arch}.o"
+    run(
+        [
+            require_tool(compiler),
+            "-target",
+            OBJECT_TARGETS[arch],
+            "-g",
+            "-O2",
+            "-ffreestanding",
+            "-fno-exceptions",
+            "-c",
+            SOURCES / source,
+            "-o",
+            obj,
+        ],
+        cwd=directory,
+    )
+    return obj
+
+
 def lipo(inputs: list[Path], out: Path) -> Path:
     """A universal file of the thin `inputs`."""
     run([require_tool("llvm-lipo-19"), "-create", *inputs, "-output", out])
