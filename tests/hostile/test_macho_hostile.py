@@ -8,6 +8,7 @@ the file, a .dSYM section longer than the file) gives its bytes and log.
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -218,3 +219,26 @@ def test_every_truncation_is_converted_or_refused_with_the_file_named(
             refused += 1
             assert str(path) in str(exc), (length, str(exc))
     assert refused > 0
+
+
+def test_a_fifo_given_to_convert_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    mine = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stackmark",
+            "gsym",
+            "convert",
+            str(fifo),
+            "-o",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert mine.returncode == 1
+    assert f"{fifo}: not a regular file" in mine.stderr

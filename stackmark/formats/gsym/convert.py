@@ -365,6 +365,8 @@ def _convert_path(
     progress: ProgressSink | None,
     arch_filters: Collection[str | int],
 ) -> ConversionResult:
+    if not os.path.isfile(path):  # a FIFO would block the reads below
+        raise StackmarkError(f"{path}: not a regular file")
     if is_breakpad(path):
         convert = partial(convert_breakpad, path, progress=progress, little=little)
         return _write(path, output_path, convert, log, breakpad=True)
