@@ -108,8 +108,9 @@ def build_symbolizer(
     *,
     progress_stream: TextIO | None = None,
 ) -> Symbolizer:
-    """The symbolizer `settings` describe (llvm 19 ignores --obj and reads no GSYM
-    file, so `settings.llvm19` does the same). GSYM cache builds are announced on
+    """The symbolizer `settings` describe (llvm 19 ignores --obj, reads no GSYM
+    file and uses the file at a `.build-id` path whatever its build ID, so
+    `settings.llvm19` does the same). GSYM cache builds are announced on
     `progress_stream` (default stderr)."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -119,6 +120,7 @@ def build_symbolizer(
         objects=[] if settings.llvm19 else list(settings.objects),
         symbol_paths=list(settings.symbol_paths),
         gsym_paths=[] if settings.llvm19 else list(settings.gsym_paths),
+        trust_build_id_paths=settings.llvm19,
         debuginfod=debuginfod,
         cache_size=settings.cache_size,
     )

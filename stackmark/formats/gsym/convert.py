@@ -94,6 +94,8 @@ class ConversionResult:
     warnings: dict[str, int] = field(default_factory=dict)
     arch: str = ""
     functions: list[FunctionInfo] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # warning lines, printed as llvm does
+    segments: list[tuple[int, bytes]] | None = None  # (first address, bytes) with segment_size
     symbol_messages: list[str] = field(default_factory=list)
     """What the symbol-table step reported about skipped symbols (llvm's lines,
     printed before its count)."""
@@ -163,15 +165,23 @@ def convert_elf(
     progress: ProgressSink | None = None,
     little: bool | None = None,
     extras: ExtrasCollector | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
 
     With `extras`, also collects what the cache's extras file needs; the
-    final functions, in file order, are in `result.functions`.
+    final functions, in file order, are in `result.functions`. With
+    `segment_size`, the bytes are cut into `result.segments` instead
+    (stackmark.formats.gsym.segments).
     """
     with gc_paused(), ElfFile.open(path) as elf:
         return convert_image(
-            elf_image(elf), jobs=jobs, progress=progress, little=little, extras=extras
+            elf_image(elf),
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            extras=extras,
+            segment_size=segment_size,
         )
 
 
@@ -182,6 +192,7 @@ def convert_macho(
     jobs: int = 1,
     progress: ProgressSink | None = None,
     little: bool | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the thin Mach-O file at `path`, or its slice `fat_arch`.
 
@@ -189,7 +200,13 @@ def convert_macho(
     (`aarch64`), the slice's Apple name in a universal file (`arm64`)."""
     with gc_paused(), MachOFile.open(path, fat_arch) as macho:
         arch = macho.arch_name if fat_arch is None else macho.triple_arch_name
-        return convert_image(macho_image(macho, arch), jobs=jobs, progress=progress, little=little)
+        return convert_image(
+            macho_image(macho, arch),
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
 
 
 def convert_image(
@@ -199,6 +216,7 @@ def convert_image(
     progress: ProgressSink | None = None,
     little: bool | None = None,
     extras: ExtrasCollector | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order)."""
     from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
@@ -221,11 +239,12 @@ def convert_image(
     )
     result.dwarf_functions = report.functions
     result.warnings.update(report.warnings)
+    result.messages += report.messages
     creator.uuid = image.uuid
     result.symbol_functions = image.add_symbols(creator, result.symbol_messages)
     if little is None:
         little = image.little
-    _finish(creator, result, little, progress, records_in_parallel(jobs))
+    _finish(creator, result, little, progress, records_in_parallel(jobs), segment_size)
     return result
 
 
@@ -234,6 +253,7 @@ def convert_breakpad(
     *,
     progress: ProgressSink | None = None,
     little: bool | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the Breakpad .sym file at `path`."""
     module = read_breakpad(path)
@@ -244,7 +264,7 @@ def convert_breakpad(
     result.symbol_functions = publics
     if little is None:
         little = breakpad_is_little_endian(module)
-    _finish(creator, result, little, progress)
+    _finish(creator, result, little, progress, segment_size=segment_size)
     return result
 
 
@@ -254,8 +274,10 @@ def _finish(
     little: bool,
     progress: ProgressSink | None,
     records: RecordEncoder | None = None,
+    segment_size: int | None = None,
 ) -> None:
-    """Finalize and encode (the records with `records`, else in this process)."""
+    """Finalize and encode (the records with `records`, else in this process;
+    in segments of about `segment_size` bytes when given)."""
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
@@ -263,6 +285,16 @@ def _finish(
     for key, count in report.warnings.items():
         result.warnings[key] = result.warnings.get(key, 0) + count
     total = len(creator.functions)
+    if segment_size is not None:
+        from stackmark.formats.gsym.segments import encode_segments
+
+        try:
+            result.segments = encode_segments(creator, segment_size, little=little)
+        except GsymWriteError as exc:
+            raise ConversionFailed(str(exc), result) from None
+        if progress is not None:
+            progress.finish()
+        return
 
     def encode_progress(done: int) -> None:
         if progress is not None:
@@ -288,18 +320,30 @@ def _finish(
         progress.finish()
 
 
-def log_text(result: ConversionResult, *, breakpad: bool = False) -> str:
+QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
+"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
+(the summary lines, the categories, the DWO warnings) all the same."""
+
+
+QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
+"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
+(the summary lines, the categories, the DWO warnings) all the same."""
+
+
+def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = False) -> str:
     """llvm-gsymutil's lines after "Output file (...): NAME"."""
     first = "FUNC records" if breakpad else "DWARF"
     second = "PUBLIC records" if breakpad else "symbol table"
     lines = [
+        *result.messages,
         f"Loaded {result.dwarf_functions} functions from {first}.",
         *result.symbol_messages,
         f"Loaded {result.symbol_functions} functions from {second}.",
         f"Pruned {result.pruned} functions, ended with {result.total} total",
     ]
     for category in sorted(result.warnings):
-        lines.append(f"{category} occurred {result.warnings[category]} time(s)")
+        if not (quiet and category in QUIET_CATEGORIES):
+            lines.append(f"{category} occurred {result.warnings[category]} time(s)")
     return "\n".join(lines) + "\n"
 
 
@@ -324,9 +368,11 @@ def convert_file(
     output_path: str,
     *,
     log: TextIO | None = None,
+    quiet: bool = False,
     jobs: int = 0,
     big_endian: bool | None = None,
     progress: ProgressSink | None = None,
+    segment_size: int | None = None,
     arch_filters: Collection[str | int] = (),
 ) -> ConversionResult:
     """Convert `input_path`, write `output_path`, print llvm's log; returns the
@@ -335,17 +381,21 @@ def convert_file(
     The input is an ELF file, a Breakpad .sym, a Mach-O file (each slice of a
     universal file, or those `arch_filters` names by arch name or CPU type,
     is written to `output_path` + "." + arch when there are several), or a
-    .dSYM bundle (each file inside is converted to `output_path`).
+    .dSYM bundle (each file inside is converted to `output_path`). The log is
+    as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
+    segment files `output_path-0x<first address>` are written instead, as
+    llvm does.
     """
     if log is not None:
         log.write(f"Input file: {input_path}\n")
     members = dsym_members(input_path)
     result: ConversionResult | None = None
+    output = _Output(log, quiet, segment_size)
     for path in members or [input_path]:
         result = _convert_path(
             path,
             output_path,
-            log=log,
+            output,
             jobs=jobs,
             little=None if big_endian is None else not big_endian,
             progress=progress,
@@ -355,11 +405,20 @@ def convert_file(
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """How results are written: the log (and --quiet), segments."""
+
+    log: TextIO | None
+    quiet: bool
+    segment_size: int | None
+
+
 def _convert_path(
     path: str,
     output_path: str,
+    out: _Output,
     *,
-    log: TextIO | None,
     jobs: int,
     little: bool | None,
     progress: ProgressSink | None,
@@ -367,18 +426,35 @@ def _convert_path(
 ) -> ConversionResult:
     if not os.path.isfile(path):  # a FIFO would block the reads below
         raise StackmarkError(f"{path}: not a regular file")
+    segment_size = out.segment_size
     if is_breakpad(path):
-        convert = partial(convert_breakpad, path, progress=progress, little=little)
-        return _write(path, output_path, convert, log, breakpad=True)
+        convert = partial(
+            convert_breakpad, path, progress=progress, little=little, segment_size=segment_size
+        )
+        return _write(path, output_path, convert, out, breakpad=True)
     if is_elf(path):
-        convert = partial(convert_elf, path, jobs=jobs, progress=progress, little=little)
-        return _write(path, output_path, convert, log)
+        convert = partial(
+            convert_elf,
+            path,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+        return _write(path, output_path, convert, out)
     if not is_macho(path):
         raise StackmarkError(f"{path}: neither an ELF file, a Mach-O file nor a Breakpad .sym file")
     slices = read_universal(path)
     if not slices:
-        convert = partial(convert_macho, path, jobs=jobs, progress=progress, little=little)
-        return _write(path, output_path, convert, log)
+        convert = partial(
+            convert_macho,
+            path,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+        return _write(path, output_path, convert, out)
     # As llvm: every slice must read before any is converted, and a slice is
     # named (and matched by --arch) by its own header, not its fat_arch entry.
     chosen: list[tuple[FatArch, str]] = []
@@ -393,9 +469,15 @@ def _convert_path(
     for fat_arch, name in chosen:
         output = f"{output_path}.{name}" if len(chosen) > 1 else output_path
         convert = partial(
-            convert_macho, path, fat_arch, jobs=jobs, progress=progress, little=little
+            convert_macho,
+            path,
+            fat_arch,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
         )
-        result = _write(path, output, convert, log)
+        result = _write(path, output, convert, out)
     assert result is not None
     return result
 
@@ -404,26 +486,33 @@ def _write(
     path: str,
     output_path: str,
     convert: Callable[[], ConversionResult],
-    log: TextIO | None,
+    out: _Output,
     *,
     breakpad: bool = False,
 ) -> ConversionResult:
     """Run `convert`, write its GSYM to `output_path` and llvm's log lines for it
     (also when nothing can be written: then the counts, and the error)."""
+    log = out.log
     try:
         result = convert()
     except ConversionFailed as exc:
         if log is not None:
             log.write(f"Output file ({exc.result.arch}): {output_path}\n")
-            log.write(log_text(exc.result, breakpad=breakpad))
+            log.write(log_text(exc.result, breakpad=breakpad, quiet=out.quiet))
         hint = " (no DWARF functions and no function symbols)" if "no functions" in str(exc) else ""
         raise GsymWriteError(f"{path}: {exc}{hint}") from None
     except GsymWriteError as exc:
         raise GsymWriteError(f"{path}: {exc}") from None
-    write_atomically(output_path, result.data)
+    if result.segments is not None:
+        from stackmark.formats.gsym.segments import segment_path
+
+        for first_address, data in result.segments:
+            write_atomically(segment_path(output_path, first_address), data)
+    else:
+        write_atomically(output_path, result.data)
     if log is not None:
         log.write(f"Output file ({result.arch}): {output_path}\n")
-        log.write(log_text(result, breakpad=breakpad))
+        log.write(log_text(result, breakpad=breakpad, quiet=out.quiet))
     return result
 
 
