@@ -1,4 +1,4 @@
-"""`DwarfReader`: the entry point to the DWARF of one ELF (or Mach-O) file.
+"""`DwarfReader`: the entry point to the DWARF of one ELF file.
 
     reader = DwarfReader.open("prog")          # or DwarfReader(ElfFile.open(...))
     unit = reader.unit_for_address(0x1234)     # via .debug_aranges, nothing else parsed
@@ -48,7 +48,11 @@ from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section, SectionSource
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
-from stackmark.elf_relocations import relocated_section_data, relocation_sections
+from stackmark.elf_relocations import (
+    relocated_places,
+    relocated_section_data,
+    relocation_sections,
+)
 from stackmark.errors import FormatError
 
 
@@ -86,6 +90,7 @@ class DwarfReader:
         self._address_ranges: AddressRanges | None = None
         self._dwo_readers: dict[str, DwarfReader | None] = {}
         self._dwp: tuple[ElfFile, UnitIndex] | None = None
+        self._places: dict[str, dict[int, int]] = {}
         self._dwp_loaded = False
         self._type_units: dict[int, int] | None = None
         self._supplementary: DwarfReader | None = None
@@ -118,6 +123,20 @@ class DwarfReader:
                 )
             start, end = start + offset, start + offset + size
         return Section(name, buf, start, end, self.name)
+
+    def relocated_places(self, name: str) -> dict[int, int]:
+        """In a relocatable object: offset of each relocated place of section `name`
+        -> the index of the section its symbol is in (empty for other files)."""
+        places = self._places.get(name)
+        if places is None:
+            elf = self.elf
+            places = {}
+            if isinstance(elf, ElfFile) and elf.e_type == ET_REL:
+                section = elf.section(name)
+                if section is not None:
+                    places = relocated_places(elf, section)
+            self._places[name] = places
+        return places
 
     @property
     def has_info(self) -> bool:
