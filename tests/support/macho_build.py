@@ -49,7 +49,7 @@ def build_macho(
     calls through stubs (__stubs, __stub_helper, undefined symbols)."""
     triple, platform, version = TARGETS[arch]
     directory.mkdir(parents=True, exist_ok=True)
-    objects = []
+    objects: list[Path] = []
     plain: list[Path] = []
     for source in (*DEBUG_SOURCES, *PLAIN_SOURCES, *(BINDER_SOURCES if imports else ())):
         compiler = "clang++-19" if source.endswith(".cpp") else "clang-19"
