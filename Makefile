@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-22 \
-                clang-19 libclang-rt-19-dev \
+                clang-19 libclang-rt-19-dev lld-19 \
                 elfutils debuginfod python3-venv \
                 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
                 neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64

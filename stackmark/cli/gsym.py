@@ -7,7 +7,9 @@ stackmark gsym lookup ... --merged-functions  also the functions folded into the
                                               one at each address (llvm 20+'s text)
 stackmark gsym dump FILE.gsym                 everything, as llvm-gsymutil prints it
 stackmark gsym verify FILE.gsym BINARY        our lookups against the DWARF
-stackmark gsym convert INPUT -o OUT.gsym      from ELF (DWARF + symbols) or Breakpad
+stackmark gsym convert INPUT -o OUT.gsym      from ELF or Mach-O (DWARF + symbols), a
+                                              .dSYM bundle, or Breakpad; --arch picks
+                                              slices of a universal file
 """
 
 from __future__ import annotations
@@ -67,13 +69,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     verify = sub.add_parser("verify", help="compare every lookup with the binary's DWARF")
     verify.add_argument("gsym")
-    verify.add_argument("binary")
+    verify.add_argument(
+        "binary",
+        help=(
+            "the ELF or Mach-O file (or .dSYM bundle) it was made from; of a universal "
+            "file, the slice with the GSYM's UUID"
+        ),
+    )
     verify.add_argument(
         "--max-errors", type=int, default=20, help="mismatches to print in full (default 20)"
     )
 
-    convert = sub.add_parser("convert", help="make a GSYM from an ELF file or a Breakpad .sym")
-    convert.add_argument("input")
+    convert = sub.add_parser(
+        "convert", help="make a GSYM from an ELF or Mach-O file, a .dSYM bundle or a Breakpad .sym"
+    )
+    convert.add_argument(
+        "input",
+        help="an ELF or Mach-O file (thin or universal), a .dSYM bundle, or a Breakpad .sym",
+    )
     convert.add_argument("-o", "--output", help="output path (default: INPUT.gsym)")
     convert.add_argument(
         "-j",
@@ -83,6 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=(
             "processes for the DWARF units and for encoding the records "
             "(default: one per core on large inputs)"
+        ),
+    )
+    convert.add_argument(
+        "--arch",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help=(
+            "of a universal (fat) Mach-O file, convert only this slice: an arch name "
+            "(arm64, x86_64, armv7) or a CPU type number; repeatable. Without it every "
+            "slice is converted. With more than one slice, each goes to OUT.<arch>"
         ),
     )
     convert.add_argument(
@@ -337,6 +361,17 @@ def _progress_printer() -> Progress:
     return Progress(sys.stderr)
 
 
+def _arch_filters(texts: list[str]) -> set[str | int]:
+    """What `--arch` values match: each as a name, and as a CPU type number when
+    it reads as an unsigned 32-bit integer (as llvm-gsymutil reads it)."""
+    filters: set[str | int] = set(texts)
+    for text in texts:
+        number = parse_address(text)
+        if number is not None and number < 1 << 32:
+            filters.add(number)
+    return filters
+
+
 def _segment_size(text: str) -> int:
     """A size as llvm's to_integer reads it: decimal, 0x hex or 0 octal, above 0."""
     try:
@@ -365,6 +400,7 @@ def _convert(args: argparse.Namespace) -> int:
         segment_size=args.segment_size,
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),
+        arch_filters=_arch_filters(args.arch),
     )
     keep_until_exit(result)
     return 0

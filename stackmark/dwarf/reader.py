@@ -39,12 +39,13 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
+from typing import Any
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.dwp import Contributions, UnitIndex
-from stackmark.dwarf.sections import Section
+from stackmark.dwarf.sections import Section, SectionSource
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
 from stackmark.elf_relocations import (
@@ -56,9 +57,16 @@ from stackmark.errors import FormatError
 
 
 class DwarfReader:
-    """Lazy access to the DWARF sections of one ELF file (or one .dwo file)."""
+    """Lazy access to the DWARF sections of one ELF file (or one .dwo file, or one
+    Mach-O image: `elf` is any `SectionSource`)."""
 
-    def __init__(self, elf: ElfFile, *, is_dwo: bool = False, windows: Contributions | None = None):
+    def __init__(
+        self,
+        elf: SectionSource[Any],
+        *,
+        is_dwo: bool = False,
+        windows: Contributions | None = None,
+    ):
         """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp)."""
         self.elf = elf
         self.name = elf.name
@@ -124,10 +132,11 @@ class DwarfReader:
         places = self._places.get(name)
         if places is None:
             elf = self.elf
-            section = None
+            places = {}
             if isinstance(elf, ElfFile) and elf.e_type == ET_REL:
                 section = elf.section(name)
-            places = relocated_places(elf, section) if section is not None else {}
+                if section is not None:
+                    places = relocated_places(elf, section)
             self._places[name] = places
         return places
 

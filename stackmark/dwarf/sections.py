@@ -11,12 +11,34 @@ from __future__ import annotations
 import mmap
 import struct
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias, TypeVar
 
 from stackmark.errors import FormatError
 
 Buffer: TypeAlias = bytes | mmap.mmap
 ByteOrder: TypeAlias = Literal["little", "big"]
+
+_Header = TypeVar("_Header")
+
+
+class SectionSource(Protocol[_Header]):
+    """The object file a `DwarfReader` reads: `stackmark.elf.ElfFile` or
+    `stackmark.macho.MachOFile`. Sections are asked for by their ELF names
+    (`.debug_info`); a Mach-O file maps them to `__debug_info`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def endian(self) -> str: ...
+
+    def section(self, name: str) -> _Header | None: ...
+
+    def section_buffer(self, section: _Header) -> tuple[Buffer, int, int]: ...
+
+    def section_data(self, section: str) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 def byteorder(endian: str) -> ByteOrder:

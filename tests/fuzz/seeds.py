@@ -5,7 +5,7 @@ markup logs printed by the markup fixture program and the markup lines the
 unit tests use; GSYM files converted from fixture programs; the `.sframe`
 sections of tests/fixtures/sframe; the CBF and image-map vectors of the unit
 tests; Breakpad files; small ELF programs with DWARF (plain, compressed
-sections, DWARF 4); HTTP responses a debuginfod server may send.
+sections, DWARF 4); Mach-O images and a universal file; HTTP responses a debuginfod server may send.
 
 `seed_directory(target)` writes them once under build/fuzz/<target>/seeds
 and rewrites them when the fixture sources or this file change.
@@ -175,6 +175,21 @@ def elf_seeds() -> list[bytes]:
     return [path.read_bytes() for path in elf_programs()]
 
 
+def macho_seeds() -> list[bytes]:
+    """Mach-O images built from the Mach-O fixtures: an x86_64 executable, the
+    arm64 and 32-bit arm64_32 .dSYM DWARF files, and a universal file of two."""
+    from tests.support.macho_build import build_macho, lipo
+
+    with tempfile.TemporaryDirectory(prefix="stackmark-macho-seeds-") as tmp:
+        root = Path(tmp)
+        x86 = build_macho(root / "x86_64", "x86_64")
+        arm = build_macho(root / "arm64", "arm64")
+        arm32 = build_macho(root / "arm64_32", "arm64_32")
+        fat = lipo([x86.image, arm.dsym_dwarf], root / "fat")
+        paths = [x86.image, arm.dsym_dwarf, arm32.dsym_dwarf, fat]
+        return [path.read_bytes() for path in paths]
+
+
 def cfi_seeds() -> list[bytes]:
     return [*elf_seeds()[:1], (REPO / "tests/fixtures/sframe/edge-x86_64-v3").read_bytes()]
 
@@ -208,6 +223,7 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "imagemap": imagemap_seeds,
     "breakpad": breakpad_seeds,
     "elf": elf_seeds,
+    "macho": macho_seeds,
     "cfi": cfi_seeds,
     "debuginfod": debuginfod_seeds,
 }

@@ -354,6 +354,33 @@ def run_elf(data: bytes) -> None:
         convert_elf(path)  # what the GSYM cache does with a downloaded file
 
 
+def _prepare_macho() -> None:
+    from stackmark import macho  # noqa: F401
+    from stackmark.formats.gsym import convert  # noqa: F401
+
+
+def run_macho(data: bytes) -> None:
+    """The Mach-O reader on its own, then `gsym convert` on the file (every
+    slice of a universal file), as a user runs it."""
+    from stackmark.formats.gsym.convert import convert_file
+    from stackmark.macho import MachOFile, parse_universal
+
+    with contextlib.suppress(StackmarkError):
+        slices = parse_universal(data, "fuzz.macho") or [None]
+        for fat_arch in slices:
+            with contextlib.suppress(StackmarkError):
+                macho = MachOFile(data, "fuzz.macho", fat_arch)
+                for section in macho.sections:
+                    with contextlib.suppress(StackmarkError):
+                        macho.section_data(section)
+                for symbol in macho.symbols():
+                    with contextlib.suppress(StackmarkError):
+                        macho.symbol_section(symbol)
+    path = _write(data, "fuzz.macho")
+    with contextlib.suppress(StackmarkError):
+        convert_file(path, str(_WORK / "fuzz.macho.gsym"), jobs=1)
+
+
 def run_cfi(data: bytes) -> None:
     from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes
     from stackmark.formats.sframe.reader import parse_sframe
@@ -464,6 +491,7 @@ TARGETS: dict[str, Target] = {
         Target("imagemap", run_imagemap, _prepare_imagemap, 2048, "image-map decoder"),
         Target("breakpad", run_breakpad, _prepare_breakpad, 8192, "Breakpad reader"),
         Target("elf", run_elf, _prepare_elf, 1 << 17, "ELF, DWARF, symbol table"),
+        Target("macho", run_macho, _prepare_macho, 1 << 16, "Mach-O, universal, gsym convert"),
         Target("cfi", run_cfi, _prepare_cfi, 1 << 17, "SFrame from CFI (pyelftools)"),
         Target("debuginfod", run_debuginfod, _prepare_debuginfod, 1 << 17, "debuginfod"),
     )

@@ -35,3 +35,25 @@ def llvm_lookups(gsym: Path, addresses: list[int]) -> str:
 def llvm_lookup_blocks(gsym: Path, addresses: list[int]) -> list[str]:
     """`llvm_lookups` cut into one block of lines per address."""
     return llvm_lookups(gsym, addresses).split("\n\n")[: len(addresses)]
+
+
+def llvm_convert_run(
+    binary: Path, out: Path, *options: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`llvm-gsymutil-19 --convert binary -o out --num-threads=1 [options]`, not
+    checked: its exit status, stdout (the log) and stderr (the error)."""
+    return subprocess.run(
+        [
+            require_tool(GSYMUTIL),
+            "--convert",
+            str(binary),
+            "-o",
+            str(out),
+            "--num-threads=1",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )

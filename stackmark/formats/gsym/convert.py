@@ -1,10 +1,17 @@
-"""Make a GSYM file from an ELF file (DWARF + symbol table) or a Breakpad .sym.
+"""Make a GSYM file from an ELF or Mach-O file (DWARF + symbol table) or a Breakpad .sym.
 
-For ELF input this is llvm-gsymutil's `--convert` pipeline: header values
-and text ranges from the ELF, DWARF functions unit by unit, then
-symbol-table functions, then `finalize` and `encode`; the output is the
-same bytes as `llvm-gsymutil-19 --convert --num-threads=1`. The log it
-prints (`log`) has llvm-gsymutil's lines.
+For an object file this is llvm-gsymutil's `--convert` pipeline: header
+values and text ranges from the file's headers, DWARF functions unit by
+unit, then symbol-table functions, then `finalize` and `encode`; the output
+is the same bytes as `llvm-gsymutil-19 --convert --num-threads=1`. The log
+it prints (`log`) has llvm-gsymutil's lines. Each format gives the pipeline
+an `ObjectImage` (its sections for the DWARF reader, and what its headers
+and symbol table hold); the pipeline itself is the same for all.
+
+Mach-O inputs, as llvm-gsymutil takes them: a thin file; a universal
+(fat) file, one GSYM per slice (`OUT.<arch>` when more than one slice is
+converted; `arch_filters` picks slices by name or CPU type); a `.dSYM`
+bundle, whose Contents/Resources/DWARF/ files are converted in turn.
 
 Large inputs are converted with one process per core over the compile
 units (`jobs`); the result does not depend on the number of processes.
@@ -18,16 +25,23 @@ import contextlib
 import gc
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from functools import partial
+from typing import Any, Protocol, TextIO
 
+from stackmark.dwarf.sections import SectionSource
 from stackmark.elf import ElfFile, is_elf
 from stackmark.errors import StackmarkError
 from stackmark.formats.breakpad import is_breakpad, read_breakpad
 from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, RecordEncoder
 from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+from stackmark.formats.gsym.from_macho import (
+    add_macho_symbols,
+    macho_base_address,
+    macho_text_ranges,
+)
 from stackmark.formats.gsym.from_symtab import (
     add_symbol_table,
     build_id_uuid,
@@ -35,6 +49,8 @@ from stackmark.formats.gsym.from_symtab import (
     text_ranges,
 )
 from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.ranges import Range
+from stackmark.macho import FatArch, MachOFile, dsym_members, is_macho, read_universal
 
 
 @contextlib.contextmanager
@@ -80,6 +96,66 @@ class ConversionResult:
     functions: list[FunctionInfo] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # warning lines, printed as llvm does
     segments: list[tuple[int, bytes]] | None = None  # (first address, bytes) with segment_size
+    symbol_messages: list[str] = field(default_factory=list)
+    """What the symbol-table step reported about skipped symbols (llvm's lines,
+    printed before its count)."""
+
+
+class ConversionFailed(GsymWriteError):
+    """The functions found cannot be written; `result` has the counts for the log."""
+
+    def __init__(self, message: str, result: ConversionResult):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(slots=True)
+class ObjectImage:
+    """One object file as the conversion pipeline takes it.
+
+    `sections` feeds the DWARF reader (`reopen` opens it again in a worker
+    process); the rest is what llvm-gsymutil reads from the file's headers
+    and symbol table. `add_symbols(creator, messages)` adds the symbol-table
+    functions and returns how many.
+    """
+
+    sections: SectionSource[Any]
+    reopen: Callable[[], SectionSource[Any]]
+    arch: str
+    little: bool
+    base_address: int | None
+    text_ranges: list[Range]
+    uuid: bytes
+    add_symbols: Callable[[GsymCreator, list[str]], int]
+
+
+def elf_image(elf: ElfFile) -> ObjectImage:
+    """The pipeline's view of an ELF file (see from_symtab)."""
+    return ObjectImage(
+        elf,
+        partial(ElfFile.open, elf.name),
+        elf.machine_name,
+        elf.endian == "<",
+        image_base_address(elf),
+        text_ranges(elf),
+        build_id_uuid(elf),
+        lambda creator, _messages: add_symbol_table(creator, elf),
+    )
+
+
+def macho_image(macho: MachOFile, arch: str) -> ObjectImage:
+    """The pipeline's view of a Mach-O image (see from_macho); `arch` names it in the log."""
+    index = None if macho.fat_arch is None else macho.fat_arch.index
+    return ObjectImage(
+        macho,
+        partial(MachOFile.open_slice, macho.name, index),
+        arch,
+        macho.endian == "<",
+        macho_base_address(macho),
+        macho_text_ranges(macho),
+        macho.uuid,
+        lambda creator, messages: add_macho_symbols(creator, macho, messages),
+    )
 
 
 def convert_elf(
@@ -98,9 +174,9 @@ def convert_elf(
     `segment_size`, the bytes are cut into `result.segments` instead
     (stackmark.formats.gsym.segments).
     """
-    with gc_paused():
-        return _convert_elf(
-            path,
+    with gc_paused(), ElfFile.open(path) as elf:
+        return convert_image(
+            elf_image(elf),
             jobs=jobs,
             progress=progress,
             little=little,
@@ -109,39 +185,65 @@ def convert_elf(
         )
 
 
-def _convert_elf(
+def convert_macho(
     path: str,
+    fat_arch: FatArch | None = None,
     *,
-    jobs: int,
-    progress: ProgressSink | None,
-    little: bool | None,
-    extras: ExtrasCollector | None,
+    jobs: int = 1,
+    progress: ProgressSink | None = None,
+    little: bool | None = None,
     segment_size: int | None = None,
 ) -> ConversionResult:
-    from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
+    """GSYM bytes for the thin Mach-O file at `path`, or its slice `fat_arch`.
 
-    elf = ElfFile.open(path)
-    try:
-        if jobs == 0:
-            jobs = default_jobs(elf)
-        creator = GsymCreator()
-        creator.base_address = image_base_address(elf)
-        ranges = text_ranges(elf)
-        if ranges:
-            creator.set_text_ranges(ranges)
-        result = ConversionResult(b"", arch=elf.machine_name)
-        report = convert_dwarf(elf, creator, jobs=jobs, progress=progress, extras=extras)
-        result.dwarf_functions = report.functions
-        result.warnings.update(report.warnings)
-        result.messages += report.messages
-        creator.uuid = build_id_uuid(elf)
-        result.symbol_functions = add_symbol_table(creator, elf)
-        if little is None:
-            little = elf.endian == "<"
-    finally:
-        elf.close()
+    The log's arch name is LLVM's: the generic one for a thin file
+    (`aarch64`), the slice's Apple name in a universal file (`arm64`)."""
+    with gc_paused(), MachOFile.open(path, fat_arch) as macho:
+        arch = macho.arch_name if fat_arch is None else macho.triple_arch_name
+        return convert_image(
+            macho_image(macho, arch),
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+
+
+def convert_image(
+    image: ObjectImage,
+    *,
+    jobs: int = 1,
+    progress: ProgressSink | None = None,
+    little: bool | None = None,
+    extras: ExtrasCollector | None = None,
+    segment_size: int | None = None,
+) -> ConversionResult:
+    """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order)."""
+    from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
     from stackmark.formats.gsym.parallel_records import records_in_parallel
 
+    if jobs == 0:
+        jobs = default_jobs(image.sections)
+    creator = GsymCreator()
+    creator.base_address = image.base_address
+    if image.text_ranges:
+        creator.set_text_ranges(image.text_ranges)
+    result = ConversionResult(b"", arch=image.arch)
+    report = convert_dwarf(
+        image.sections,
+        creator,
+        jobs=jobs,
+        progress=progress,
+        extras=extras,
+        reopen=image.reopen,
+    )
+    result.dwarf_functions = report.functions
+    result.warnings.update(report.warnings)
+    result.messages += report.messages
+    creator.uuid = image.uuid
+    result.symbol_functions = image.add_symbols(creator, result.symbol_messages)
+    if little is None:
+        little = image.little
     _finish(creator, result, little, progress, records_in_parallel(jobs), segment_size)
     return result
 
@@ -186,7 +288,10 @@ def _finish(
     if segment_size is not None:
         from stackmark.formats.gsym.segments import encode_segments
 
-        result.segments = encode_segments(creator, segment_size, little=little)
+        try:
+            result.segments = encode_segments(creator, segment_size, little=little)
+        except GsymWriteError as exc:
+            raise ConversionFailed(str(exc), result) from None
         if progress is not None:
             progress.finish()
         return
@@ -197,19 +302,27 @@ def _finish(
 
     from stackmark.formats.gsym.creator import encode_gsym
 
-    result.data = encode_gsym(
-        creator.functions,
-        files=creator.files,
-        strtab=creator.string_table(),
-        uuid=creator.uuid,
-        base_address=creator.base_address,
-        little=little,
-        finalized=True,
-        progress=encode_progress,
-        records=records,
-    )
+    try:
+        result.data = encode_gsym(
+            creator.functions,
+            files=creator.files,
+            strtab=creator.string_table(),
+            uuid=creator.uuid,
+            base_address=creator.base_address,
+            little=little,
+            finalized=True,
+            progress=encode_progress,
+            records=records,
+        )
+    except GsymWriteError as exc:
+        raise ConversionFailed(str(exc), result) from None
     if progress is not None:
         progress.finish()
+
+
+QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
+"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
+(the summary lines, the categories, the DWO warnings) all the same."""
 
 
 QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
@@ -224,6 +337,7 @@ def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = 
     lines = [
         *result.messages,
         f"Loaded {result.dwarf_functions} functions from {first}.",
+        *result.symbol_messages,
         f"Loaded {result.symbol_functions} functions from {second}.",
         f"Pruned {result.pruned} functions, ended with {result.total} total",
     ]
@@ -259,30 +373,136 @@ def convert_file(
     big_endian: bool | None = None,
     progress: ProgressSink | None = None,
     segment_size: int | None = None,
+    arch_filters: Collection[str | int] = (),
 ) -> ConversionResult:
-    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log
-    (with `quiet`, as llvm-gsymutil --quiet prints it). With `segment_size`, write
-    the segment files `output_path-0x<first address>` instead, as llvm does."""
-    little = None if big_endian is None else not big_endian
-    breakpad = is_breakpad(input_path)
+    """Convert `input_path`, write `output_path`, print llvm's log; returns the
+    result of the last file written.
+
+    The input is an ELF file, a Breakpad .sym, a Mach-O file (each slice of a
+    universal file, or those `arch_filters` names by arch name or CPU type,
+    is written to `output_path` + "." + arch when there are several), or a
+    .dSYM bundle (each file inside is converted to `output_path`). The log is
+    as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
+    segment files `output_path-0x<first address>` are written instead, as
+    llvm does.
+    """
+    if log is not None:
+        log.write(f"Input file: {input_path}\n")
+    members = dsym_members(input_path)
+    result: ConversionResult | None = None
+    output = _Output(log, quiet, segment_size)
+    for path in members or [input_path]:
+        result = _convert_path(
+            path,
+            output_path,
+            output,
+            jobs=jobs,
+            little=None if big_endian is None else not big_endian,
+            progress=progress,
+            arch_filters=arch_filters,
+        )
+    assert result is not None
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """How results are written: the log (and --quiet), segments."""
+
+    log: TextIO | None
+    quiet: bool
+    segment_size: int | None
+
+
+def _convert_path(
+    path: str,
+    output_path: str,
+    out: _Output,
+    *,
+    jobs: int,
+    little: bool | None,
+    progress: ProgressSink | None,
+    arch_filters: Collection[str | int],
+) -> ConversionResult:
+    if not os.path.isfile(path):  # a FIFO would block the reads below
+        raise StackmarkError(f"{path}: not a regular file")
+    segment_size = out.segment_size
+    if is_breakpad(path):
+        convert = partial(
+            convert_breakpad, path, progress=progress, little=little, segment_size=segment_size
+        )
+        return _write(path, output_path, convert, out, breakpad=True)
+    if is_elf(path):
+        convert = partial(
+            convert_elf,
+            path,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+        return _write(path, output_path, convert, out)
+    if not is_macho(path):
+        raise StackmarkError(f"{path}: neither an ELF file, a Mach-O file nor a Breakpad .sym file")
+    slices = read_universal(path)
+    if not slices:
+        convert = partial(
+            convert_macho,
+            path,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+        return _write(path, output_path, convert, out)
+    # As llvm: every slice must read before any is converted, and a slice is
+    # named (and matched by --arch) by its own header, not its fat_arch entry.
+    chosen: list[tuple[FatArch, str]] = []
+    for fat_arch in slices:
+        with MachOFile.open(path, fat_arch) as image:
+            name, cputype = image.triple_arch_name, image.cputype & 0xFFFFFFFF
+        if not arch_filters or name in arch_filters or cputype in arch_filters:
+            chosen.append((fat_arch, name))
+    if not chosen:
+        raise StackmarkError(f"{path}: no matching architectures found")
+    result: ConversionResult | None = None
+    for fat_arch, name in chosen:
+        output = f"{output_path}.{name}" if len(chosen) > 1 else output_path
+        convert = partial(
+            convert_macho,
+            path,
+            fat_arch,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            segment_size=segment_size,
+        )
+        result = _write(path, output, convert, out)
+    assert result is not None
+    return result
+
+
+def _write(
+    path: str,
+    output_path: str,
+    convert: Callable[[], ConversionResult],
+    out: _Output,
+    *,
+    breakpad: bool = False,
+) -> ConversionResult:
+    """Run `convert`, write its GSYM to `output_path` and llvm's log lines for it
+    (also when nothing can be written: then the counts, and the error)."""
+    log = out.log
     try:
-        if breakpad:
-            result = convert_breakpad(
-                input_path, progress=progress, little=little, segment_size=segment_size
-            )
-        elif is_elf(input_path):
-            result = convert_elf(
-                input_path,
-                jobs=jobs,
-                progress=progress,
-                little=little,
-                segment_size=segment_size,
-            )
-        else:
-            raise StackmarkError(f"{input_path}: neither an ELF file nor a Breakpad .sym file")
-    except GsymWriteError as exc:
+        result = convert()
+    except ConversionFailed as exc:
+        if log is not None:
+            log.write(f"Output file ({exc.result.arch}): {output_path}\n")
+            log.write(log_text(exc.result, breakpad=breakpad, quiet=out.quiet))
         hint = " (no DWARF functions and no function symbols)" if "no functions" in str(exc) else ""
-        raise GsymWriteError(f"{input_path}: {exc}{hint}") from None
+        raise GsymWriteError(f"{path}: {exc}{hint}") from None
+    except GsymWriteError as exc:
+        raise GsymWriteError(f"{path}: {exc}") from None
     if result.segments is not None:
         from stackmark.formats.gsym.segments import segment_path
 
@@ -291,19 +511,24 @@ def convert_file(
     else:
         write_atomically(output_path, result.data)
     if log is not None:
-        log.write(f"Input file: {input_path}\n")
         log.write(f"Output file ({result.arch}): {output_path}\n")
-        log.write(log_text(result, breakpad=breakpad, quiet=quiet))
+        log.write(log_text(result, breakpad=breakpad, quiet=out.quiet))
     return result
 
 
 __all__ = [
+    "ConversionFailed",
     "ConversionResult",
     "GsymWriteError",
+    "ObjectImage",
     "convert_breakpad",
     "convert_elf",
     "convert_file",
+    "convert_image",
+    "convert_macho",
+    "elf_image",
     "gc_paused",
     "log_text",
+    "macho_image",
     "write_atomically",
 ]

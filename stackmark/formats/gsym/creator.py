@@ -305,6 +305,9 @@ def encode_gsym(
         raise GsymWriteError("GsymCreator wasn't finalized prior to encoding")
     if len(uuid) > MAX_UUID_SIZE:
         raise GsymWriteError(f"invalid UUID size {len(uuid)}")
+    if not all(info.name for info in functions):
+        # A Mach-O symbol with n_strx 0 (or named just "_") has the empty name.
+        raise GsymWriteError("attempted to encode invalid FunctionInfo object")
     base = functions[0].start if base_address is None else base_address
     addr_off_size = address_offset_size(base, functions[-1].start)
     header = Header(

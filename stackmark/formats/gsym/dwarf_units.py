@@ -9,6 +9,9 @@ them. The parent replays those insertions slice by slice, in unit order,
 which yields exactly the string and file tables a single process builds
 (first-insertion order is all that decides them), then renumbers the
 workers' indexes. So the output never depends on the number of processes.
+
+The object file is any `SectionSource` (an ELF file, a Mach-O image); the
+workers open their own copy through `reopen`, a picklable callable.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.sections import SectionSource
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.extras import NodeExtra
@@ -47,34 +51,45 @@ class ProgressSink(Protocol):
     def update(self, label: str, done: int, total: int) -> None: ...
 
 
-def default_jobs(elf: ElfFile) -> int:
-    section = elf.section(".debug_info")
-    if section is None or section.size < PARALLEL_MIN_DEBUG_INFO:
+Reopen = Callable[[], SectionSource[Any]]
+"""Opens the object file again in a worker process (picklable: a partial of a
+module-level function)."""
+
+
+def default_jobs(obj: SectionSource[Any]) -> int:
+    section = obj.section(".debug_info")
+    if section is None:
+        return 1
+    _, start, end = obj.section_buffer(section)
+    if end - start < PARALLEL_MIN_DEBUG_INFO:
         return 1
     return max(1, min(os.cpu_count() or 1, 8))
 
 
 def convert_dwarf(
-    elf: ElfFile,
+    obj: SectionSource[Any],
     creator: GsymCreator,
     *,
     jobs: int = 1,
     progress: ProgressSink | None = None,
     extras: ExtrasCollector | None = None,
+    reopen: Reopen | None = None,
 ) -> DwarfReport:
-    """Add the FunctionInfos of every compile unit of `elf` to `creator`.
+    """Add the FunctionInfos of every compile unit of `obj` to `creator`.
 
-    `jobs` 0 picks one process per core for large DWARF, else one.
+    `jobs` 0 picks one process per core for large DWARF, else one. Workers
+    open the file with `reopen` (default: `obj.name` as an ELF file).
     """
     report = DwarfReport()
-    if not elf.has_dwarf:
+    dwarf = DwarfReader(obj)
+    if not dwarf.has_info:
         return report
-    dwarf = DwarfReader(elf)
     units = list(dwarf.units())
     if jobs == 0:
-        jobs = default_jobs(elf)
+        jobs = default_jobs(obj)
     if jobs > 1 and len(units) >= 2:
-        _convert_parallel(elf.name, units_sizes(units), creator, jobs, report, progress, extras)
+        opener = reopen if reopen is not None else partial(ElfFile.open, obj.name)
+        _convert_parallel(opener, units_sizes(units), creator, jobs, report, progress, extras)
         return report
     names = NameBuilder()
     valid: Callable[[int], bool] = creator.is_valid_text_address
@@ -161,20 +176,20 @@ def _flatten_tree(root: InlineInfo, out: array[int]) -> int:
 
 
 def _convert_chunk(
-    path: str,
+    reopen: Reopen,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
 ) -> _Chunk:
-    """Worker: convert the units at `offsets` of the ELF file at `path`."""
+    """Worker: convert the units at `offsets` of the object file `reopen` opens."""
     from stackmark.formats.gsym.convert import gc_paused
 
     with gc_paused():
-        return _convert_units(path, offsets, text_ranges, want_extras)
+        return _convert_units(reopen, offsets, text_ranges, want_extras)
 
 
 def _convert_units(
-    path: str,
+    reopen: Reopen,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -187,8 +202,9 @@ def _convert_units(
     recorder = _Recorder()
     chunk = _Chunk(recorder.events)
     collector = ExtrasCollector() if want_extras else None
-    with ElfFile.open(path) as elf:
-        dwarf = DwarfReader(elf)
+    obj = reopen()
+    try:
+        dwarf = DwarfReader(obj)
         names = NameBuilder()
         functions: list[FunctionInfo] = []
         for offset in offsets:
@@ -197,6 +213,8 @@ def _convert_units(
                 unit, recorder, names, validity.is_valid_text_address, chunk.report, collector
             )
             functions.extend(converter.convert())
+    finally:
+        obj.close()
     for info in functions:
         chunk.starts.append(info.start)
         chunk.sizes.append(info.size)
@@ -225,7 +243,7 @@ def _convert_units(
 
 
 def _convert_parallel(
-    path: str,
+    reopen: Reopen,
     sizes: list[tuple[int, int]],
     creator: GsymCreator,
     jobs: int,
@@ -251,7 +269,7 @@ def _convert_parallel(
     ranges = creator.text_ranges
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [
-            pool.submit(_convert_chunk, path, offsets, ranges, extras is not None)
+            pool.submit(_convert_chunk, reopen, offsets, ranges, extras is not None)
             for offsets in slices
         ]
         for done, future in enumerate(futures):

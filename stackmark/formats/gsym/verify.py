@@ -11,23 +11,29 @@ line-table row happens to span) is not checked.
 
 Every address is checked when there are at most `limit` of them; beyond
 that a seeded random sample of `limit` addresses is (`limit=None`: all).
+
+The binary is an ELF file or a Mach-O one: a thin file, a .dSYM bundle,
+or the slice of a universal file whose LC_UUID is the GSYM's UUID.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from stackmark.dwarf.functions import Function
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.sections import SectionSource
 from stackmark.dwarf.unit import Unit
-from stackmark.elf import ElfFile
+from stackmark.elf import ElfFile, is_elf
+from stackmark.errors import FormatError
 from stackmark.formats.gsym.codec import RecordError
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.from_dwarf import DW_AT_language
 from stackmark.formats.gsym.lookup import GsymLookupError, SourceLocation
 from stackmark.formats.gsym.reader import GsymReader
+from stackmark.macho import MachOFile, dsym_members, read_universal
 
 
 class ProgressSink(Protocol):
@@ -102,6 +108,26 @@ def _gsym_path(loc: SourceLocation) -> str | None:
     return loc.path
 
 
+def open_binary(path: str, uuid: bytes) -> SectionSource[Any]:
+    """The object file whose DWARF a GSYM with `uuid` was made from: `path` as
+    an ELF or thin Mach-O file, the file in a .dSYM bundle, or the slice of a
+    universal file with that LC_UUID."""
+    members = dsym_members(path)
+    if members:
+        path = members[0]
+    if is_elf(path):
+        return ElfFile.open(path)
+    slices = read_universal(path)
+    if not slices:
+        return MachOFile.open(path)
+    for fat_arch in slices:
+        image = MachOFile.open(path, fat_arch)
+        if image.uuid == uuid:
+            return image
+        image.close()
+    raise FormatError(f"no slice has the GSYM's UUID {uuid.hex()}", source=path)
+
+
 def verify_gsym(
     gsym_path: str,
     binary_path: str,
@@ -112,8 +138,7 @@ def verify_gsym(
 ) -> VerifyReport:
     report = VerifyReport()
     reader = GsymReader.open(gsym_path)
-    elf = ElfFile.open(binary_path)
-    dwarf = _DwarfFrames(DwarfReader(elf))
+    dwarf = _DwarfFrames(DwarfReader(open_binary(binary_path, reader.uuid)))
     report.functions = reader.num_addresses
     spans = []
     for i in range(reader.num_addresses):
