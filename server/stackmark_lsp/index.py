@@ -52,7 +52,7 @@ from stackmark.markup.elements import (
 from stackmark.markup.parser import MarkupParser, ParsedLine, Pending
 from stackmark.markup.syntax import MULTILINE_TAGS, Element, Field
 from stackmark_lsp import scan
-from stackmark_lsp.document import Chunk, Document, Edit
+from stackmark_lsp.document import Chunk, Document, Edit, LineInfo
 from stackmark_lsp.epochs import MASK64, Epoch
 
 # Entry flags
@@ -73,34 +73,6 @@ FLAG_BITS = 0xFFFF
 
 _CONTEXT_TAGS = ("{{{reset", "{{{module", "{{{mmap")
 NO_MMAP = "no mmap covers address"
-
-
-class LineInfo:
-    """What is known about one line with markup (when an int does not say it all).
-
-    `rel` is the line number the parser was given for this line: 0, or
-    for a line inside a multi-line element its distance from the line the
-    element opened on. Diagnostics are numbered that way; `Index.absolute`
-    turns them into document lines.
-    """
-
-    __slots__ = ("chunk", "diags", "flags", "frame", "local", "pending", "rel")
-
-    def __init__(self, chunk: Chunk, local: int) -> None:
-        self.chunk = chunk
-        self.local = local
-        self.flags = 0
-        self.rel = 0
-        self.frame = -1  # the first bt frame number on the line
-        self.pending: Pending | None = None  # open multi-line element after this line
-        self.diags: tuple[Diagnostic, ...] = ()
-
-    @property
-    def line(self) -> int:
-        return self.chunk.start + self.local
-
-    def __repr__(self) -> str:
-        return f"<LineInfo {self.line} flags=0x{self.flags:x}>"
 
 
 Entry = LineInfo | int
