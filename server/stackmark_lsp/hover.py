@@ -30,9 +30,9 @@ from stackmark.markup.naming import Naming
 from stackmark.model import Module, SourceFrame
 from stackmark.symbols.api import ModuleResolution
 from stackmark_lsp.logs import OpenLog, Target
+from stackmark_lsp.lookups import Lookups
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.settings import Settings
-from stackmark_lsp.symbolization import SymbolService
 
 _FENCE_LANGUAGES = {
     ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
@@ -77,7 +77,7 @@ class HoverBuilder:
     def __init__(
         self,
         log: OpenLog,
-        service: SymbolService,
+        service: Lookups,
         naming: Naming,
         messages: Messages,
         settings: Settings,
@@ -240,7 +240,7 @@ class HoverBuilder:
         if module is None or module.build_id != typed.build_id or module.name != typed.name:
             module = Module(typed.module_id, typed.name, typed.build_id)
         title = f"{self.t('title.module', id=typed.module_id)} {code(typed.name)}"
-        resolution = await self.service.run(self.service.resolve, module)
+        resolution = await self.service.resolution_of(module)
         facts = [f"{self.t('hover.build_id')}: {code(typed.build_id)}"]
         if resolution.binary is not None:
             facts.append(f"{self.t('hover.binary')}: {code(resolution.binary)}")
