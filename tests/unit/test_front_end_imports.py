@@ -40,9 +40,9 @@ def test_importing_every_core_module_loads_no_extra() -> None:
 
 # -- every module's imports, read from the source --------------------------------------
 #
-# The map (docs/architecture.md; design.md's layers): the core (`stackmark/`) is below
-# every front end; front ends import the core and not each other; the formats are
-# leaves; and the product has no import cycle. Imports are read with `ast`, anywhere in
+# The layers: the core (`stackmark/`) is below every front end; front ends import the
+# core and not each other; the formats are leaves; and the product has no import
+# cycle. Imports are read with `ast`, anywhere in
 # a module (inside functions and `if TYPE_CHECKING:` too: they hide an arrow, they
 # don't remove it). `from package import name` counts as an arrow to `package.name`
 # when that is a module, otherwise to `package`.
@@ -79,8 +79,8 @@ LAUNCHERS = {
     ("stackmark.cli.debuggers", "stackmark.debugger.bootstrap"),
 }
 
-# Today's forbidden arrows, each with issue 23's reason. Remove an entry when its arrow
-# is gone (the last test below fails until it is removed); never add one.
+# Today's forbidden arrows, each with the reason it is wrong. Remove an entry when its
+# arrow is gone (a test below fails until it is removed); never add one.
 KNOWN_ARROWS: dict[tuple[str, str], str] = {
     **{
         (f"stackmark.formats.sframe.{name}", "stackmark.unwind.rules"): (
@@ -100,8 +100,8 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
         "front ends lean on the CLI: the symbolizer is to be built from options in "
         "stackmark/symbols/, not from the CLI's argparse internals"
     ),
-    # Not named by issue 23 (found by this test): a converter in one format's package
-    # reads another format. Either the rule admits sibling formats or the conversion
+    # Found when this test was written: a converter in one format's package reads
+    # another format. Either the rule admits sibling formats or the conversion
     # moves; until that is decided, they are listed here.
     ("stackmark.formats.gsym.convert", "stackmark.formats.breakpad"): (
         "GSYM conversion reads Breakpad files (a sibling format, not a leaf import)"
@@ -111,11 +111,11 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
     ),
 }
 # Modules kept only to re-export names that moved, for modules not changed yet: each
-# goes when nothing imports it any more (the last test below says when).
+# goes when nothing imports it any more (a test below says when).
 TEMPORARY_REEXPORTS: dict[str, str] = {
     "stackmark.unwind.rules": "the unwind vocabulary moved to stackmark/unwind_rules.py",
 }
-# Today's import cycles (issue 23, "Import cycles"), each by its modules.
+# Today's import cycles, each by its modules (the same rule: remove, never add).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"stackmark.formats.gsym.convert", "stackmark.formats.gsym.dwarf_units"}): (
         "formats/gsym/convert.py <-> dwarf_units.py"
