@@ -87,13 +87,13 @@ def lookup_address(element: PcElement | BtElement | DataElement) -> int:
     return address unless it says `:pc`; `data` is never adjusted. The
     adjustment comes before the mmap lookup.
     """
-    match element:
-        case DataElement():
-            return element.address
-        case PcElement():
-            is_return = element.pc_type == "ra"
+    match element:  # the most frequent first: a log is mostly backtraces
         case BtElement():
             is_return = element.pc_type != "pc"
+        case PcElement():
+            is_return = element.pc_type == "ra"
+        case DataElement():
+            return element.address
         case _:
             assert_never(element)
     return (element.address - 1) & U64_MASK if is_return else element.address
