@@ -28,8 +28,8 @@ from stackmark.debugger.backend import (
 from stackmark.debugger.modules import module_from_image
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import REGISTER_NAMES, RegisterState, UnreadableMemory
+from stackmark.unwind_rules import Arch
 
 VDSO_PREFIX = "system-supplied DSO at "
 VDSO_NAME = "[vdso]"

@@ -47,8 +47,8 @@ from stackmark.debugger.backend import (
 )
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState, UnreadableMemory
+from stackmark.unwind_rules import Arch
 
 ARCHES = {"x86_64": Arch.AMD64, "aarch64": Arch.AARCH64, "arm64": Arch.AARCH64, "s390x": Arch.S390X}
 

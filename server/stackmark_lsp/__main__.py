@@ -1,8 +1,8 @@
-"""`python -m stackmark_lsp`: the same as `stackmark lsp`."""
+"""`python -m stackmark_lsp`: the same as `stackmark lsp` (command.py)."""
 
 import sys
 
-from stackmark.cli.main import main
+from stackmark_lsp.command import main
 
 if __name__ == "__main__":
-    sys.exit(main(["lsp", *sys.argv[1:]]))
+    sys.exit(main())

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from stackmark.markup.diagnostics import Diagnostic
+    from stackmark.markup.parser import Pending
     from stackmark_lsp.epochs import Epoch
-    from stackmark_lsp.index import LineInfo
 
 CHUNK_TARGET = 32 * 1024  # characters per chunk when cutting a text
 CHUNK_LIMIT = 4 * CHUNK_TARGET  # an edited chunk larger than this is cut again
@@ -89,6 +90,34 @@ class Chunk:
 
     def __repr__(self) -> str:
         return f"<Chunk lines {self.start}+{self.count}>"
+
+
+class LineInfo:
+    """What is known about one line with markup (when an int does not say it all).
+
+    `rel` is the line number the parser was given for this line: 0, or
+    for a line inside a multi-line element its distance from the line the
+    element opened on. Diagnostics are numbered that way; `Index.absolute` (index.py)
+    turns them into document lines.
+    """
+
+    __slots__ = ("chunk", "diags", "flags", "frame", "local", "pending", "rel")
+
+    def __init__(self, chunk: Chunk, local: int) -> None:
+        self.chunk = chunk
+        self.local = local
+        self.flags = 0
+        self.rel = 0
+        self.frame = -1  # the first bt frame number on the line
+        self.pending: Pending | None = None  # open multi-line element after this line
+        self.diags: tuple[Diagnostic, ...] = ()
+
+    @property
+    def line(self) -> int:
+        return self.chunk.start + self.local
+
+    def __repr__(self) -> str:
+        return f"<LineInfo {self.line} flags=0x{self.flags:x}>"
 
 
 def cut(text: str, target: int | None = None, start: int = 0, stop: int | None = None) -> list[str]:
@@ -448,7 +477,7 @@ class Document:
                 info.local = local - bounds[k]
             news[k].infos[local - bounds[k]] = info
         for epoch in chunk.epochs:
-            assert epoch.start is not None
+            assert isinstance(epoch.start, LineInfo)  # an epoch in a chunk starts at a reset
             epoch.start.chunk.epochs.append(epoch)
         chunk.epochs = []
         news[0].entry = chunk.entry

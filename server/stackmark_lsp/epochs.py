@@ -18,19 +18,41 @@ checks the records against the core on generated logs.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from stackmark.markup.context import Mapping, MarkupContext
 from stackmark.markup.elements import MmapElement, ModuleElement
 from stackmark.markup.syntax import Element, Field
 from stackmark.model import Module
 
-if TYPE_CHECKING:
-    from stackmark_lsp.index import LineInfo
-
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
-Position = tuple["LineInfo", int]  # (line, column of the element's `{{{`)
+
+class _ChunkStart(Protocol):
+    @property
+    def start(self) -> int: ...
+
+
+class LinePlace(Protocol):
+    """A line as the index keeps it (document.py's `LineInfo`): its chunk and its line
+    within the chunk, both kept up to date when chunks are cut or merged, and its
+    flags. Only this much is needed here, so that epochs sit below the document and
+    the index."""
+
+    @property
+    def chunk(self) -> _ChunkStart: ...
+
+    @property
+    def local(self) -> int: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def flags(self) -> int: ...  # the line's entry flags (index.py)
+
+
+Position = tuple[LinePlace, int]  # (line, column of the element's `{{{`)
 
 
 def position_key(position: Position) -> tuple[int, int]:
@@ -63,7 +85,7 @@ class Epoch:
         "starts",
     )
 
-    def __init__(self, start: LineInfo | None, column: int) -> None:
+    def __init__(self, start: LinePlace | None, column: int) -> None:
         self.start = start  # the line of the reset (None: the top of the log)
         self.column = column
         self.starts: list[int] = []

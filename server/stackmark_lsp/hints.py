@@ -13,14 +13,13 @@ from lsprotocol import types
 from stackmark.markup.elements import BtElement, PcElement
 from stackmark.markup.naming import Naming
 from stackmark.model import Module
-from stackmark.symbols.api import CodeLookup
 from stackmark_lsp.index import F_BT, F_PC, flags_of
 from stackmark_lsp.logs import OpenLog, Target
-from stackmark_lsp.symbolization import SymbolService
+from stackmark_lsp.lookups import Lookups
 
 
 async def inlay_hints(
-    log: OpenLog, service: SymbolService, naming: Naming, first: int, stop: int
+    log: OpenLog, service: Lookups, naming: Naming, first: int, stop: int
 ) -> list[types.InlayHint]:
     places: list[tuple[int, int, Module, int]] = []  # line, column, module, address
     for line, entry in log.index.entries(first, stop):
@@ -37,7 +36,7 @@ async def inlay_hints(
                 places.append((line, element.end, placement.module, placement.module_relative))
     if not places:
         return []
-    lookups = await service.run(_lookup_all, service, [(p[2], p[3]) for p in places])
+    lookups = await service.codes_of([(p[2], p[3]) for p in places])
     hints: list[types.InlayHint] = []
     for (line, column, _, _), lookup in zip(places, lookups, strict=True):
         if not lookup.frames:
@@ -59,7 +58,3 @@ async def inlay_hints(
             )
         )
     return hints
-
-
-def _lookup_all(service: SymbolService, items: list[tuple[Module, int]]) -> list[CodeLookup]:
-    return [service.code(module, address) for module, address in items]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from stackmark.markup.context import Placement
 from stackmark.markup.elements import (
@@ -22,6 +23,7 @@ from stackmark.markup.elements import (
     HexdictElement,
     MmapElement,
     ModuleElement,
+    OtherElement,
     PcElement,
     ResetElement,
     SymbolElement,
@@ -30,9 +32,9 @@ from stackmark.markup.naming import Naming
 from stackmark.model import Module, SourceFrame
 from stackmark.symbols.api import ModuleResolution
 from stackmark_lsp.logs import OpenLog, Target
+from stackmark_lsp.lookups import Lookups
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.settings import Settings
-from stackmark_lsp.symbolization import SymbolService
 
 _FENCE_LANGUAGES = {
     ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
@@ -77,7 +79,7 @@ class HoverBuilder:
     def __init__(
         self,
         log: OpenLog,
-        service: SymbolService,
+        service: Lookups,
         naming: Naming,
         messages: Messages,
         settings: Settings,
@@ -90,40 +92,56 @@ class HoverBuilder:
 
     async def build(self, target: Target) -> Hover:
         typed = target.typed
-        if isinstance(typed, BtElement | PcElement) and typed.ok:
-            return await self._code(target, typed)
-        if isinstance(typed, DataElement) and typed.ok:
-            return await self._data(target, typed)
-        if isinstance(typed, SymbolElement) and typed.ok:
-            demangled = self.naming.symbol_element(typed.name)
-            section = (
-                [f"{self.t('hover.mangled')}: {code(typed.name)}"]
-                if demangled != typed.name
-                else []
-            )
-            return Hover(f"{self.t('title.symbol')} {code(demangled)}", [section])
-        if isinstance(typed, ModuleElement) and typed.ok:
-            return await self._module(target, typed)
-        if isinstance(typed, MmapElement) and typed.ok:
-            return self._mmap(target, typed)
-        if isinstance(typed, HexdictElement):
-            return await self._hexdict(target, typed)
-        if isinstance(typed, DumpfileElement):
-            return self._dumpfile(typed)
-        if isinstance(typed, ResetElement):
-            return Hover(self.t("title.reset"), [[self.t("hover.reset")]])
-        problems = [self.t.diagnostic(d) for d in typed.diagnostics]
-        title = f"{self.t('title.other')} {code(typed.element.tag or '?')}"
-        return Hover(title, [problems or [self.t("hover.other")]])
+        match typed:
+            case BtElement() | PcElement() if typed.ok:
+                return await self._code(target, typed)
+            case DataElement() if typed.ok:
+                return await self._data(target, typed)
+            case SymbolElement() if typed.ok:
+                demangled = self.naming.symbol_element(typed.name)
+                section = (
+                    [f"{self.t('hover.mangled')}: {code(typed.name)}"]
+                    if demangled != typed.name
+                    else []
+                )
+                return Hover(f"{self.t('title.symbol')} {code(demangled)}", [section])
+            case ModuleElement() if typed.ok:
+                return await self._module(target, typed)
+            case MmapElement() if typed.ok:
+                return self._mmap(target, typed)
+            case HexdictElement():
+                return await self._hexdict(target, typed)
+            case DumpfileElement():
+                return self._dumpfile(typed)
+            case ResetElement():
+                return Hover(self.t("title.reset"), [[self.t("hover.reset")]])
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | ModuleElement()
+                | MmapElement()
+                | OtherElement()
+            ):
+                # Not decoded (its diagnostics say why), or a tag the spec does not define.
+                problems = [self.t.diagnostic(d) for d in typed.diagnostics]
+                title = f"{self.t('title.other')} {code(typed.element.tag or '?')}"
+                return Hover(title, [problems or [self.t("hover.other")]])
+            case _:
+                assert_never(typed)
 
     # -- pc / bt ---------------------------------------------------------------------
 
     async def _code(self, target: Target, typed: BtElement | PcElement) -> Hover:
         placement = target.placement()
-        if isinstance(typed, BtElement):
-            title = self.t("title.bt", frame=typed.frame)
-        else:
-            title = self.t("title.pc")
+        match typed:
+            case BtElement():
+                title = self.t("title.bt", frame=typed.frame)
+            case PcElement():
+                title = self.t("title.pc")
+            case _:
+                assert_never(typed)
         if placement is None:
             return Hover(title, [[self.t("hover.no_mmap")]])
         lookup = await self.service.code_of(placement.module, placement.module_relative)
@@ -240,7 +258,7 @@ class HoverBuilder:
         if module is None or module.build_id != typed.build_id or module.name != typed.name:
             module = Module(typed.module_id, typed.name, typed.build_id)
         title = f"{self.t('title.module', id=typed.module_id)} {code(typed.name)}"
-        resolution = await self.service.run(self.service.resolve, module)
+        resolution = await self.service.resolution_of(module)
         facts = [f"{self.t('hover.build_id')}: {code(typed.build_id)}"]
         if resolution.binary is not None:
             facts.append(f"{self.t('hover.binary')}: {code(resolution.binary)}")

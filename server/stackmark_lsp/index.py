@@ -33,6 +33,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
+from typing import assert_never
 
 from stackmark.markup.context import lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
@@ -43,6 +44,7 @@ from stackmark.markup.elements import (
     HexdictElement,
     MmapElement,
     ModuleElement,
+    OtherElement,
     PcElement,
     ResetElement,
     SymbolElement,
@@ -52,7 +54,7 @@ from stackmark.markup.elements import (
 from stackmark.markup.parser import MarkupParser, ParsedLine, Pending
 from stackmark.markup.syntax import MULTILINE_TAGS, Element, Field
 from stackmark_lsp import scan
-from stackmark_lsp.document import Chunk, Document, Edit
+from stackmark_lsp.document import Chunk, Document, Edit, LineInfo
 from stackmark_lsp.epochs import MASK64, Epoch
 
 # Entry flags
@@ -73,34 +75,6 @@ FLAG_BITS = 0xFFFF
 
 _CONTEXT_TAGS = ("{{{reset", "{{{module", "{{{mmap")
 NO_MMAP = "no mmap covers address"
-
-
-class LineInfo:
-    """What is known about one line with markup (when an int does not say it all).
-
-    `rel` is the line number the parser was given for this line: 0, or
-    for a line inside a multi-line element its distance from the line the
-    element opened on. Diagnostics are numbered that way; `Index.absolute`
-    turns them into document lines.
-    """
-
-    __slots__ = ("chunk", "diags", "flags", "frame", "local", "pending", "rel")
-
-    def __init__(self, chunk: Chunk, local: int) -> None:
-        self.chunk = chunk
-        self.local = local
-        self.flags = 0
-        self.rel = 0
-        self.frame = -1  # the first bt frame number on the line
-        self.pending: Pending | None = None  # open multi-line element after this line
-        self.diags: tuple[Diagnostic, ...] = ()
-
-    @property
-    def line(self) -> int:
-        return self.chunk.start + self.local
-
-    def __repr__(self) -> str:
-        return f"<LineInfo {self.line} flags=0x{self.flags:x}>"
 
 
 Entry = LineInfo | int
@@ -714,11 +688,14 @@ class Index:
             if element.start == column:
                 typed = decode(element)
                 context = self._live.context
-                if isinstance(typed, ModuleElement):
-                    result: object = context.declare_module(typed)
-                else:
-                    assert isinstance(typed, MmapElement)
-                    result = context.map_segment(typed)
+                result: object
+                match typed:
+                    case ModuleElement():
+                        result = context.declare_module(typed)
+                    case MmapElement():
+                        result = context.map_segment(typed)
+                    case _:
+                        raise AssertionError(f"not a contextual element: {typed!r}")
                 assert isinstance(result, Diagnostic), "the scanner and the core disagree"
                 return result
         raise AssertionError(f"no element at column {column}")
@@ -739,54 +716,63 @@ class Index:
                 flags |= F_BAD
                 first = False
                 continue
-            if isinstance(typed, ResetElement):
-                flags |= F_CTX | F_RESET | (F_RESET_FIRST if first else 0)
-                if live:
-                    epoch = self._new_epoch(info, element.start)
-            elif isinstance(typed, ModuleElement):
-                flags |= F_CTX
-                where = (info, element.start)
-                if live and not epoch.declare(typed.module_id, typed.name, typed.build_id, where):
-                    refused = epoch.context.declare_module(typed)
-                    assert isinstance(refused, Diagnostic), "the index and the core disagree"
-                    diags.append(refused)
-            elif isinstance(typed, MmapElement):
-                flags |= F_CTX
-                if live and (
-                    typed.module_relative_error is not None
-                    or not epoch.map(
-                        typed.start,
-                        typed.size,
-                        typed.module_id,
-                        typed.mode,
-                        typed.module_relative,
-                        (info, element.start),
-                    )
-                ):
-                    unmapped = epoch.context.map_segment(typed)
-                    assert isinstance(unmapped, Diagnostic), "the index and the core disagree"
-                    diags.append(unmapped)
-            elif isinstance(typed, PcElement | BtElement | DataElement):
-                if isinstance(typed, BtElement):
+            placed: PcElement | BtElement | DataElement | None = None
+            match typed:
+                case ResetElement():
+                    flags |= F_CTX | F_RESET | (F_RESET_FIRST if first else 0)
+                    if live:
+                        epoch = self._new_epoch(info, element.start)
+                case ModuleElement():
+                    flags |= F_CTX
+                    where = (info, element.start)
+                    if live and not epoch.declare(
+                        typed.module_id, typed.name, typed.build_id, where
+                    ):
+                        refused = epoch.context.declare_module(typed)
+                        assert isinstance(refused, Diagnostic), "the index and the core disagree"
+                        diags.append(refused)
+                case MmapElement():
+                    flags |= F_CTX
+                    if live and (
+                        typed.module_relative_error is not None
+                        or not epoch.map(
+                            typed.start,
+                            typed.size,
+                            typed.module_id,
+                            typed.mode,
+                            typed.module_relative,
+                            (info, element.start),
+                        )
+                    ):
+                        unmapped = epoch.context.map_segment(typed)
+                        assert isinstance(unmapped, Diagnostic), "the index and the core disagree"
+                        diags.append(unmapped)
+                case BtElement():
                     flags |= F_BT
                     if info.frame < 0:
                         info.frame = typed.frame
-                    field = element.fields[1]
-                else:
-                    flags |= F_PC if isinstance(typed, PcElement) else F_DATA
-                    field = element.fields[0]
-                address = lookup_address(typed)
+                    placed, field = typed, element.fields[1]
+                case PcElement():
+                    flags |= F_PC
+                    placed, field = typed, element.fields[0]
+                case DataElement():
+                    flags |= F_DATA
+                    placed, field = typed, element.fields[0]
+                case SymbolElement():
+                    flags |= F_SYMBOL
+                case HexdictElement():
+                    flags |= F_HEXDICT
+                case DumpfileElement():
+                    flags |= F_DUMPFILE
+                case OtherElement():
+                    flags |= F_OTHER
+                case _:
+                    assert_never(typed)
+            if placed is not None:
+                address = lookup_address(placed)
                 here = None if live else (info.chunk.start + info.local, element.start)
                 if epoch.mapping_at(address, here) is None:
                     diags.append(no_mmap(field))
-            elif isinstance(typed, SymbolElement):
-                flags |= F_SYMBOL
-            elif isinstance(typed, HexdictElement):
-                flags |= F_HEXDICT
-            elif isinstance(typed, DumpfileElement):
-                flags |= F_DUMPFILE
-            else:
-                flags |= F_OTHER
             first = False
         info.flags = flags
         if diags:

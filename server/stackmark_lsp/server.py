@@ -5,41 +5,24 @@ Handlers are thin: each finds the open log, asks the module that knows
 view.py) and converts the answer for LSP. The log's text and index live
 in `OpenLog` (logs.py); symbolization runs in worker threads
 (symbolization.py), so requests keep being answered while a binary is
-indexed or a view is rendered.
-
-pygls keeps its own copy of every open document and rebuilds its whole
-text on each edit; `StackmarkProtocol` routes the document notifications
-to the server's chunked model instead, so a million-line log costs one
-copy and an edit costs a chunk.
+indexed or a view is rendered. How messages travel (document sync, large
+answers, the stdin pipe) is transport.py's; when the garbage collector
+runs is memory.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import gc
-import json
-import json.encoder
 import logging
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TextIO, TypeVar, cast
-
-try:
-    import fcntl
-except ImportError:  # not on Windows
-    fcntl = None  # type: ignore[assignment]
+from typing import Any, TypeVar, cast
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.markup.naming import NameOptions, Naming
@@ -49,131 +32,23 @@ from stackmark_lsp.document import PositionCodec
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
+from stackmark_lsp.memory import quiet_gc, release_closed
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
+from stackmark_lsp.transport import StackmarkProtocol, widen_pipe
 
 logger = logging.getLogger("stackmark_lsp")
 
 SYMBOLIZE_COMMAND = "stackmark.symbolize"
 SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
-PIPE_BUFFER = 1 << 20  # bytes asked for stdin's pipe (Linux's default limit for users)
 # Background filling of the entries left out on open: chunks per turn (~0.4 ms each),
 # the pause between turns, and the wait before the first (the first hovers come then).
-_rpc_logger = logging.getLogger("pygls.protocol.json_rpc")
-_write_lock = threading.Lock()
-_LOGGED = 2000  # characters of a message the log shows
-_SLICE = 1 << 20  # characters of a message's body written at a time
 COMPLETED_PER_TURN = 8
 COMPLETION_PAUSE = 0.005
 COMPLETION_DELAY = 1.0
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
-
-
-class StackmarkProtocol(LanguageServerProtocol):
-    """pygls' protocol with document sync handled by the server alone (see module doc),
-    and messages written without extra copies (`_send_data`)."""
-
-    def _send_data(self, data: Any) -> None:
-        """Send a message as pygls does, without its copies of a large one.
-
-        pygls logs every message whole at level info, then joins header and body and
-        encodes the result: for the symbolized view of a large log (a 130 MB string)
-        that made three more copies of it. Here the log gets the first characters, and
-        the body is written after the header in 1 MiB slices, under a lock so that
-        messages sent from several threads never interleave.
-        """
-        writer = self.writer
-        large, marked = _large_text(data)
-        if not data or not self._include_headers or not isinstance(writer, StdoutWriter):
-            if large is not None:
-                data = _large_text(data, str(large))[1]
-            super()._send_data(data)
-            return
-        data = marked
-        try:
-            body = json.dumps(data, default=self._serialize_message)  # ASCII: \u escapes
-            if large is not None:
-                self._send_large(writer, body, large)
-                return
-            if _rpc_logger.isEnabledFor(logging.INFO):
-                shown = (
-                    body if len(body) <= _LOGGED else f"{body[:_LOGGED]}... ({len(body):,} chars)"
-                )
-                _rpc_logger.info("Sending data: %s", shown)
-            header = (
-                f"Content-Length: {len(body)}\r\n"
-                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-            )
-            with _write_lock:
-                writer.write(header.encode(self.CHARSET))
-                for start in range(0, len(body), _SLICE):
-                    writer.write(body[start : start + _SLICE].encode(self.CHARSET))
-        except BrokenPipeError:
-            logger.exception("Error sending data. BrokenPipeError")
-            raise
-        except Exception as error:
-            logger.exception("Error sending data")
-            self._server._report_server_error(error, JsonRpcInternalError)
-
-    def _send_large(self, writer: StdoutWriter, body: str, large: view.LargeText) -> None:
-        """Write `body` with `large` in place of its marker, escaped a piece at a time
-        (twice: once to count the bytes the header announces, once to write them)."""
-        before, marker, after = body.partition(_MARKER_JSON)
-        assert marker, "the marker is in the message"
-        escape = json.encoder.encode_basestring_ascii
-        size = len(before) + len(after) + 2 + sum(len(escape(p)) - 2 for p in large.pieces)
-        _rpc_logger.info("Sending data: %s... (%d)", before[:_LOGGED], size)
-        header = (
-            f"Content-Length: {size}\r\n"
-            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        )
-        with _write_lock:
-            writer.write(header.encode(self.CHARSET))
-            writer.write(f'{before}"'.encode(self.CHARSET))
-            for piece in large.pieces:
-                writer.write(escape(piece)[1:-1].encode(self.CHARSET))
-            writer.write(f'"{after}'.encode(self.CHARSET))
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(
-        self, params: types.DidOpenTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(
-        self, params: types.DidChangeTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(
-        self, params: types.DidCloseTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
-
-
-_MARKER = "\x00stackmark:large-text\x00"
-_MARKER_JSON = json.dumps(_MARKER)
-
-
-def _large_text(data: Any, replacement: str = _MARKER) -> tuple[view.LargeText | None, Any]:
-    """The `LargeText` value of a response whose result is an object of plain values
-    (the view's answers), and the response as a plain message with `replacement` in its
-    place; (None, data) for any other message."""
-    result = getattr(data, "result", None)
-    if isinstance(result, dict):
-        for key, value in result.items():
-            if isinstance(value, view.LargeText):
-                plain = {"id": data.id, "jsonrpc": data.jsonrpc, "result": {**result}}
-                plain["result"][key] = replacement
-                return value, plain
-    return None, data
 
 
 class StackmarkServer(LanguageServer):
@@ -358,7 +233,7 @@ class StackmarkServer(LanguageServer):
         request needs before that is filled in on the spot."""
         if self.logs.get(log.uri) is not log:
             return  # closed, or opened again
-        with _quiet_gc():
+        with quiet_gc():
             more = log.index.complete(COMPLETED_PER_TURN)
         if more:
             asyncio.get_running_loop().call_later(COMPLETION_PAUSE, self.complete_later, log)
@@ -481,21 +356,6 @@ def guarded(default: Callable[[], object]) -> Callable[[_Handler], _Handler]:
     return wrap
 
 
-@contextlib.contextmanager
-def _quiet_gc() -> Iterator[None]:
-    """No cyclic garbage collection while an index is built, and the objects it made
-    frozen afterwards: an index of a large log is millions of long-lived objects, and
-    collections that walk them cost seconds while opening and stall requests later."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        gc.freeze()
-
-
 def _log(ls: StackmarkServer, uri: str) -> OpenLog | None:
     return ls.logs.get(uri)
 
@@ -579,7 +439,7 @@ def shutdown(ls: StackmarkServer, params: None) -> None:
 def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> None:
     document = params.text_document
     started = time.perf_counter()
-    with _quiet_gc():
+    with quiet_gc():
         halves = split.fork_second_half(document.uri, document.text)
         stop = halves.offset if halves is not None else None
         log = OpenLog(
@@ -595,7 +455,7 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
     indexed = time.perf_counter()
     ls.publish(log, preview)
     if halves is not None and preview is not None:  # the child read the second half
-        with _quiet_gc():
+        with quiet_gc():
             halves.read_second_half(log.index)
         if ls.ready.is_set() and ls.diagnostics_of(log)[0] != ls.published.get(log.uri):
             logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
@@ -626,7 +486,7 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
     log = ls.logs.get(params.text_document.uri)
     if log is None:
         return
-    with _quiet_gc():
+    with quiet_gc():
         for change in params.content_changes:
             try:
                 log.change(change, params.text_document.version)
@@ -644,9 +504,7 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
     ls.views.pop(uri, None)
     ls.records.pop(uri, None)
     ls.published.pop(uri, None)
-    gc.unfreeze()  # the closed log's objects can go; the others are frozen again later
-    gc.collect()
-    gc.freeze()
+    release_closed()
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -806,17 +664,5 @@ def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
 
 def serve() -> None:
     """Serve over stdio until the client says exit."""
-    _widen_pipe(sys.stdin)
+    widen_pipe(sys.stdin)
     server.start_io()
-
-
-def _widen_pipe(stream: TextIO) -> None:
-    """Ask for a 1 MiB pipe buffer (Linux; pipes start at 64 KiB): opening a large log is
-    one message of tens of megabytes, and each refill of the pipe is a round trip through
-    both processes' event loops. Anything else (a file, a terminal, no permission) stays
-    as it is."""
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
-    if set_size is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        fcntl.fcntl(stream.fileno(), set_size, PIPE_BUFFER)

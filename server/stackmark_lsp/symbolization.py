@@ -24,7 +24,7 @@ import asyncio
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -101,7 +101,7 @@ class _ConversionProgress:
 
 
 class SymbolService:
-    """The server's symbolizer (see the module docstring)."""
+    """The server's symbolizer (see the module docstring); the `Lookups` of lookups.py."""
 
     def __init__(
         self,
@@ -324,6 +324,17 @@ class SymbolService:
             finally:
                 self.lock.release()
         return await self.run(self.code, module, address)
+
+    async def resolution_of(self, module: Module) -> ModuleResolution:
+        """`resolve`, from the event loop (in a worker: it may search and download)."""
+        return await self.run(self.resolve, module)
+
+    async def codes_of(self, places: Sequence[tuple[Module, int]]) -> list[CodeLookup]:
+        """`code` for each (module, address), in one trip to the worker threads."""
+        return await self.run(self._codes, places)
+
+    def _codes(self, places: Sequence[tuple[Module, int]]) -> list[CodeLookup]:
+        return [self.code(module, address) for module, address in places]
 
     async def data_of(self, module: Module, address: int) -> DataLookup:
         """`data`, from the event loop: a remembered answer at once, else a worker's."""

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stackmark.errors import StackmarkError
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState
+from stackmark.unwind_rules import Arch
 
 
 class DebuggerError(StackmarkError):

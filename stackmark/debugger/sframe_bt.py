@@ -35,9 +35,9 @@ from stackmark.errors import FormatError
 from stackmark.formats.sframe import SFrameTable
 from stackmark.model import BacktraceFrame, Module
 from stackmark.unwind.emit import context_lines, frame_lines
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.tables import NoTable, TableCache
 from stackmark.unwind.unwinder import DEFAULT_MAX_FRAMES, Unwinder, UnwindResult
+from stackmark.unwind_rules import Arch
 
 FROM_CFI_HINT = "{name} has no SFrame table: --from-cfi generates one from its .eh_frame"
 

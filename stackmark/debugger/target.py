@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from stackmark.debugger.backend import DebuggerBackend, ThreadInfo
 from stackmark.debugger.modules import loaded_modules
 from stackmark.model import Module
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState
+from stackmark.unwind_rules import Arch
 
 
 class BackendTarget:

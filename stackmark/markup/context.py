@@ -15,6 +15,7 @@ redo the replay from a changed line cheaply.
 from __future__ import annotations
 
 import bisect
+from typing import assert_never
 
 from stackmark.markup.diagnostics import Diagnostic, error_at_field
 from stackmark.markup.elements import (
@@ -86,12 +87,15 @@ def lookup_address(element: PcElement | BtElement | DataElement) -> int:
     return address unless it says `:pc`; `data` is never adjusted. The
     adjustment comes before the mmap lookup.
     """
-    if isinstance(element, DataElement):
-        return element.address
-    if isinstance(element, PcElement):
-        is_return = element.pc_type == "ra"
-    else:
-        is_return = element.pc_type != "pc"
+    match element:  # the most frequent first: a log is mostly backtraces
+        case BtElement():
+            is_return = element.pc_type != "pc"
+        case PcElement():
+            is_return = element.pc_type == "ra"
+        case DataElement():
+            return element.address
+        case _:
+            assert_never(element)
     return (element.address - 1) & U64_MASK if is_return else element.address
 
 

@@ -46,8 +46,8 @@ from stackmark.elf import (
 )
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState, UnreadableMemory
+from stackmark.unwind_rules import Arch
 
 NT_ARM_PAC_MASK = 0x406
 AT_PHDR, AT_PAGESZ, AT_ENTRY, AT_EXECFN, AT_SYSINFO_EHDR = 3, 6, 9, 31, 33

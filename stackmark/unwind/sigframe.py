@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackmark.errors import StackmarkError
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.target import RegisterState, Target
+from stackmark.unwind_rules import Arch
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.memory import read_sframe_from_image
 from stackmark.formats.sframe.reader import read_elf_sframe
 from stackmark.model import Module
-from stackmark.unwind.rules import UnwindRow
+from stackmark.unwind_rules import UnwindRow
 
 
 class UnwindTable(Protocol):

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from stackmark.errors import StackmarkError
 from stackmark.model import Module, Segment
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 
 class UnreadableMemory(StackmarkError):

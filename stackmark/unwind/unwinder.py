@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from stackmark.errors import StackmarkError
 from stackmark.model import BacktraceFrame, FrameKind, Module
 from stackmark.unwind import sigframe
-from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 from stackmark.unwind.tables import NoTable, SFrameTables, TableCache, TableLoader
 from stackmark.unwind.target import (
     BYTE_ORDER,
@@ -42,6 +41,7 @@ from stackmark.unwind.target import (
     register_name,
     word_reader,
 )
+from stackmark.unwind_rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 
 DEFAULT_MAX_FRAMES = 100_000
 

@@ -11,10 +11,10 @@ import pytest
 
 from stackmark.errors import StackmarkError
 from stackmark.unwind.core import CoreFile, CoreTarget
-from stackmark.unwind.rules import Arch
 from stackmark.unwind.sigframe import LAYOUTS, trusted_signal
 from stackmark.unwind.target import UnreadableMemory
 from stackmark.unwind.unwinder import Unwinder
+from stackmark.unwind_rules import Arch
 from tests.support.build import compile_program
 from tests.support.unwind_cores import FRAME_POINTER_FLAGS, capture_with_gdb
 

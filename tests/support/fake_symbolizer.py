@@ -7,6 +7,7 @@ Every question is logged in `calls`, so a test can check what was asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackmark.model import DataSymbol, Module, SourceFrame
@@ -56,3 +57,23 @@ class FakeSymbolizer:
                     symbol = sym
                     break
         return DataLookup(resolution, address, symbol)
+
+
+class FakeLookups:
+    """The language server's `Lookups` (stackmark_lsp/lookups.py) over a `FakeSymbolizer`,
+    answered at once: feature modules run without a server and without threads."""
+
+    def __init__(self, symbolizer: FakeSymbolizer) -> None:
+        self.symbolizer = symbolizer
+
+    async def resolution_of(self, module: Module) -> ModuleResolution:
+        return self.symbolizer.resolve(module)
+
+    async def code_of(self, module: Module, address: int) -> CodeLookup:
+        return self.symbolizer.code(module, address)
+
+    async def data_of(self, module: Module, address: int) -> DataLookup:
+        return self.symbolizer.data(module, address)
+
+    async def codes_of(self, places: Sequence[tuple[Module, int]]) -> list[CodeLookup]:
+        return [self.symbolizer.code(module, address) for module, address in places]

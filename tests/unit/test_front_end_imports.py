@@ -1,10 +1,13 @@
-"""The core imports no web framework and no Dask: those are the front ends' extras."""
+"""The layers, checked from the imports: the core loads no front end's extras, and no
+module imports against the map (below)."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import stackmark
 
@@ -33,3 +36,258 @@ def test_importing_every_core_module_loads_no_extra() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# -- every module's imports, read from the source --------------------------------------
+#
+# The layers: the core (`stackmark/`) is below every front end; front ends import the
+# core and not each other; the formats are leaves; and the product has no import
+# cycle. Imports are read with `ast`, anywhere in
+# a module (inside functions and `if TYPE_CHECKING:` too: they hide an arrow, they
+# don't remove it). `from package import name` counts as an arrow to `package.name`
+# when that is a module, otherwise to `package`.
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {
+    "stackmark": ROOT / "stackmark",
+    "stackmark_lsp": ROOT / "server" / "stackmark_lsp",
+    "stackmark_gdb": ROOT / "gdb_plugin" / "stackmark_gdb",
+    "stackmark_lldb": ROOT / "lldb_plugin" / "stackmark_lldb",
+}
+# Each front end, by the modules that make it up. The debugger front end is the
+# debugger-agnostic layer and the two hosts that register it (pwndbg's shape).
+FRONT_END_PARTS = {
+    "cli": ("stackmark.cli", "stackmark.__main__"),
+    "service": ("stackmark.service",),
+    "lsp": ("stackmark_lsp",),
+    "debugger": ("stackmark.debugger", "stackmark_gdb", "stackmark_lldb"),
+}
+HOST_LIBRARIES = ("gdb", "lldb", "pygls", "lsprotocol")
+FORMAT_LEAF_IMPORTS = (
+    "stackmark.elf",
+    "stackmark.errors",
+    "stackmark.model",
+    "stackmark.plain",
+    "stackmark.dwarf",
+    "stackmark.unwind_rules",  # shared vocabulary beside model.py (Arch, unwind rows)
+)
+# The `stackmark` console script starts every front end: these arrows are its
+# subcommands reaching each front end's entry point, not shared code.
+LAUNCHERS = {
+    ("stackmark.cli.lsp", "stackmark_lsp.command"),
+    ("stackmark.cli.serve", "stackmark.service.settings"),
+    ("stackmark.cli.debuggers", "stackmark.debugger.bootstrap"),
+}
+
+# Today's forbidden arrows, each with the reason it is wrong. Remove an entry when its
+# arrow is gone (a test below fails until it is removed); never add one.
+KNOWN_ARROWS: dict[tuple[str, str], str] = {
+    **{
+        (f"stackmark.formats.sframe.{name}", "stackmark.unwind.rules"): (
+            "formats are not leaves: SFrame took Arch, UnwindRow, CFA, RuleKind and "
+            "ValueRule from unwind/rules.py; they now live in stackmark/unwind_rules.py, "
+            "and this module still imports them through the old name's re-export"
+        )
+        for name in ("dump", "from_cfi", "lookup", "spec")
+    },
+    ("stackmark.debugger.cbf", "stackmark.cli.cbf"): (
+        "front ends lean on the CLI: image_map_modules and read_data belong in the core"
+    ),
+    ("stackmark.debugger.sframe", "stackmark.cli.sframe"): (
+        "front ends lean on the CLI: describe_row belongs in the core"
+    ),
+    ("stackmark.debugger.symbolize", "stackmark.cli.symbolize"): (
+        "front ends lean on the CLI: the symbolizer is to be built from options in "
+        "stackmark/symbols/, not from the CLI's argparse internals"
+    ),
+    # Found when this test was written: a converter in one format's package reads
+    # another format. Either the rule admits sibling formats or the conversion
+    # moves; until that is decided, they are listed here.
+    ("stackmark.formats.gsym.convert", "stackmark.formats.breakpad"): (
+        "GSYM conversion reads Breakpad files (a sibling format, not a leaf import)"
+    ),
+    ("stackmark.formats.gsym.from_breakpad", "stackmark.formats.breakpad"): (
+        "GSYM conversion reads Breakpad files (a sibling format, not a leaf import)"
+    ),
+}
+# Modules kept only to re-export names that moved, for modules not changed yet: each
+# goes when nothing imports it any more (a test below says when).
+TEMPORARY_REEXPORTS: dict[str, str] = {
+    "stackmark.unwind.rules": "the unwind vocabulary moved to stackmark/unwind_rules.py",
+}
+# Today's import cycles, each by its modules (the same rule: remove, never add).
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"stackmark.formats.gsym.convert", "stackmark.formats.gsym.dwarf_units"}): (
+        "formats/gsym/convert.py <-> dwarf_units.py"
+    ),
+    frozenset(
+        {
+            "stackmark.dwarf.unit",
+            "stackmark.dwarf.reader",
+            "stackmark.dwarf.functions",
+            "stackmark.dwarf.lines",
+            "stackmark.dwarf.ranges",
+        }
+    ): "dwarf/unit.py <-> reader.py (with functions.py, lines.py, ranges.py)",
+    frozenset(
+        {"stackmark.cli.symbolize", "stackmark.cli.symbolize_batch", "stackmark.cli.symbolize_dask"}
+    ): "cli/symbolize.py <-> symbolize_batch.py (symbolize_dask.py imports both)",
+}
+
+
+def product_modules() -> dict[str, tuple[Path, bool]]:
+    """Module name -> (file, is a package), for every module of the four packages."""
+    found: dict[str, tuple[Path, bool]] = {}
+    for package, directory in PACKAGES.items():
+        for path in sorted(directory.rglob("*.py")):
+            parts = [package, *path.relative_to(directory).with_suffix("").parts]
+            is_package = parts[-1] == "__init__"
+            found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def import_arrows(modules: dict[str, tuple[Path, bool]]) -> dict[str, set[str]]:
+    """Module -> the modules (or outside top-level names) it imports."""
+    arrows: dict[str, set[str]] = {}
+    for name, (path, is_package) in modules.items():
+        package = name if is_package else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    submodule = f"{source}.{alias.name}"
+                    targets.add(submodule if submodule in modules else source)
+        targets.discard(name)
+        arrows[name] = targets
+    return arrows
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def front_end_of(name: str) -> str | None:
+    for front_end, parts in FRONT_END_PARTS.items():
+        if _within(name, parts):
+            return front_end
+    return None
+
+
+def forbidden_arrows(arrows: dict[str, set[str]]) -> dict[tuple[str, str], str]:
+    """Every arrow against the map, with the rule it breaks."""
+    found: dict[tuple[str, str], str] = {}
+    for source, targets in arrows.items():
+        side = front_end_of(source)
+        for target in targets:
+            other = front_end_of(target)
+            if side is None and other is not None:
+                found[source, target] = "the core imports a front end"
+            elif side is None and _within(target, HOST_LIBRARIES):
+                found[source, target] = "the core imports a debugger or pygls"
+            elif side is not None and other is not None and other != side:
+                if (source, target) not in LAUNCHERS:
+                    found[source, target] = "a front end imports another front end"
+            elif (_within(source, ("stackmark_gdb",)) and _within(target, ("stackmark_lldb",))) or (
+                _within(source, ("stackmark_lldb",)) and _within(target, ("stackmark_gdb",))
+            ):
+                found[source, target] = "one debugger host imports the other"
+            if _within(source, ("stackmark.formats",)) and _within(target, ("stackmark",)):
+                own = ".".join(source.split(".")[:3])  # its package (or itself: formats/cbf.py)
+                if target != "stackmark.formats" and not _within(
+                    target, (own, *FORMAT_LEAF_IMPORTS)
+                ):
+                    found[source, target] = "a format imports more than a leaf may"
+    return found
+
+
+def import_cycles(arrows: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    graph = {name: sorted(t for t in targets if t in arrows) for name, targets in arrows.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[frozenset[str]] = []
+    for root in graph:
+        if root in order:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                order[node] = low[node] = len(order)
+                stack.append(node)
+                on_stack.add(node)
+            if child < len(graph[node]):
+                work.append((node, child + 1))
+                nxt = graph[node][child]
+                if nxt not in order:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], order[nxt])
+                continue
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == order[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(frozenset(component))
+    return cycles
+
+
+ARROWS = import_arrows(product_modules())
+
+
+def test_the_import_reader_sees_imports_inside_functions_and_type_checking() -> None:
+    # stackmark_lsp/command.py imports the server inside a function; epochs.py once hid
+    # its arrow to index.py under TYPE_CHECKING: both kinds must count.
+    assert "stackmark_lsp.server" in ARROWS["stackmark_lsp.command"]
+    assert "stackmark_lsp.epochs" in ARROWS["stackmark_lsp.document"]  # TYPE_CHECKING
+    assert "stackmark.unwind.rules" in ARROWS["stackmark.formats.sframe.spec"]
+    assert len(ARROWS) > 150  # all four packages were read
+
+
+def test_no_forbidden_arrow_beyond_the_known_ones() -> None:
+    found = forbidden_arrows(ARROWS)
+    new = {arrow: rule for arrow, rule in found.items() if arrow not in KNOWN_ARROWS}
+    assert new == {}
+
+
+def test_no_import_cycle_beyond_the_known_ones() -> None:
+    new = [
+        sorted(cycle)
+        for cycle in import_cycles(ARROWS)
+        if not any(cycle <= known for known in KNOWN_CYCLES)
+    ]
+    assert new == []
+
+
+def test_every_known_exception_still_exists() -> None:
+    """When an arrow or a cycle is fixed, its entry must go: the lists only shrink."""
+    forbidden = forbidden_arrows(ARROWS)
+    assert [arrow for arrow in KNOWN_ARROWS if arrow not in forbidden] == []
+    cycles = import_cycles(ARROWS)
+    assert [KNOWN_CYCLES[known] for known in KNOWN_CYCLES if known not in cycles] == []
+
+
+def test_every_temporary_reexport_is_still_imported() -> None:
+    unused = [
+        module
+        for module in TEMPORARY_REEXPORTS
+        if not any(module in targets for targets in ARROWS.values())
+    ]
+    assert unused == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import struct
 from collections.abc import Callable
 
 import pytest
@@ -28,6 +29,14 @@ from stackmark.formats.gsym import (
 from stackmark.formats.gsym.call_sites import CallSiteInfo
 from stackmark.formats.gsym.codec import Cursor, Writer, sleb_bytes, uleb_bytes
 from stackmark.formats.gsym.dump import dump_text
+from stackmark.formats.gsym.header import (
+    HEADER_LAYOUT,
+    HEADER_SIZE,
+    Header,
+    decode_header,
+    encode_header,
+    header_text,
+)
 from stackmark.formats.gsym.inline_info import (
     MAX_INLINE_DEPTH,
     InlineFrame,
@@ -289,6 +298,43 @@ def test_creator_layout_by_hand() -> None:
         "alias",
     ]
     assert reader.info_offsets[0] % 4 == 0 and reader.info_offsets[1] % 4 == 0
+
+
+def test_header_layout_is_the_specs_48_bytes_at_llvms_offsets() -> None:
+    # Header.h: Magic 4, Version 2, AddrOffSize 1, UUIDSize 1, BaseAddress 8,
+    # NumAddresses 4, StrtabOffset 4, StrtabSize 4, UUID 20 = 48 bytes, no padding.
+    offsets, at = [], 0
+    for _, code in HEADER_LAYOUT:
+        offsets.append(at)
+        at += struct.calcsize("<" + code)
+    assert [name for name, _ in HEADER_LAYOUT][4] == "BaseAddress"
+    assert offsets == [0, 4, 6, 7, 8, 16, 20, 24, 28]
+    assert HEADER_SIZE == at == 48
+
+
+def test_header_bytes_by_hand() -> None:
+    header = Header(addr_off_size=2, base_address=0x400000, num_addresses=3, uuid=b"\xab\xcd")
+    header.strtab_offset, header.strtab_size = 0x40, 0x10
+    w = Writer(True)
+    encode_header(w, header)
+    assert bytes(w.buf) == (
+        b"MYSG"  # 0x4753594D, little-endian
+        + b"\x01\x00"  # Version 1
+        + b"\x02\x02"  # AddrOffSize 2, UUIDSize 2
+        + (0x400000).to_bytes(8, "little")
+        + (3).to_bytes(4, "little")
+        + (0x40).to_bytes(4, "little")
+        + (0x10).to_bytes(4, "little")
+        + b"\xab\xcd"
+        + bytes(18)  # the UUID padded to 20 bytes
+    )
+    assert decode_header(Cursor(bytes(w.buf), 0, 48, little=True)) == header
+    assert header_text(header).splitlines()[1:5] == [
+        "  Magic        = 0x4753594d",
+        "  Version      = 0x0001",
+        "  AddrOffSize  = 0x02",
+        "  UUIDSize     = 0x02",
+    ]
 
 
 def test_lookup_semantics_by_hand() -> None:

@@ -16,7 +16,7 @@ from stackmark.formats.sframe.memory import read_sframe_from_image
 from stackmark.formats.sframe.model import SFrameSection
 from stackmark.formats.sframe.reader import read_sframe_file
 from stackmark.formats.sframe.writer import build_fde, build_fre, encode_sframe, new_header
-from stackmark.unwind.rules import CFA, Arch, RuleKind, ValueRule
+from stackmark.unwind_rules import CFA, Arch, RuleKind, ValueRule
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sframe"
 BINARIES = sorted(p for p in FIXTURES.iterdir() if p.is_file() and "." not in p.name)

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import pytest
 
 from stackmark.model import FrameKind, Module, Segment
-from stackmark.unwind.rules import Arch, RuleKind, UnwindRow, ValueRule
 from stackmark.unwind.tables import NoTable, UnwindTable
 from stackmark.unwind.target import RegisterState, UnreadableMemory
 from stackmark.unwind.unwinder import BY_CALL_SITE, BY_FRAME_POINTER, BY_SFRAME, Unwinder
+from stackmark.unwind_rules import Arch, RuleKind, UnwindRow, ValueRule
 
 RSP, RBP = Arch.AMD64.sp, Arch.AMD64.fp
 SP64, X29, X30 = Arch.AARCH64.sp, Arch.AARCH64.fp, Arch.AARCH64.ra

@@ -12,19 +12,38 @@
      28   20 UUID         first UUIDSize bytes valid, the rest zero
 
 A little-endian file therefore starts with the bytes "MYSG", a big-endian
-one with "GSYM".
+one with "GSYM". `HEADER_LAYOUT` declares these fields once, with LLVM's
+names (llvm/include/llvm/DebugInfo/GSYM/Header.h); the decoder, the
+encoder and the dump all go through it.
 """
 
 from __future__ import annotations
+
+import struct
 
 from stackmark.formats.gsym.codec import Buffer, Cursor, RecordError, Writer
 from stackmark.plain import Record
 
 GSYM_MAGIC = 0x4753594D
 GSYM_CIGAM = 0x4D595347  # the magic read in the wrong byte order
-HEADER_SIZE = 48
 MAX_UUID_SIZE = 20
 ADDR_OFF_SIZES = (1, 2, 4, 8)
+
+# (spec field name, struct code), in file order.
+HEADER_LAYOUT: tuple[tuple[str, str], ...] = (
+    ("Magic", "I"),
+    ("Version", "H"),
+    ("AddrOffSize", "B"),
+    ("UUIDSize", "B"),
+    ("BaseAddress", "Q"),
+    ("NumAddresses", "I"),
+    ("StrtabOffset", "I"),
+    ("StrtabSize", "I"),
+    ("UUID", f"{MAX_UUID_SIZE}s"),
+)
+_CODES = "".join(code for _, code in HEADER_LAYOUT)
+HEADER_STRUCTS = {True: struct.Struct("<" + _CODES), False: struct.Struct(">" + _CODES)}
+HEADER_SIZE = HEADER_STRUCTS[True].size  # 48 (tests/unit/test_gsym_format.py)
 
 
 class Header(Record):
@@ -117,55 +136,68 @@ def decode_header(cur: Cursor) -> Header:
             offset=cur.pos,
             source=cur.source,
         )
-    magic = cur.u32("magic")
-    version = cur.u16("version")
-    addr_off_size = cur.u8("address offset size")
-    uuid_size = cur.u8("UUID size")
-    base_address = cur.u64("base address")
-    num_addresses = cur.u32("number of addresses")
-    strtab_offset = cur.u32("string table offset")
-    strtab_size = cur.u32("string table size")
-    uuid_field = cur.bytes(MAX_UUID_SIZE, "UUID")
+    fields = dict(
+        zip(
+            (name for name, _ in HEADER_LAYOUT),
+            HEADER_STRUCTS[cur.little].unpack_from(cur.data, cur.pos),
+            strict=True,
+        )
+    )
+    cur.pos += HEADER_SIZE
+    uuid_size = fields["UUIDSize"]
     if uuid_size > MAX_UUID_SIZE:
         raise RecordError(f"invalid UUID size {uuid_size}", offset=7, source=cur.source)
     header = Header(
-        version,
-        addr_off_size,
-        base_address,
-        num_addresses,
-        strtab_offset,
-        strtab_size,
-        uuid_field[:uuid_size],
-        magic,
+        version=fields["Version"],
+        addr_off_size=fields["AddrOffSize"],
+        base_address=fields["BaseAddress"],
+        num_addresses=fields["NumAddresses"],
+        strtab_offset=fields["StrtabOffset"],
+        strtab_size=fields["StrtabSize"],
+        uuid=fields["UUID"][:uuid_size],
+        magic=fields["Magic"],
     )
     check_header(header, cur.source)
     return header
 
 
+def spec_fields(header: Header) -> dict[str, int | bytes]:
+    """The header's values by spec field name (`UUIDSize` counted, `UUID` unpadded)."""
+    return {
+        "Magic": header.magic,
+        "Version": header.version,
+        "AddrOffSize": header.addr_off_size,
+        "UUIDSize": len(header.uuid),
+        "BaseAddress": header.base_address,
+        "NumAddresses": header.num_addresses,
+        "StrtabOffset": header.strtab_offset,
+        "StrtabSize": header.strtab_size,
+        "UUID": header.uuid,
+    }
+
+
 def encode_header(w: Writer, header: Header) -> None:
-    """Write the 48 header bytes (the UUID zero-padded to 20 bytes)."""
-    w.u32(GSYM_MAGIC)
-    w.u16(header.version)
-    w.u8(header.addr_off_size)
-    w.u8(len(header.uuid))
-    w.u64(header.base_address)
-    w.u32(header.num_addresses)
-    w.u32(header.strtab_offset)
-    w.u32(header.strtab_size)
-    w.raw(header.uuid.ljust(MAX_UUID_SIZE, b"\0"))
+    """Write the 48 header bytes: the magic is always GSYM's, the UUID zero-padded to
+    20 bytes, and each number cut to its field's width as `Writer` does."""
+    values = spec_fields(header) | {"Magic": GSYM_MAGIC}
+    packed: list[int | bytes] = []
+    for name, code in HEADER_LAYOUT:
+        value = values[name]
+        if isinstance(value, int):
+            value &= (1 << 8 * struct.calcsize(code)) - 1
+        packed.append(value)
+    w.raw(HEADER_STRUCTS[w.little].pack(*packed))
 
 
 def header_text(header: Header) -> str:
     """The header block as llvm-gsymutil prints it (no trailing blank line)."""
-    return (
-        "Header:\n"
-        f"  Magic        = 0x{header.magic:08x}\n"
-        f"  Version      = 0x{header.version:04x}\n"
-        f"  AddrOffSize  = 0x{header.addr_off_size:02x}\n"
-        f"  UUIDSize     = 0x{len(header.uuid):02x}\n"
-        f"  BaseAddress  = 0x{header.base_address:016x}\n"
-        f"  NumAddresses = 0x{header.num_addresses:08x}\n"
-        f"  StrtabOffset = 0x{header.strtab_offset:08x}\n"
-        f"  StrtabSize   = 0x{header.strtab_size:08x}\n"
-        f"  UUID         = {header.uuid.hex()}\n"
-    )
+    values = spec_fields(header)
+    lines = ["Header:"]
+    for name, code in HEADER_LAYOUT:
+        value = values[name]
+        if isinstance(value, bytes):
+            shown = value.hex()
+        else:
+            shown = f"0x{value:0{2 * struct.calcsize(code)}x}"
+        lines.append(f"  {name:<12} = {shown}")
+    return "\n".join(lines) + "\n"

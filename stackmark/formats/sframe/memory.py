@@ -16,7 +16,7 @@ from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.lookup import SFrameMatch, SFrameTable
 from stackmark.formats.sframe.reader import parse_header, parse_sframe
-from stackmark.unwind.rules import UnwindRow
+from stackmark.unwind_rules import UnwindRow
 
 ReadMemory = Callable[[int, int], bytes]
 """read(address, size) -> exactly `size` bytes, or raise (the target's memory reader)."""

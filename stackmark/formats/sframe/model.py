@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackmark.formats.sframe import spec
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameHeader
-from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
+from stackmark.unwind_rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 
 _SAME = ValueRule.same()
 _UNDEFINED = ValueRule.undefined()
