@@ -64,7 +64,9 @@ FRONT_END_PARTS = {
 }
 HOST_LIBRARIES = ("gdb", "lldb", "pygls", "lsprotocol")
 FORMAT_LEAF_IMPORTS = (
-    "stackmark.elf",
+    "stackmark.elf",  # the object-file readers a format's section comes from
+    "stackmark.elf_relocations",
+    "stackmark.macho",
     "stackmark.errors",
     "stackmark.model",
     "stackmark.plain",
@@ -90,9 +92,6 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
         )
         for name in ("dump", "from_cfi", "lookup", "spec")
     },
-    ("stackmark.debugger.cbf", "stackmark.cli.cbf"): (
-        "front ends lean on the CLI: image_map_modules and read_data belong in the core"
-    ),
     ("stackmark.debugger.sframe", "stackmark.cli.sframe"): (
         "front ends lean on the CLI: describe_row belongs in the core"
     ),
