@@ -13,6 +13,7 @@ faster. A fast path changes nothing before it is sure it applies.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TypeVar
 
 from stackmark.markup.context import Mapping, MarkupContext
@@ -66,6 +67,11 @@ def _keep(cache: dict[_Key, _T], key: _Key, value: _T) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
     cache[key] = value
+
+
+def native_bt_lines() -> Callable[..., int] | None:
+    """The compiled `lines_bytes` (`bt_lines`), or None on the pure path."""
+    return None  # wired to the accelerator's selector
 
 
 _MARKERS = tuple(f".{k:<2}" for k in range(1, 100))
@@ -128,7 +134,13 @@ class BtLines:
         lines of raw input before `end`), rendered as bytes onto `out`: a block of
         input need not decode them, nor encode their output. Returns where the run
         stops: at the first line `line` would not take (the caller feeds it), or at
-        `end`."""
+        `end`. The compiled twin (`bt_lines`), when active, does the same."""
+        native = native_bt_lines()
+        if native is not None:
+            stop: int = native(
+                data, start, end, context.find, self._byte_texts, self._byte_template, out
+            )
+            return stop
         match_line = _BT_LINE.match
         templates = self._byte_texts
         find = context.find
@@ -153,11 +165,9 @@ class BtLines:
             key = (module.build_id, module.name, relative, eol)
             template = templates.get(key)
             if template is None:
-                text = self._template(module, relative, eol)
-                if text is None:
+                template = self._byte_template(module, relative, eol)
+                if template is None:
                     break
-                template = text.encode("utf-8", "surrogateescape")
-                _keep(templates, key, template)
             out += (
                 before,
                 template.replace(_HEADER_BYTES, (b"#%d" % number).rjust(6)).replace(
@@ -167,6 +177,15 @@ class BtLines:
             )
             pos = match.end()
         return pos
+
+    def _byte_template(self, module: Module, relative: int, eol: str) -> bytes | None:
+        """`_template` as bytes, kept for `lines_bytes` (None: not on the fast path)."""
+        text = self._template(module, relative, eol)
+        if text is None:
+            return None
+        template = text.encode("utf-8", "surrogateescape")
+        _keep(self._byte_texts, (module.build_id, module.name, relative, eol), template)
+        return template
 
     def _template(self, module: Module, relative: int, eol: str) -> str | None:
         """The frame lines with placeholders (the callers keep them), or None when

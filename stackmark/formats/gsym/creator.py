@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from stackmark.errors import StackmarkError
 from stackmark.formats.gsym.codec import Writer
@@ -266,12 +267,35 @@ PIECE_FUNCTIONS = 4096
 """Functions per piece of `records_in_pieces` (progress is reported per piece)."""
 
 
+def native_records() -> Any:
+    """The compiled record encoder (`encode_records`), or None on the pure path."""
+    return None  # wired to the accelerator's selector
+
+
 def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[bytes, list[int]]:
     """The FunctionInfo records of `functions`, laid out from offset 0 (each
-    4-aligned), and the offset of each: a piece of a GSYM's record area."""
+    4-aligned), and the offset of each: a piece of a GSYM's record area.
+
+    The compiled encoder, when active, encodes the records LLVM's converter
+    makes and hands every other one (merged functions, call sites, unknown
+    records, values it cannot hold, input `encode_function_info` refuses) to
+    `record_bytes`, so the bytes and errors are the same either way."""
+    native = native_records()
+    if native is not None:
+        result: tuple[bytes, list[int]] = native.encode_records(
+            functions, little, functools.partial(record_bytes, little=little)
+        )
+        return result
     w = Writer(little)
     offsets = [encode_function_info(w, info) for info in functions]
     return bytes(w.buf), offsets
+
+
+def record_bytes(info: FunctionInfo, *, little: bool) -> bytes:
+    """One FunctionInfo record laid out from offset 0 (so without padding)."""
+    w = Writer(little)
+    encode_function_info(w, info)
+    return bytes(w.buf)
 
 
 def records_in_pieces(

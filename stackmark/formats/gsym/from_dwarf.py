@@ -46,7 +46,7 @@ from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
-from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
+from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra, native_extras
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
@@ -179,6 +179,13 @@ class ExtrasCollector:
         """(addresses, columns) sorted by address (stably: row order breaks
         ties), without points that repeat the column before them."""
         addresses, values = self.column_addresses, self.column_values
+        native = native_extras()
+        if native is not None:
+            address_bytes, value_bytes = native.column_points(addresses, values)
+            out_addresses, out_values = array("Q"), array("I")
+            out_addresses.frombytes(address_bytes)
+            out_values.frombytes(value_bytes)
+            return out_addresses, out_values
         if not all(map(le, addresses, addresses[1:])):  # units out of address order
             order = sorted(range(len(addresses)), key=addresses.__getitem__)
             addresses = array("Q", map(addresses.__getitem__, order))
