@@ -10,8 +10,19 @@ APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-2
                 neovim chromium ripgrep libkrb5-dev tmux
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
+NATIVE_STAMP := $(VENV)/.native
+NATIVE_SOURCES := $(wildcard stackmark/_native/*.c stackmark/_native/*.h) build_native.py
+# The tests that reach a compiled kernel, run a second time forced pure.
+PURE_TESTS := tests/unit tests/hostile tests/fuzz \
+              tests/integration/test_symbolize_oracle.py \
+              tests/integration/test_symbolize_differences.py \
+              tests/integration/test_symbolize_handwritten.py \
+              tests/integration/test_relativenames.py \
+              tests/integration/test_gsym_oracle.py \
+              tests/integration/test_gsym_llvm22.py \
+              tests/integration/test_gsym_breakpad.py
 
-.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean fuzz
+.PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz
 
 all: test
 
@@ -39,7 +50,13 @@ $(PY_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[dev,lsp]'
 	@touch $@
 
-setup: $(SYS_STAMP) $(PY_STAMP) editors-setup
+# The compiled accelerator (stackmark/_native), rebuilt in place when a C file
+# changes (the editable install above built it once).
+$(NATIVE_STAMP): $(NATIVE_SOURCES) | $(PY_STAMP)
+	$(PY) build_native.py
+	@touch $@
+
+setup: $(SYS_STAMP) $(PY_STAMP) $(NATIVE_STAMP) editors-setup
 
 # The editors the tests drive (code-server, playwright-core; npm ci from lock files).
 editors-setup: $(SYS_STAMP)
@@ -50,7 +67,7 @@ editors-setup: $(SYS_STAMP)
 demo: setup
 	@$(MAKE) -s -C examples demo PY=$(abspath $(PY))
 
-test: setup lint typecheck pytest
+test: setup lint typecheck pytest pytest-pure
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -60,6 +77,10 @@ typecheck: setup
 
 pytest: setup
 	$(VENV)/bin/pytest -q -ra $(PYTEST_ARGS)
+
+# The same tests again on the pure-Python reference (docs/accelerator.md).
+pytest-pure: setup
+	STACKMARK_PURE=1 $(VENV)/bin/pytest -q -ra $(PYTEST_ARGS) $(PURE_TESTS)
 
 bench: setup
 	$(PY) bench/run_all.py
@@ -72,4 +93,5 @@ fuzz: setup
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	rm -f stackmark/_native/*.so
 	$(MAKE) -s -C examples clean

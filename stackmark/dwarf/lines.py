@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from collections.abc import Sequence as Sequence_
 from typing import TYPE_CHECKING, NamedTuple, overload
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Encoding, read_form
 from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from stackmark.dwarf.reader import DwarfReader
 
 _MASK64 = (1 << 64) - 1
+_native = load("_dwarf")  # compiled twin of `_run_program`, or None (stackmark/_native)
 
 
 class LineRow(NamedTuple):
@@ -438,12 +440,39 @@ def parse_line_table(
     """Read the line number program at .debug_line `offset` and run it."""
     section = reader.line
     header = _read_header(reader, section, offset, unit_addr_size)
+    compiled = _run_program_compiled(section, header, reader.endian) if _native else None
     try:
-        flat, sequences = _run_program(section, header, reader.endian)
+        flat, sequences = compiled or _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
     sequences.sort(key=lambda s: s.high)
     return LineTable(header, flat, sequences, comp_dir)
+
+
+def _run_program_compiled(
+    section: Section, h: LineProgramHeader, endian: str
+) -> tuple[array[int], list[Sequence]] | None:
+    """`_run_program` by the compiled kernel; None when the reference must run."""
+    assert _native is not None
+    found = _native.run_line_program(
+        section.buf,
+        section.start + h.header_end,
+        section.start + h.program_end,
+        h.opcode_base,
+        h.min_inst_length,
+        max(h.max_ops_per_inst, 1),
+        h.default_is_stmt,
+        h.line_base,
+        h.line_range,
+        bytes(h.standard_opcode_lengths),
+        endian == "<",
+    )
+    if found is None:
+        return None
+    rows, sequences = found
+    flat = array("Q")
+    flat.frombytes(rows)
+    return flat, [Sequence(*seq) for seq in sequences]
 
 
 def _run_program(
