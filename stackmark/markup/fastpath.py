@@ -13,9 +13,9 @@ faster. A fast path changes nothing before it is sure it applies.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import TypeVar
 
+from stackmark._native import load
 from stackmark.markup.context import Mapping, MarkupContext
 from stackmark.markup.fields import U64_MASK
 from stackmark.markup.naming import Naming
@@ -48,6 +48,8 @@ _CACHE_LIMIT = 1 << 16
 _Key = tuple[str, str, int, str]  # (build ID, module name, module-relative address, line end)
 _T = TypeVar("_T")
 
+_native = load("_markup")  # the compiled `lines_bytes` (`bt_lines`), or None
+
 
 def _number(text: str) -> int:
     """A `%i` field matched by `_NUMBER`."""
@@ -67,11 +69,6 @@ def _keep(cache: dict[_Key, _T], key: _Key, value: _T) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
     cache[key] = value
-
-
-def native_bt_lines() -> Callable[..., int] | None:
-    """The compiled `lines_bytes` (`bt_lines`), or None on the pure path."""
-    return None  # wired to the accelerator's selector
 
 
 _MARKERS = tuple(f".{k:<2}" for k in range(1, 100))
@@ -135,9 +132,8 @@ class BtLines:
         input need not decode them, nor encode their output. Returns where the run
         stops: at the first line `line` would not take (the caller feeds it), or at
         `end`. The compiled twin (`bt_lines`), when active, does the same."""
-        native = native_bt_lines()
-        if native is not None:
-            stop: int = native(
+        if _native is not None:
+            stop: int = _native.bt_lines(
                 data, start, end, context.find, self._byte_texts, self._byte_template, out
             )
             return stop

@@ -11,7 +11,13 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-KERNEL_USERS = ("stackmark.dwarf.lines",)
+KERNEL_USERS = (
+    "stackmark.dwarf.lines",
+    "stackmark.formats.gsym.creator",
+    "stackmark.formats.gsym.extras",
+    "stackmark.formats.gsym.from_dwarf",
+    "stackmark.markup.fastpath",
+)
 """Every module that runs a compiled kernel: each holds it as `_native`
 (`_native = load("_dwarf")`); a test checks that this list is complete."""
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from stackmark._native import load
 from stackmark.errors import StackmarkError
 from stackmark.formats.gsym.codec import Writer
 from stackmark.formats.gsym.function_info import (
@@ -37,6 +37,8 @@ from stackmark.formats.gsym.paths import llvm_filename, llvm_parent_path
 from stackmark.formats.gsym.ranges import Range, insert_range
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.formats.gsym.stl_sort import stl_sort
+
+_native = load("_gsym_records")
 
 
 class GsymWriteError(StackmarkError):
@@ -267,11 +269,6 @@ PIECE_FUNCTIONS = 4096
 """Functions per piece of `records_in_pieces` (progress is reported per piece)."""
 
 
-def native_records() -> Any:
-    """The compiled record encoder (`encode_records`), or None on the pure path."""
-    return None  # wired to the accelerator's selector
-
-
 def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[bytes, list[int]]:
     """The FunctionInfo records of `functions`, laid out from offset 0 (each
     4-aligned), and the offset of each: a piece of a GSYM's record area.
@@ -280,9 +277,8 @@ def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[byt
     makes and hands every other one (merged functions, call sites, unknown
     records, values it cannot hold, input `encode_function_info` refuses) to
     `record_bytes`, so the bytes and errors are the same either way."""
-    native = native_records()
-    if native is not None:
-        result: tuple[bytes, list[int]] = native.encode_records(
+    if _native is not None:
+        result: tuple[bytes, list[int]] = _native.encode_records(
             functions, little, functools.partial(record_bytes, little=little)
         )
         return result

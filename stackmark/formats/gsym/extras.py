@@ -56,8 +56,9 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
+from stackmark._native import load
 from stackmark.formats.gsym.codec import Buffer, RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
@@ -69,6 +70,8 @@ NO_COLUMN = 0xFFFFFFFF
 NO_STATE = 0xFFFFFFFF
 _HEADER = struct.Struct("<4sHHQIIIIIIIII12x")
 _LITTLE_HOST = sys.byteorder == "little"
+
+_native = load("_gsym_extras")
 
 
 class NodeExtra(NamedTuple):
@@ -82,11 +85,6 @@ class NodeExtra(NamedTuple):
     linkage_name: str | None
     name: str | None
     call_column: int = 0
-
-
-def native_extras() -> Any:
-    """The compiled index (`index_functions`), or None on the pure path."""
-    return None  # wired to the accelerator's selector
 
 
 def gsym_fingerprint(gsym: Buffer) -> tuple[int, int]:
@@ -254,13 +252,12 @@ class ExtrasBuilder:
         """The bounds, states and paths built by the compiled index, when it is
         active, the builder holds no bounds yet and the compiled code takes the
         input (it leaves anything unusual to the code below); False otherwise."""
-        native = native_extras()
-        if native is None or self.bound_address or self._states or len(self._paths) > 1:
+        if _native is None or self.bound_address or self._states or len(self._paths) > 1:
             return False
         column_address, column_value = self._column_address, self._column_value
         if not (isinstance(column_address, array) and isinstance(column_value, array)):
             column_address, column_value = array("Q", column_address), array("I", column_value)
-        tables = native.index_functions(
+        tables = _native.index_functions(
             functions, bytes(1 if extras else 0 for extras in nodes), column_address, column_value
         )
         if tables is None:

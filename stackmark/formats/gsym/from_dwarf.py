@@ -40,19 +40,22 @@ from itertools import chain
 from operator import le
 from typing import Protocol
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
-from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra, native_extras
+from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
+_native = load("_gsym_extras")  # compiled `column_points`, or None
+
 _NO_FILE = 0xFFFFFFFF
 
 
@@ -179,10 +182,10 @@ class ExtrasCollector:
         """(addresses, columns) sorted by address (stably: row order breaks
         ties), without points that repeat the column before them."""
         addresses, values = self.column_addresses, self.column_values
-        native = native_extras()
-        if native is not None:
-            address_bytes, value_bytes = native.column_points(addresses, values)
-            out_addresses, out_values = array("Q"), array("I")
+        out_addresses: array[int] = array("Q")
+        out_values: array[int] = array("I")
+        if _native is not None:
+            address_bytes, value_bytes = _native.column_points(addresses, values)
             out_addresses.frombytes(address_bytes)
             out_values.frombytes(value_bytes)
             return out_addresses, out_values
@@ -191,8 +194,6 @@ class ExtrasCollector:
             addresses = array("Q", map(addresses.__getitem__, order))
             values = array("I", map(values.__getitem__, order))
             del order
-        out_addresses: array[int] = array("Q")
-        out_values: array[int] = array("I")
         last = -1
         for addr, column in zip(addresses, values, strict=True):
             if column != last:

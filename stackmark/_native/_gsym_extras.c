@@ -895,7 +895,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_gsym_extras",
+    PyModuleDef_HEAD_INIT, "stackmark._native._gsym_extras",
     "The GSYM extras' address index built in C (see stackmark.formats.gsym.extras).", -1,
     methods, NULL, NULL, NULL, NULL,
 };

@@ -507,6 +507,7 @@ done:
 static PyObject *
 encode_records(PyObject *module, PyObject *args)
 {
+    (void)module;
     PyObject *functions, *fallback;
     int little;
     if (!PyArg_ParseTuple(args, "OpO:encode_records", &functions, &little, &fallback))
@@ -567,9 +568,9 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_gsym_records",
+    PyModuleDef_HEAD_INIT, "stackmark._native._gsym_records",
     "GSYM FunctionInfo records encoded in C (see stackmark.formats.gsym.creator).", -1,
-    methods,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

@@ -265,13 +265,13 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_markup_bt",
+    PyModuleDef_HEAD_INIT, "stackmark._native._markup",
     "The markup filter's lone-bt lines rendered in C (see stackmark.markup.fastpath).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__markup_bt(void)
+PyInit__markup(void)
 {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
     INTERN(s_module, "module");
