@@ -20,7 +20,8 @@ PURE_TESTS := tests/unit tests/hostile tests/fuzz \
               tests/integration/test_relativenames.py \
               tests/integration/test_gsym_oracle.py \
               tests/integration/test_gsym_llvm22.py \
-              tests/integration/test_gsym_breakpad.py
+              tests/integration/test_gsym_breakpad.py \
+              tests/integration/test_gsym_cache.py
 
 .PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz
 
