@@ -230,8 +230,636 @@ done:
     return result;
 }
 
+/* ---- the DIE walks (stackmark.dwarf.functions._walk) ------------------------
+ *
+ * The per-unit tables (`make_walk_tables`) hold, by abbreviation code, what
+ * functions._CodeTables holds plus the attribute layout of the subroutine
+ * codes; the Python side decides every form's meaning, so this code only
+ * moves over bytes and reads the values it is told to.
+ */
+
+/* Variable-size form classes: stackmark.dwarf.abbrev.V_* */
+enum { V_ULEB = -1, V_SLEB = -2, V_STRING = -3, V_BLOCK_ULEB = -4, V_BLOCK1 = -5,
+       V_BLOCK2 = -6, V_BLOCK4 = -7, V_U24 = -8, V_INDIRECT = -9 };
+
+/* Walk kinds: stackmark.dwarf.functions._SKIP ... (-1: not in the kernel's domain) */
+enum { K_SKIP = 0, K_DESCEND = 1, K_SUBROUTINE = 2, K_SCOPE = 3, K_LOCAL_TYPE = 4 };
+
+/* What a subroutine attribute is to the walk, and what its value means. */
+enum { R_OTHER = 0, R_LOW_PC, R_HIGH_PC, R_RANGES, R_CALL_FILE, R_CALL_LINE, R_CALL_COLUMN,
+       R_COUNT };
+enum { M_VALUE = 0, M_CONSTANT = 1, M_ZERO = 2 };
+
+typedef struct {
+    int8_t role, meaning;
+    int32_t size; /* >= 0: fixed bytes (0: the implicit value), else V_* */
+    int64_t implicit;
+} Spec;
+
+typedef struct {
+    int8_t kind, children, subprogram;
+    int8_t sibling;         /* 0: none; else the value's width, or -1 for a LEB128 */
+    int8_t sibling_ref_addr;
+    int64_t fixed_size;     /* Plan.fixed_size */
+    size_t skip, nskip;     /* into WalkTables.steps */
+    size_t before, nbefore; /* the skip plan up to DW_AT_sibling */
+    size_t specs, nspecs;   /* into WalkTables.specs (subroutine codes) */
+} Code;
+
+typedef struct {
+    Code *codes;
+    size_t ncodes;
+    int64_t *steps;
+    size_t nsteps;
+    Spec *specs;
+    size_t nspecs;
+} WalkTables;
+
+#define TABLES_CAPSULE "stackmark._native._dwarf.WalkTables"
+
+static void tables_free(PyObject *capsule) {
+    WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) return;
+    free(t->codes);
+    free(t->steps);
+    free(t->specs);
+    free(t);
+}
+
+/* Append the ints of `seq` (a tuple) to t->steps; its start in *at, length in *n. */
+static int add_steps(WalkTables *t, size_t *cap, PyObject *seq, size_t *at, size_t *n) {
+    Py_ssize_t len = PyTuple_Size(seq);
+    if (len < 0) return 0;
+    if (t->nsteps + (size_t)len > *cap) {
+        size_t grown = *cap ? *cap : 256;
+        while (grown < t->nsteps + (size_t)len) grown *= 2;
+        int64_t *items = realloc(t->steps, grown * sizeof(int64_t));
+        if (items == NULL) { PyErr_NoMemory(); return 0; }
+        t->steps = items;
+        *cap = grown;
+    }
+    *at = t->nsteps;
+    *n = (size_t)len;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) return 0;
+        t->steps[t->nsteps++] = v;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(make_walk_tables_doc,
+"make_walk_tables(codes) -> tables\n--\n\n"
+"The walk tables of one unit. `codes[code]` is None (not in the kernel's domain)\n"
+"or (kind, has_children, is_subprogram, fixed_size, skip, sibling, specs) with\n"
+"skip a tuple of skip-plan steps, sibling None or (before, width, is_ref_addr)\n"
+"(width -1: LEB128) and specs None or a tuple of (role, meaning, size, implicit).");
+
+static PyObject *make_walk_tables(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "codes must be a list");
+        return NULL;
+    }
+    WalkTables *t = calloc(1, sizeof(WalkTables));
+    if (t == NULL) return PyErr_NoMemory();
+    size_t step_cap = 0, spec_cap = 0;
+    t->ncodes = (size_t)PyList_GET_SIZE(arg);
+    t->codes = calloc(t->ncodes ? t->ncodes : 1, sizeof(Code));
+    if (t->codes == NULL) { PyErr_NoMemory(); goto fail; }
+    for (size_t code = 0; code < t->ncodes; code++) {
+        Code *c = &t->codes[code];
+        PyObject *item = PyList_GET_ITEM(arg, (Py_ssize_t)code);
+        c->kind = -1;
+        if (item == Py_None) continue;
+        int kind, children, subprogram;
+        long long fixed_size;
+        PyObject *skip, *sibling, *specs;
+        if (!PyArg_ParseTuple(item, "iiiLO!OO", &kind, &children, &subprogram, &fixed_size,
+                              &PyTuple_Type, &skip, &sibling, &specs))
+            goto fail;
+        c->kind = (int8_t)kind;
+        c->children = (int8_t)children;
+        c->subprogram = (int8_t)subprogram;
+        c->fixed_size = fixed_size;
+        if (!add_steps(t, &step_cap, skip, &c->skip, &c->nskip)) goto fail;
+        if (sibling != Py_None) {
+            PyObject *before;
+            int width, ref_addr;
+            if (!PyArg_ParseTuple(sibling, "O!ii", &PyTuple_Type, &before, &width, &ref_addr))
+                goto fail;
+            if (!add_steps(t, &step_cap, before, &c->before, &c->nbefore)) goto fail;
+            c->sibling = (int8_t)width;
+            c->sibling_ref_addr = (int8_t)ref_addr;
+        }
+        if (specs != Py_None) {
+            if (!PyTuple_Check(specs)) {
+                PyErr_SetString(PyExc_TypeError, "specs must be a tuple");
+                goto fail;
+            }
+            size_t n = (size_t)PyTuple_GET_SIZE(specs);
+            if (t->nspecs + n > spec_cap) {
+                size_t grown = spec_cap ? spec_cap : 256;
+                while (grown < t->nspecs + n) grown *= 2;
+                Spec *items = realloc(t->specs, grown * sizeof(Spec));
+                if (items == NULL) { PyErr_NoMemory(); goto fail; }
+                t->specs = items;
+                spec_cap = grown;
+            }
+            c->specs = t->nspecs;
+            c->nspecs = n;
+            for (size_t i = 0; i < n; i++) {
+                int role, meaning, size;
+                long long implicit;
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(specs, (Py_ssize_t)i), "iiiL", &role,
+                                      &meaning, &size, &implicit))
+                    goto fail;
+                Spec *sp = &t->specs[t->nspecs++];
+                sp->role = (int8_t)role;
+                sp->meaning = (int8_t)meaning;
+                sp->size = size;
+                sp->implicit = implicit;
+            }
+        }
+    }
+    PyObject *capsule = PyCapsule_New(t, TABLES_CAPSULE, tables_free);
+    if (capsule != NULL) return capsule;
+fail:
+    free(t->codes);
+    free(t->steps);
+    free(t->specs);
+    free(t);
+    return NULL;
+}
+
+typedef struct {
+    Bytes b;            /* the .debug_info buffer */
+    uint64_t end;       /* buffer position of the unit's end */
+    uint64_t unit_start, base;
+    int little;
+    const WalkTables *t;
+    /* range lists: .debug_rnglists (version 5) or .debug_ranges */
+    Bytes rb;
+    uint64_t r_start, r_end;
+    int version, addr_size;
+    uint64_t base_address;
+} Walk;
+
+/* stackmark.dwarf.abbrev.skip_attributes */
+static int skip_steps(const Walk *w, uint64_t *pos, const int64_t *steps, size_t n) {
+    uint64_t p = *pos, value;
+    int wide;
+    for (size_t i = 0; i < n; i++) {
+        int64_t size = steps[i];
+        if (size > 0) {
+            p += (uint64_t)size;
+        } else if (size == V_ULEB || size == V_SLEB) {
+            if (!skip_leb(&w->b, &p)) return 0;
+        } else if (size == V_STRING) {
+            if (p >= w->b.size) return 0;
+            const uint8_t *nul = memchr(w->b.data + p, 0, w->b.size - p);
+            if (nul == NULL) return 0;
+            p = (uint64_t)(nul - w->b.data) + 1;
+        } else if (size == V_BLOCK_ULEB) {
+            if (!read_uleb(&w->b, &p, &value, &wide) || wide) return 0;
+            if (__builtin_add_overflow(p, value, &p)) return 0;
+        } else if (size == V_BLOCK1 || size == V_BLOCK2 || size == V_BLOCK4) {
+            unsigned width = size == V_BLOCK1 ? 1 : size == V_BLOCK2 ? 2 : 4;
+            if (!read_uint(&w->b, p, width, w->little, &value)) return 0;
+            p += width + value;
+        } else if (size == V_U24) {
+            p += 3;
+        } else {
+            return 0; /* V_INDIRECT: the reference's */
+        }
+        if (p > ((uint64_t)1 << 62)) return 0; /* past any buffer: the reference fails too */
+    }
+    *pos = p;
+    return 1;
+}
+
+static int skip_children(const Walk *w, uint64_t *pos);
+
+/* stackmark.dwarf.functions._past_subtree */
+static int past_subtree(const Walk *w, uint64_t *pos, const Code *c) {
+    uint64_t p = *pos;
+    if (c->sibling) {
+        uint64_t at = p, value;
+        if (!skip_steps(w, &at, w->t->steps + c->before, c->nbefore)) return 0;
+        if (c->sibling > 0) {
+            if (!read_uint(&w->b, at, (unsigned)c->sibling, w->little, &value)) return 0;
+        } else {
+            int wide;
+            if (!read_uleb(&w->b, &at, &value, &wide) || wide) return 0;
+        }
+        uint64_t target;
+        if (__builtin_add_overflow(c->sibling_ref_addr ? w->base : w->unit_start, value, &target))
+            return 0;
+        if (target > p) {
+            *pos = target;
+            return 1;
+        }
+    }
+    if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+    if (!skip_children(w, &p)) return 0;
+    *pos = p;
+    return 1;
+}
+
+/* The abbreviation code at *pos (advancing it) and its entry; 0 at a code the
+ * kernel does not handle. A null entry gives code 0 and *code_out NULL. */
+static int read_code(const Walk *w, uint64_t *pos, uint64_t *code, const Code **entry) {
+    int wide;
+    if (!read_uleb(&w->b, pos, code, &wide) || wide) return 0;
+    *entry = NULL;
+    if (*code == 0) return 1;
+    if (*code >= w->t->ncodes || w->t->codes[*code].kind < 0) return 0;
+    *entry = &w->t->codes[*code];
+    return 1;
+}
+
+/* stackmark.dwarf.functions._skip_children */
+static int skip_children(const Walk *w, uint64_t *pos) {
+    uint64_t p = *pos, code;
+    size_t depth = 1;
+    const Code *c;
+    for (;;) {
+        if (!read_code(w, &p, &code, &c)) return 0;
+        if (c == NULL) {
+            if (--depth == 0) break;
+            continue;
+        }
+        if (c->children) {
+            if (c->sibling) {
+                if (!past_subtree(w, &p, c)) return 0;
+                continue;
+            }
+            if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+            depth++;
+        } else if (c->fixed_size >= 0) {
+            p += (uint64_t)c->fixed_size;
+        } else if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) {
+            return 0;
+        }
+        if (p > ((uint64_t)1 << 62)) return 0;
+    }
+    *pos = p;
+    return 1;
+}
+
+typedef struct {
+    uint64_t value;
+    int present, negative;
+    int8_t meaning;
+} Attr;
+
+/* A subroutine DIE's attributes (stackmark.dwarf.abbrev.decode_attributes, keeping
+ * only the ones the walk needs). */
+static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs) {
+    uint64_t p = *pos, value = 0;
+    int wide;
+    memset(attrs, 0, sizeof(Attr) * R_COUNT);
+    for (size_t i = 0; i < c->nspecs; i++) {
+        const Spec *s = &w->t->specs[c->specs + i];
+        int negative = 0;
+        if (s->size > 0) {
+            if (s->size <= 8) {
+                if (!read_uint(&w->b, p, (unsigned)s->size, w->little, &value)) return 0;
+            } else if (p > w->b.size || (uint64_t)s->size > w->b.size - p) {
+                return 0;
+            }
+            p += (uint64_t)s->size;
+        } else if (s->size == 0) {
+            value = (uint64_t)s->implicit;
+            negative = s->implicit < 0;
+        } else if (s->size == V_ULEB) {
+            if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
+            if (wide && s->role != R_OTHER) return 0;
+        } else if (s->size == V_SLEB) {
+            int64_t signed_value;
+            if (!read_sleb(&w->b, &p, &signed_value)) return 0;
+            value = (uint64_t)signed_value;
+            negative = signed_value < 0;
+        } else if (s->size == V_U24) {
+            if (!read_uint(&w->b, p, 3, w->little, &value)) return 0;
+            p += 3;
+        } else {
+            int64_t step = s->size;
+            if (!skip_steps(w, &p, &step, 1)) return 0;
+            if (p > w->b.size) return 0;
+        }
+        if (s->role != R_OTHER) {
+            Attr *a = &attrs[s->role];
+            a->present = 1;
+            a->value = value;
+            a->negative = negative;
+            a->meaning = s->meaning;
+        }
+    }
+    *pos = p;
+    return 1;
+}
+
+/* stackmark.dwarf.ranges._read_rnglist, without the indexed entries. */
+static int read_rnglist(const Walk *w, uint64_t offset, PyObject *out) {
+    const Bytes *b = &w->rb;
+    if (offset >= w->r_end - w->r_start) return 0;
+    uint64_t pos = w->r_start + offset, base = w->base_address, low, high, kind, length;
+    unsigned size = (unsigned)w->addr_size;
+    uint64_t tombstone = size == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * size)) - 1);
+    int wide;
+    while (pos < w->r_end) {
+        if (!read_u8(b, pos++, &kind)) return 0;
+        if (kind == 4) { /* DW_RLE_offset_pair: wrapped sums are exact mod 2**64 */
+            if (!read_uleb(b, &pos, &low, &wide) || !read_uleb(b, &pos, &high, &wide)) return 0;
+            low += base;
+            high += base;
+        } else if (kind == 0) { /* DW_RLE_end_of_list */
+            return 1;
+        } else if (kind == 5) { /* DW_RLE_base_address */
+            if (!read_uint(b, pos, size, w->little, &base)) return 0;
+            pos += size;
+            continue;
+        } else if (kind == 6) { /* DW_RLE_start_end */
+            if (!read_uint(b, pos, size, w->little, &low)) return 0;
+            if (!read_uint(b, pos + size, size, w->little, &high)) return 0;
+            pos += 2 * size;
+        } else if (kind == 7) { /* DW_RLE_start_length */
+            if (!read_uint(b, pos, size, w->little, &low)) return 0;
+            pos += size;
+            if (!read_uleb(b, &pos, &length, &wide)) return 0;
+            high = low + length;
+        } else { /* indexed entries (need .debug_addr) and unknown kinds */
+            return 0;
+        }
+        if (low != tombstone) {
+            PyObject *pair = Py_BuildValue("(KK)", low, high);
+            if (pair == NULL) return -1;
+            int failed = PyList_Append(out, pair);
+            Py_DECREF(pair);
+            if (failed) return -1;
+        }
+    }
+    return 0;
+}
+
+/* stackmark.dwarf.ranges._read_debug_ranges */
+static int read_debug_ranges(const Walk *w, uint64_t offset, PyObject *out) {
+    unsigned size = (unsigned)w->addr_size;
+    uint64_t max_address = size == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * size)) - 1);
+    uint64_t tombstone = max_address - 1, base = w->base_address, pos = offset, start = 0, end = 0;
+    uint64_t section_size = w->r_end - w->r_start;
+    for (;;) {
+        if (pos > section_size || 2 * size > section_size - pos) return 0;
+        read_uint(&w->rb, w->r_start + pos, size, w->little, &start);
+        read_uint(&w->rb, w->r_start + pos + size, size, w->little, &end);
+        pos += 2 * size;
+        if (start == 0 && end == 0) return 1;
+        if (start == max_address) {
+            base = end;
+            continue;
+        }
+        if (start == tombstone || base == tombstone) continue;
+        PyObject *pair = Py_BuildValue("(KK)", start + base, end + base);
+        if (pair == NULL) return -1;
+        int failed = PyList_Append(out, pair);
+        Py_DECREF(pair);
+        if (failed) return -1;
+    }
+}
+
+/* stackmark.dwarf.unit.Unit.die_ranges for the forms the tables let through:
+ * a new list, NULL with an exception set, or NULL with *fallback set. */
+static PyObject *die_ranges(const Walk *w, const Attr *attrs, int *fallback) {
+    const Attr *low = &attrs[R_LOW_PC], *high = &attrs[R_HIGH_PC], *ranges = &attrs[R_RANGES];
+    *fallback = 1;
+    if (low->present) {
+        if (low->negative) return NULL;
+        if (high->present) {
+            uint64_t end = high->value;
+            if (high->negative) return NULL;
+            if (high->meaning == M_CONSTANT && __builtin_add_overflow(low->value, high->value, &end))
+                return NULL;
+            *fallback = 0;
+            return Py_BuildValue("[(KK)]", low->value, end);
+        }
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        *fallback = 0;
+        return NULL;
+    }
+    if (ranges->present) {
+        if (ranges->negative) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        int done = w->version >= 5 ? read_rnglist(w, ranges->value, out)
+                                   : read_debug_ranges(w, ranges->value, out);
+        if (done != 1) {
+            Py_DECREF(out);
+            *fallback = done == 0;
+            return NULL;
+        }
+    }
+    *fallback = 0;
+    return out;
+}
+
+typedef struct {
+    int64_t current; /* -1: no subroutine (None), -2: the walk's root, else an index */
+    int in_function;
+} Frame;
+
+static PyObject *attr_int(const Attr *a) {
+    if (!a->present || a->meaning == M_ZERO) return PyLong_FromLong(0);
+    if (a->negative) return PyLong_FromLongLong((long long)a->value);
+    return PyLong_FromUnsignedLongLong(a->value);
+}
+
+/* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
+static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
+    Frame *stack = NULL;
+    size_t depth = 0, cap = 0;
+    int64_t current = lazy ? -1 : -2;
+    int in_function = !lazy;
+    Attr attrs[R_COUNT];
+    int status = 0;
+    while (pos < w->end) {
+        uint64_t die_pos = pos, code;
+        const Code *c;
+        if (!read_code(w, &pos, &code, &c)) goto done;
+        if (c == NULL) {
+            if (depth == 0) {
+                status = 1;
+                goto done;
+            }
+            depth--;
+            current = stack[depth].current;
+            in_function = stack[depth].in_function;
+            continue;
+        }
+        int kind = c->kind;
+        if (kind == K_SKIP || (kind == K_LOCAL_TYPE && !in_function)) {
+            if (c->children) {
+                if (!past_subtree(w, &pos, c)) goto done;
+            } else if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            continue;
+        }
+        int push = 0, scope = kind == K_SCOPE;
+        if (kind != K_SUBROUTINE) {
+            if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            push = c->children;
+        } else {
+            uint64_t attrs_pos = pos;
+            if (!decode_subroutine(w, &pos, c, attrs)) goto done;
+            int fallback;
+            PyObject *ranges = die_ranges(w, attrs, &fallback);
+            if (ranges == NULL) {
+                status = fallback ? 0 : -1;
+                goto done;
+            }
+            if (PyList_GET_SIZE(ranges) == 0) {
+                Py_DECREF(ranges);
+                if (c->children) {
+                    if (c->subprogram) {
+                        push = scope = 1; /* look inside, as for a scope */
+                    } else {
+                        pos = attrs_pos;
+                        if (!past_subtree(w, &pos, c)) goto done;
+                    }
+                }
+            } else {
+                int64_t parent = c->subprogram || lazy ? -1 : current;
+                int64_t children_pos = -1;
+                if (c->children && lazy) {
+                    children_pos = (int64_t)pos;
+                    pos = attrs_pos;
+                    if (!past_subtree(w, &pos, c)) {
+                        Py_DECREF(ranges);
+                        goto done;
+                    }
+                }
+                PyObject *item = Py_BuildValue(
+                    "(KKLLNNNN)", (unsigned long long)(die_pos - w->base),
+                    (unsigned long long)code, (long long)parent, (long long)children_pos, ranges,
+                    attr_int(&attrs[R_CALL_FILE]), attr_int(&attrs[R_CALL_LINE]),
+                    attr_int(&attrs[R_CALL_COLUMN]));
+                if (item == NULL || PyList_Append(out, item) < 0) {
+                    Py_XDECREF(item);
+                    status = -1;
+                    goto done;
+                }
+                Py_DECREF(item);
+                if (c->children && !lazy) {
+                    if (depth == cap) {
+                        size_t grown = cap ? cap * 2 : 64;
+                        Frame *frames = realloc(stack, grown * sizeof(Frame));
+                        if (frames == NULL) {
+                            PyErr_NoMemory();
+                            status = -1;
+                            goto done;
+                        }
+                        stack = frames;
+                        cap = grown;
+                    }
+                    stack[depth].current = current;
+                    stack[depth].in_function = in_function;
+                    depth++;
+                    current = PyList_GET_SIZE(out) - 1;
+                    in_function = 1;
+                }
+                continue;
+            }
+        }
+        if (push) {
+            if (depth == cap) {
+                size_t grown = cap ? cap * 2 : 64;
+                Frame *frames = realloc(stack, grown * sizeof(Frame));
+                if (frames == NULL) {
+                    PyErr_NoMemory();
+                    status = -1;
+                    goto done;
+                }
+                stack = frames;
+                cap = grown;
+            }
+            stack[depth].current = current;
+            stack[depth].in_function = in_function;
+            depth++;
+            if (scope) {
+                current = -1; /* what lies inside belongs to no code of ours */
+                in_function = 1;
+            }
+        }
+    }
+done:
+    free(stack);
+    return status;
+}
+
+PyDoc_STRVAR(walk_doc,
+"walk(tables, buf, pos, end, unit_start, base, little_endian, lazy, ranges_buf,\n"
+"     ranges_start, ranges_end, version, addr_size, base_address)\n"
+"--\n\n"
+"stackmark.dwarf.functions._walk from buffer position `pos`: a list of\n"
+"(offset, code, parent, children_pos, ranges, call_file, call_line, call_column),\n"
+"one per subroutine with code in DIE order, parent -1 (none), -2 (the walk's root)\n"
+"or an earlier item's index, children_pos -1 unless left for later (lazy walk);\n"
+"None when the reference must run.");
+
+static PyObject *walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule;
+    Py_buffer view, rview;
+    unsigned long long pos, end, unit_start, base, r_start, r_end, base_address;
+    int little, lazy, version, addr_size;
+    if (!PyArg_ParseTuple(args, "Oy*KKKKppy*KKiiK", &capsule, &view, &pos, &end, &unit_start,
+                          &base, &little, &lazy, &rview, &r_start, &r_end, &version, &addr_size,
+                          &base_address))
+        return NULL;
+    PyObject *result = NULL;
+    const WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) goto release;
+    Walk w = {
+        .b = {(const uint8_t *)view.buf, (uint64_t)view.len},
+        .end = end, .unit_start = unit_start, .base = base, .little = little, .t = t,
+        .rb = {(const uint8_t *)rview.buf, (uint64_t)rview.len},
+        .r_start = r_start, .r_end = r_end, .version = version, .addr_size = addr_size,
+        .base_address = base_address,
+    };
+    if (end > w.b.size || r_end > w.rb.size || r_start > r_end ||
+        !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = walk_dies(&w, pos, lazy, out);
+    if (status == 1) {
+        result = out;
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
+    }
+release:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&rview);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
+    {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
+    {"walk", walk, METH_VARARGS, walk_doc},
     {NULL, NULL, 0, NULL},
 };
 
