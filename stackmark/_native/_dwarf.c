@@ -856,10 +856,225 @@ release:
     return result;
 }
 
+/* ---- attribute decoding (stackmark.dwarf.abbrev.decode_attributes) ---------- */
+
+typedef struct {
+    PyObject *attr; /* the attribute number, as the dict key */
+    int32_t size;   /* >= 0: fixed bytes (0: `implicit`), else V_* */
+    int64_t implicit;
+} DecodeSpec;
+
+typedef struct {
+    size_t n;
+    DecodeSpec *specs;
+    size_t *order; /* the reference's dict insertion order, as spec indexes */
+} DecodePlan;
+
+#define PLAN_CAPSULE "stackmark._native._dwarf.DecodePlan"
+
+static void plan_release(DecodePlan *p) {
+    for (size_t i = 0; i < p->n; i++) Py_XDECREF(p->specs[i].attr);
+    free(p->specs);
+    free(p->order);
+    free(p);
+}
+
+static void plan_free(PyObject *capsule) {
+    DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    if (p != NULL) plan_release(p);
+}
+
+PyDoc_STRVAR(make_decode_plan_doc,
+"make_decode_plan(specs, order) -> plan\n--\n\n"
+"A decode plan: specs a tuple of (attribute, size, implicit value) in DIE order\n"
+"(size as stackmark.dwarf.abbrev.form_size gives it, 0 for the implicit ones),\n"
+"order the spec indexes in the order the reference fills its dict.");
+
+static PyObject *make_decode_plan(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *specs, *order;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &specs, &PyTuple_Type, &order)) return NULL;
+    size_t n = (size_t)PyTuple_GET_SIZE(specs);
+    if ((size_t)PyTuple_GET_SIZE(order) != n) {
+        PyErr_SetString(PyExc_ValueError, "order must list every spec");
+        return NULL;
+    }
+    DecodePlan *p = calloc(1, sizeof(DecodePlan));
+    if (p == NULL) return PyErr_NoMemory();
+    p->specs = calloc(n ? n : 1, sizeof(DecodeSpec));
+    p->order = calloc(n ? n : 1, sizeof(size_t));
+    if (p->specs == NULL || p->order == NULL) {
+        plan_release(p);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *attr;
+        int size;
+        long long implicit;
+        long long at = PyLong_AsLongLong(PyTuple_GET_ITEM(order, (Py_ssize_t)i));
+        if (at == -1 && PyErr_Occurred()) goto fail;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(specs, (Py_ssize_t)i), "OiL", &attr, &size,
+                              &implicit))
+            goto fail;
+        if (at < 0 || (size_t)at >= n) {
+            PyErr_SetString(PyExc_ValueError, "order out of range");
+            goto fail;
+        }
+        p->specs[i].attr = Py_NewRef(attr);
+        p->specs[i].size = size;
+        p->specs[i].implicit = implicit;
+        p->order[i] = (size_t)at;
+        p->n = i + 1;
+    }
+    PyObject *capsule = PyCapsule_New(p, PLAN_CAPSULE, plan_free);
+    if (capsule != NULL) return capsule;
+fail:
+    plan_release(p);
+    return NULL;
+}
+
+/* One value; NULL with no exception set: not in the kernel's domain. */
+static PyObject *decode_value(const Bytes *b, uint64_t *pos, const DecodeSpec *s, int little) {
+    uint64_t p = *pos, value;
+    int wide;
+    PyObject *out;
+    if (s->size == 0) {
+        out = PyLong_FromLongLong(s->implicit);
+    } else if (s->size > 0 && s->size <= 8) {
+        if (!read_uint(b, p, (unsigned)s->size, little, &value)) return NULL;
+        p += (uint64_t)s->size;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size > 8) {
+        if (p > b->size || (uint64_t)s->size > b->size - p) return NULL;
+        out = PyBytes_FromStringAndSize((const char *)b->data + p, s->size);
+        p += (uint64_t)s->size;
+    } else if (s->size == V_ULEB) {
+        if (!read_uleb(b, &p, &value, &wide) || wide) return NULL;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size == V_SLEB) {
+        int64_t signed_value;
+        if (!read_sleb(b, &p, &signed_value)) return NULL;
+        out = PyLong_FromLongLong(signed_value);
+    } else if (s->size == V_U24) {
+        if (!read_uint(b, p, 3, little, &value)) return NULL;
+        p += 3;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size == V_STRING) {
+        if (p >= b->size) return NULL;
+        const uint8_t *nul = memchr(b->data + p, 0, b->size - p);
+        if (nul == NULL) return NULL;
+        out = PyUnicode_DecodeUTF8((const char *)b->data + p, (Py_ssize_t)(nul - (b->data + p)),
+                                   "surrogateescape");
+        p = (uint64_t)(nul - b->data) + 1;
+    } else if (s->size == V_BLOCK_ULEB || s->size == V_BLOCK1 || s->size == V_BLOCK2 ||
+               s->size == V_BLOCK4) {
+        uint64_t length;
+        if (s->size == V_BLOCK_ULEB) {
+            if (!read_uleb(b, &p, &length, &wide) || wide) return NULL;
+        } else {
+            unsigned width = s->size == V_BLOCK1 ? 1 : s->size == V_BLOCK2 ? 2 : 4;
+            if (!read_uint(b, p, width, little, &length)) return NULL;
+            p += width;
+        }
+        if (p > b->size || length > b->size - p) return NULL;
+        out = PyBytes_FromStringAndSize((const char *)b->data + p, (Py_ssize_t)length);
+        p += length;
+    } else {
+        return NULL; /* V_INDIRECT */
+    }
+    *pos = p;
+    return out;
+}
+
+PyDoc_STRVAR(decode_doc,
+"decode(plan, buf, pos, little_endian) -> (values, next_pos) | None\n--\n\n"
+"stackmark.dwarf.abbrev.decode_attributes for a plan made by make_decode_plan.");
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule;
+    Py_buffer view;
+    unsigned long long start;
+    int little;
+    if (!PyArg_ParseTuple(args, "Oy*Kp", &capsule, &view, &start, &little)) return NULL;
+    PyObject *result = NULL, *values = NULL, *small[32], **read = small;
+    const DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    size_t done = 0;
+    if (p == NULL) goto release;
+    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    uint64_t pos = start;
+    for (; done < p->n; done++) {
+        read[done] = decode_value(&b, &pos, &p->specs[done], little);
+        if (read[done] == NULL) {
+            if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+            goto clear;
+        }
+    }
+    values = PyDict_New();
+    if (values == NULL) goto clear;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t at = p->order[i];
+        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
+            Py_CLEAR(values);
+            goto clear;
+        }
+    }
+    result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
+    Py_DECREF(values);
+clear:
+    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
+    if (read != small) free(read);
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(read_rnglist_doc,
+"read_rnglist(buf, start, end, offset, addr_size, little_endian, base_address)\n--\n\n"
+"stackmark.dwarf.ranges._read_rnglist over the section buf[start:end]: the list\n"
+"of (low, high), or None when the reference must run (indexed entries, damage).");
+
+static PyObject *read_rnglist_py(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    unsigned long long start, end, offset, base_address;
+    int addr_size, little;
+    if (!PyArg_ParseTuple(args, "y*KKKipK", &view, &start, &end, &offset, &addr_size, &little,
+                          &base_address))
+        return NULL;
+    PyObject *result = NULL;
+    Walk w = {.rb = {(const uint8_t *)view.buf, (uint64_t)view.len}, .r_start = start,
+              .r_end = end, .addr_size = addr_size, .little = little,
+              .base_address = base_address};
+    if (end > w.rb.size || start > end || !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = read_rnglist(&w, offset, out);
+    if (status == 1) {
+        result = out;
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
+    }
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
     {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
     {"walk", walk, METH_VARARGS, walk_doc},
+    {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},
+    {"decode", decode, METH_VARARGS, decode_doc},
+    {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,7 +11,12 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-KERNEL_USERS = ("stackmark.dwarf.functions", "stackmark.dwarf.lines")
+KERNEL_USERS = (
+    "stackmark.dwarf.abbrev",
+    "stackmark.dwarf.functions",
+    "stackmark.dwarf.lines",
+    "stackmark.dwarf.ranges",
+)
 """Every module that runs a compiled kernel: each holds it as `_native`
 (`_native = load("_dwarf")`); a test checks that this list is complete."""
 
