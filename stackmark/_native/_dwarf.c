@@ -1068,6 +1068,154 @@ release:
     return result;
 }
 
+/* ---- address maps (stackmark.dwarf.functions._AddressMap.insert) ------------ */
+
+typedef struct {
+    uint64_t *starts, *ends;
+    size_t *nodes;
+    size_t len, cap;
+} AddressMap;
+
+static size_t bisect_left_u64(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a[mid] < key) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static size_t bisect_right_u64(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (key < a[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* _AddressMap._set */
+static int map_set(AddressMap *m, uint64_t key, uint64_t end, size_t node) {
+    size_t i = bisect_left_u64(m->starts, m->len, key);
+    if (i < m->len && m->starts[i] == key) {
+        m->ends[i] = end;
+        m->nodes[i] = node;
+        return 1;
+    }
+    if (m->len == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        uint64_t *starts = realloc(m->starts, cap * sizeof(uint64_t));
+        if (starts == NULL) return 0;
+        m->starts = starts;
+        uint64_t *ends = realloc(m->ends, cap * sizeof(uint64_t));
+        if (ends == NULL) return 0;
+        m->ends = ends;
+        size_t *nodes = realloc(m->nodes, cap * sizeof(size_t));
+        if (nodes == NULL) return 0;
+        m->nodes = nodes;
+        m->cap = cap;
+    }
+    size_t tail = m->len - i;
+    memmove(m->starts + i + 1, m->starts + i, tail * sizeof(uint64_t));
+    memmove(m->ends + i + 1, m->ends + i, tail * sizeof(uint64_t));
+    memmove(m->nodes + i + 1, m->nodes + i, tail * sizeof(size_t));
+    m->starts[i] = key;
+    m->ends[i] = end;
+    m->nodes[i] = node;
+    m->len++;
+    return 1;
+}
+
+/* _AddressMap.insert, index for index (a stale index included, as the reference has it) */
+static int map_insert(AddressMap *m, uint64_t low, uint64_t high, size_t node) {
+    size_t i = bisect_right_u64(m->starts, m->len, low);
+    if (i > 0 && low < m->ends[i - 1]) {
+        size_t b = i - 1;
+        uint64_t b_start = m->starts[b], b_end = m->ends[b];
+        size_t b_node = m->nodes[b];
+        if (high < b_end && !map_set(m, high, b_end, b_node)) return 0;
+        if (low > b_start) m->ends[b] = low;
+    }
+    return map_set(m, low, high, node);
+}
+
+PyDoc_STRVAR(address_map_doc,
+"address_map(ranges) -> (starts, ends, indexes) | None\n--\n\n"
+"stackmark.dwarf.functions._AddressMap after inserting `ranges`, a list of\n"
+"(low, high) with the node of item i being i: its three lists, indexes naming\n"
+"the nodes; None when a bound does not fit 64 bits (the reference runs).");
+
+static PyObject *address_map(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "ranges must be a list");
+        return NULL;
+    }
+    AddressMap m = {NULL, NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(arg, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "ranges must be (low, high) tuples");
+            goto done;
+        }
+        uint64_t bounds[2];
+        for (int k = 0; k < 2; k++) {
+            PyObject *value = PyTuple_GET_ITEM(pair, k);
+            int overflow;
+            long long as_signed = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (as_signed == -1 && PyErr_Occurred()) goto done;
+            if (overflow < 0 || (overflow == 0 && as_signed < 0)) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            if (overflow > 0) {
+                bounds[k] = PyLong_AsUnsignedLongLong(value);
+                if (PyErr_Occurred()) {
+                    PyErr_Clear();
+                    result = Py_NewRef(Py_None);
+                    goto done;
+                }
+            } else {
+                bounds[k] = (uint64_t)as_signed;
+            }
+        }
+        if (!map_insert(&m, bounds[0], bounds[1], (size_t)i)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    PyObject *starts = PyList_New((Py_ssize_t)m.len), *ends = PyList_New((Py_ssize_t)m.len);
+    PyObject *nodes = PyList_New((Py_ssize_t)m.len);
+    if (starts == NULL || ends == NULL || nodes == NULL) goto lists_failed;
+    for (size_t i = 0; i < m.len; i++) {
+        PyObject *start = PyLong_FromUnsignedLongLong(m.starts[i]);
+        PyObject *end = PyLong_FromUnsignedLongLong(m.ends[i]);
+        PyObject *node = PyLong_FromSize_t(m.nodes[i]);
+        if (start == NULL || end == NULL || node == NULL) {
+            Py_XDECREF(start);
+            Py_XDECREF(end);
+            Py_XDECREF(node);
+            goto lists_failed;
+        }
+        PyList_SET_ITEM(starts, (Py_ssize_t)i, start);
+        PyList_SET_ITEM(ends, (Py_ssize_t)i, end);
+        PyList_SET_ITEM(nodes, (Py_ssize_t)i, node);
+    }
+    result = Py_BuildValue("(NNN)", starts, ends, nodes);
+    goto done;
+lists_failed:
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(nodes);
+done:
+    free(m.starts);
+    free(m.ends);
+    free(m.nodes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
     {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
@@ -1075,6 +1223,7 @@ static PyMethodDef methods[] = {
     {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},
     {"decode", decode, METH_VARARGS, decode_doc},
     {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
+    {"address_map", address_map, METH_O, address_map_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -224,19 +224,24 @@ class Function:
     def innermost_at(self, address: int) -> Function | None:
         """The deepest subroutine of this tree containing `address` (llvm's map rules)."""
         if self._index is None:
-            index = _AddressMap()
-            self._insert_tree(index, self)
-            self._index = index
+            ranges: list[AddressRange] = []
+            nodes: list[Function] = []
+            self._collect_tree(self, ranges, nodes)
+            self._index = _AddressMap.built(ranges, nodes)
         return self._index.find(address)
 
-    def _insert_tree(self, index: _AddressMap, node: Function) -> None:
+    def _collect_tree(
+        self, node: Function, ranges: list[AddressRange], nodes: list[Function]
+    ) -> None:
+        """The (range, node) pairs of the tree, in the order llvm inserts them."""
         for low, high in node.ranges:
             if low != high:
-                index.insert(low, high, node)
+                ranges.append((low, high))
+                nodes.append(node)
         for child in node.children:
-            self._insert_tree(index, child)
+            self._collect_tree(child, ranges, nodes)
         for nested in node._nested or ():
-            self._insert_tree(index, nested)
+            self._collect_tree(nested, ranges, nodes)
 
 
 def _int(value: object) -> int:
@@ -291,6 +296,19 @@ class _AddressMap:
         self.ends: list[int] = []
         self.nodes: list[Function] = []
 
+    @classmethod
+    def built(cls, ranges: list[AddressRange], nodes: list[Function]) -> _AddressMap:
+        """The map after inserting ranges[i] for nodes[i], in order."""
+        made = cls()
+        found = _native.address_map(ranges) if _native is not None else None
+        if found is not None:
+            made.starts, made.ends, indexes = found
+            made.nodes = [nodes[i] for i in indexes]
+            return made
+        for (low, high), node in zip(ranges, nodes, strict=True):
+            made.insert(low, high, node)
+        return made
+
     def _set(self, key: int, end: int, node: Function) -> None:
         i = bisect_left(self.starts, key)
         if i < len(self.starts) and self.starts[i] == key:
@@ -325,11 +343,14 @@ class FunctionIndex:
     def __init__(self, unit: Unit):
         self.unit = unit
         self.top = _walk_top(unit)
-        self._map = _AddressMap()
+        ranges: list[AddressRange] = []
+        nodes: list[Function] = []
         for function in self.top:
             for low, high in function.ranges:
                 if low != high:
-                    self._map.insert(low, high, function)
+                    ranges.append((low, high))
+                    nodes.append(function)
+        self._map = _AddressMap.built(ranges, nodes)
         self._all: list[Function] | None = None
         self._nested_mapped = False
 

@@ -260,3 +260,27 @@ def _reference_rnglist(data: bytes, offset: int, base: int) -> Any:
         return ("error", str(exc))
     finally:
         ranges._native = saved
+
+
+def test_address_maps_of_random_ranges_are_built_the_same_by_the_kernel() -> None:
+    # Nested, overlapping, empty, reversed and out-of-range ranges, inserted in order.
+    assert functions._native is not None
+    rng = random.Random(7)
+    for case in range(2000):
+        ranges: list[tuple[int, int]] = []
+        for _ in range(rng.randrange(1, 30)):
+            low = rng.randrange(0, 200)
+            high = low + rng.randrange(-20, 80)
+            if rng.random() < 0.02:
+                high = rng.choice(((1 << 64) - 1, 1 << 64, -1))
+            ranges.append((low, high))
+        nodes = list(range(len(ranges)))
+        built = functions._AddressMap.built(ranges, nodes)  # type: ignore[arg-type]
+        reference = functions._AddressMap()
+        for (low, high), node in zip(ranges, nodes, strict=True):
+            reference.insert(low, high, node)  # type: ignore[arg-type]
+        assert (built.starts, built.ends, built.nodes) == (
+            reference.starts,
+            reference.ends,
+            reference.nodes,
+        ), f"case {case}: {ranges}"
