@@ -1216,6 +1216,80 @@ done:
     return result;
 }
 
+/* ---- abbreviation tables (stackmark.dwarf.abbrev.parse_abbrev_table) -------- */
+
+#define DW_FORM_implicit_const 0x21
+
+/* One entry's attribute specs as a tuple of (attribute, form, implicit); NULL with
+ * no exception set: not in the kernel's domain. */
+static PyObject *read_specs(const Bytes *b, uint64_t *pos) {
+    PyObject *specs = PyList_New(0), *result = NULL;
+    if (specs == NULL) return NULL;
+    uint64_t p = *pos, attr, form;
+    int wide;
+    for (;;) {
+        if (!read_uleb(b, &p, &attr, &wide) || wide) goto done;
+        if (!read_uleb(b, &p, &form, &wide) || wide) goto done;
+        if (attr == 0 && form == 0) break;
+        int64_t implicit = 0;
+        if (form == DW_FORM_implicit_const && !read_sleb(b, &p, &implicit)) goto done;
+        PyObject *spec = Py_BuildValue("(KKL)", attr, form, (long long)implicit);
+        if (spec == NULL) goto done;
+        int failed = PyList_Append(specs, spec);
+        Py_DECREF(spec);
+        if (failed) goto done;
+    }
+    result = PyList_AsTuple(specs);
+    *pos = p;
+done:
+    Py_DECREF(specs);
+    return result;
+}
+
+PyDoc_STRVAR(parse_abbrevs_doc,
+"parse_abbrevs(buf, pos, end) -> entries | None\n--\n\n"
+"stackmark.dwarf.abbrev.parse_abbrev_table from buffer position `pos` (section end\n"
+"`end`): the list of (code, tag, has_children, specs) in table order, or None\n"
+"when the reference must run (damage, values wider than 64 bits).");
+
+static PyObject *parse_abbrevs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    unsigned long long start, end;
+    if (!PyArg_ParseTuple(args, "y*KK", &view, &start, &end)) return NULL;
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL) goto release;
+    uint64_t pos = start, code, tag, children;
+    int wide;
+    while (pos < end) {
+        if (!read_uleb(&b, &pos, &code, &wide) || wide) break;
+        if (code == 0) {
+            result = Py_NewRef(out);
+            break;
+        }
+        if (pos >= end) break;
+        if (!read_uleb(&b, &pos, &tag, &wide) || wide) break;
+        if (!read_u8(&b, pos++, &children)) break;
+        PyObject *specs = read_specs(&b, &pos);
+        if (specs == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            break;
+        }
+        PyObject *entry = Py_BuildValue("(KKNN)", code, tag, PyBool_FromLong(children != 0), specs);
+        if (entry == NULL) goto fail;
+        int failed = PyList_Append(out, entry);
+        Py_DECREF(entry);
+        if (failed) goto fail;
+    }
+    if (result == NULL) result = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(out);
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
     {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
@@ -1224,6 +1298,7 @@ static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, decode_doc},
     {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
     {"address_map", address_map, METH_O, address_map_doc},
+    {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -279,6 +279,11 @@ def parse_abbrev_table(section: Section, offset: int) -> dict[int, Abbrev]:
     buf = section.buf
     pos = section.check(offset, 1, "abbreviation table")
     end = section.end
+    if _native is not None:
+        entries: list[tuple[int, int, bool, tuple[tuple[int, int, int], ...]]] | None
+        entries = _native.parse_abbrevs(buf, pos, end)
+        if entries is not None:
+            return {code: Abbrev(code, tag, kids, specs) for code, tag, kids, specs in entries}
     table: dict[int, Abbrev] = {}
     try:
         while pos < end:
