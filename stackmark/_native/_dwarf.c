@@ -1072,6 +1072,9 @@ release:
 
 typedef struct {
     uint64_t *starts, *ends;
+    /* the int objects the bounds came from (borrowed from the input), given back
+     * as they are: the reference's map shares them with the ranges too */
+    PyObject **start_objs, **end_objs;
     size_t *nodes;
     size_t len, cap;
 } AddressMap;
@@ -1094,49 +1097,69 @@ static size_t bisect_right_u64(const uint64_t *a, size_t n, uint64_t key) {
     return lo;
 }
 
+static int map_grow(AddressMap *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint64_t *starts = realloc(m->starts, cap * sizeof(uint64_t));
+    if (starts == NULL) return 0;
+    m->starts = starts;
+    uint64_t *ends = realloc(m->ends, cap * sizeof(uint64_t));
+    if (ends == NULL) return 0;
+    m->ends = ends;
+    PyObject **start_objs = realloc(m->start_objs, cap * sizeof(PyObject *));
+    if (start_objs == NULL) return 0;
+    m->start_objs = start_objs;
+    PyObject **end_objs = realloc(m->end_objs, cap * sizeof(PyObject *));
+    if (end_objs == NULL) return 0;
+    m->end_objs = end_objs;
+    size_t *nodes = realloc(m->nodes, cap * sizeof(size_t));
+    if (nodes == NULL) return 0;
+    m->nodes = nodes;
+    m->cap = cap;
+    return 1;
+}
+
 /* _AddressMap._set */
-static int map_set(AddressMap *m, uint64_t key, uint64_t end, size_t node) {
+static int map_set(AddressMap *m, uint64_t key, PyObject *key_obj, uint64_t end,
+                   PyObject *end_obj, size_t node) {
     size_t i = bisect_left_u64(m->starts, m->len, key);
     if (i < m->len && m->starts[i] == key) {
         m->ends[i] = end;
+        m->end_objs[i] = end_obj;
         m->nodes[i] = node;
         return 1;
     }
-    if (m->len == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        uint64_t *starts = realloc(m->starts, cap * sizeof(uint64_t));
-        if (starts == NULL) return 0;
-        m->starts = starts;
-        uint64_t *ends = realloc(m->ends, cap * sizeof(uint64_t));
-        if (ends == NULL) return 0;
-        m->ends = ends;
-        size_t *nodes = realloc(m->nodes, cap * sizeof(size_t));
-        if (nodes == NULL) return 0;
-        m->nodes = nodes;
-        m->cap = cap;
-    }
+    if (m->len == m->cap && !map_grow(m)) return 0;
     size_t tail = m->len - i;
     memmove(m->starts + i + 1, m->starts + i, tail * sizeof(uint64_t));
     memmove(m->ends + i + 1, m->ends + i, tail * sizeof(uint64_t));
+    memmove(m->start_objs + i + 1, m->start_objs + i, tail * sizeof(PyObject *));
+    memmove(m->end_objs + i + 1, m->end_objs + i, tail * sizeof(PyObject *));
     memmove(m->nodes + i + 1, m->nodes + i, tail * sizeof(size_t));
     m->starts[i] = key;
+    m->start_objs[i] = key_obj;
     m->ends[i] = end;
+    m->end_objs[i] = end_obj;
     m->nodes[i] = node;
     m->len++;
     return 1;
 }
 
 /* _AddressMap.insert, index for index (a stale index included, as the reference has it) */
-static int map_insert(AddressMap *m, uint64_t low, uint64_t high, size_t node) {
+static int map_insert(AddressMap *m, uint64_t low, PyObject *low_obj, uint64_t high,
+                      PyObject *high_obj, size_t node) {
     size_t i = bisect_right_u64(m->starts, m->len, low);
     if (i > 0 && low < m->ends[i - 1]) {
         size_t b = i - 1;
         uint64_t b_start = m->starts[b], b_end = m->ends[b];
+        PyObject *b_end_obj = m->end_objs[b];
         size_t b_node = m->nodes[b];
-        if (high < b_end && !map_set(m, high, b_end, b_node)) return 0;
-        if (low > b_start) m->ends[b] = low;
+        if (high < b_end && !map_set(m, high, high_obj, b_end, b_end_obj, b_node)) return 0;
+        if (low > b_start) {
+            m->ends[b] = low;
+            m->end_objs[b] = low_obj;
+        }
     }
-    return map_set(m, low, high, node);
+    return map_set(m, low, low_obj, high, high_obj, node);
 }
 
 PyDoc_STRVAR(address_map_doc,
@@ -1151,7 +1174,7 @@ static PyObject *address_map(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "ranges must be a list");
         return NULL;
     }
-    AddressMap m = {NULL, NULL, NULL, 0, 0};
+    AddressMap m = {NULL, NULL, NULL, NULL, NULL, 0, 0};
     PyObject *result = NULL;
     Py_ssize_t n = PyList_GET_SIZE(arg);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1163,25 +1186,19 @@ static PyObject *address_map(PyObject *self, PyObject *arg) {
         uint64_t bounds[2];
         for (int k = 0; k < 2; k++) {
             PyObject *value = PyTuple_GET_ITEM(pair, k);
-            int overflow;
-            long long as_signed = PyLong_AsLongLongAndOverflow(value, &overflow);
-            if (as_signed == -1 && PyErr_Occurred()) goto done;
-            if (overflow < 0 || (overflow == 0 && as_signed < 0)) {
+            if (!PyLong_Check(value)) {
+                PyErr_SetString(PyExc_TypeError, "range bounds must be ints");
+                goto done;
+            }
+            bounds[k] = PyLong_AsUnsignedLongLong(value);
+            if (PyErr_Occurred()) { /* negative or wider than 64 bits */
+                PyErr_Clear();
                 result = Py_NewRef(Py_None);
                 goto done;
             }
-            if (overflow > 0) {
-                bounds[k] = PyLong_AsUnsignedLongLong(value);
-                if (PyErr_Occurred()) {
-                    PyErr_Clear();
-                    result = Py_NewRef(Py_None);
-                    goto done;
-                }
-            } else {
-                bounds[k] = (uint64_t)as_signed;
-            }
         }
-        if (!map_insert(&m, bounds[0], bounds[1], (size_t)i)) {
+        if (!map_insert(&m, bounds[0], PyTuple_GET_ITEM(pair, 0), bounds[1],
+                        PyTuple_GET_ITEM(pair, 1), (size_t)i)) {
             PyErr_NoMemory();
             goto done;
         }
@@ -1190,13 +1207,12 @@ static PyObject *address_map(PyObject *self, PyObject *arg) {
     PyObject *nodes = PyList_New((Py_ssize_t)m.len);
     if (starts == NULL || ends == NULL || nodes == NULL) goto lists_failed;
     for (size_t i = 0; i < m.len; i++) {
-        PyObject *start = PyLong_FromUnsignedLongLong(m.starts[i]);
-        PyObject *end = PyLong_FromUnsignedLongLong(m.ends[i]);
+        PyObject *start = Py_NewRef(m.start_objs[i]);
+        PyObject *end = Py_NewRef(m.end_objs[i]);
         PyObject *node = PyLong_FromSize_t(m.nodes[i]);
-        if (start == NULL || end == NULL || node == NULL) {
-            Py_XDECREF(start);
-            Py_XDECREF(end);
-            Py_XDECREF(node);
+        if (node == NULL) {
+            Py_DECREF(start);
+            Py_DECREF(end);
             goto lists_failed;
         }
         PyList_SET_ITEM(starts, (Py_ssize_t)i, start);
@@ -1212,6 +1228,8 @@ lists_failed:
 done:
     free(m.starts);
     free(m.ends);
+    free(m.start_objs);
+    free(m.end_objs);
     free(m.nodes);
     return result;
 }
