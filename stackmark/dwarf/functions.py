@@ -224,24 +224,27 @@ class Function:
     def innermost_at(self, address: int) -> Function | None:
         """The deepest subroutine of this tree containing `address` (llvm's map rules)."""
         if self._index is None:
-            ranges: list[AddressRange] = []
-            nodes: list[Function] = []
-            self._collect_tree(self, ranges, nodes)
-            self._index = _AddressMap.built(ranges, nodes)
+            self._index = _AddressMap.built(*self._tree_ranges())
         return self._index.find(address)
 
-    def _collect_tree(
-        self, node: Function, ranges: list[AddressRange], nodes: list[Function]
-    ) -> None:
-        """The (range, node) pairs of the tree, in the order llvm inserts them."""
-        for low, high in node.ranges:
-            if low != high:
-                ranges.append((low, high))
-                nodes.append(node)
-        for child in node.children:
-            self._collect_tree(child, ranges, nodes)
-        for nested in node._nested or ():
-            self._collect_tree(nested, ranges, nodes)
+    def _tree_ranges(self) -> tuple[list[AddressRange], list[Function]]:
+        """The (range, node) pairs of the tree, in the order llvm inserts them: a node,
+        the subtrees of its inlined calls, then those of its nested subprograms."""
+        ranges: list[AddressRange] = []
+        nodes: list[Function] = []
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            for low, high in node.ranges:
+                if low != high:
+                    ranges.append((low, high))
+                    nodes.append(node)
+            children = node.children  # parsed here if needed, which sets _nested
+            if node._nested:
+                pending.extend(reversed(node._nested))
+            if children:
+                pending.extend(reversed(children))
+        return ranges, nodes
 
 
 def _int(value: object) -> int:
