@@ -643,12 +643,14 @@ def _run_program(
 
 
 def _packed(flat: list[int]) -> array[int]:
-    """The flat row list as an array, address and line wrapped to llvm's register
-    widths (64 and 32 bits) when a garbage table took them out of range."""
+    """The flat row list as an array, address, line and discriminator wrapped to
+    llvm's register widths (64, 32 and 32 bits) when a garbage table took them out
+    of range (a discriminator's LEB128 can be wider than 64 bits)."""
     try:
         return array("Q", flat)
     except OverflowError:
         fixed = list(flat)
         fixed[0::WIDTH] = [a & _MASK64 for a in fixed[0::WIDTH]]
         fixed[2::WIDTH] = [v & 0xFFFFFFFF for v in fixed[2::WIDTH]]
+        fixed[6::WIDTH] = [d & 0xFFFFFFFF for d in fixed[6::WIDTH]]
         return array("Q", fixed)

@@ -12,7 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 KERNEL_USERS = (
+    "stackmark.dwarf.abbrev",
+    "stackmark.dwarf.functions",
     "stackmark.dwarf.lines",
+    "stackmark.dwarf.ranges",
     "stackmark.formats.gsym.creator",
     "stackmark.formats.gsym.extras",
     "stackmark.formats.gsym.from_dwarf",
