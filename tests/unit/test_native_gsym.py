@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stackmark._native import forced_pure
+from stackmark.formats.gsym import creator
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
@@ -69,8 +70,19 @@ def program(name: str) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_compiled_programs_convert_to_the_same_gsym_and_extras(name: str) -> None:
+def test_compiled_programs_convert_to_the_same_gsym_and_extras(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     binary = str(program(name))
+    handed_back: list[FunctionInfo] = []  # records the compiled encoder left to Python
+    reference_record = creator.record_bytes
+
+    def record_bytes(info: FunctionInfo, *, little: bool) -> bytes:
+        handed_back.append(info)
+        return reference_record(info, little=little)
+
+    monkeypatch.setattr(creator, "record_bytes", record_bytes)
+    indexed_natively: list[bool] = []
 
     def build() -> tuple[bytes, bytes, list[bytes]]:
         collector = ExtrasCollector()
@@ -80,11 +92,14 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(name: str) -> Non
             result.functions, [collector.function_nodes(info) for info in result.functions]
         )
         pieces = [encode_records(result.functions, little)[0] for little in (True, False)]
+        indexed_natively.append(builder._state_tables is not None)
         return result.data, builder.encode(result.data), pieces
 
     compiled, reference = both(build)
     assert compiled[0] == "value"
     assert compiled == reference
+    # The kernels answered (a converter's records and functions are their domain).
+    assert handed_back == [] and indexed_natively == [True, False]
 
 
 # -- random records ----------------------------------------------------------------
