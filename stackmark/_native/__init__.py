@@ -6,8 +6,9 @@ kernels also exist in C, one extension module per concern, compiled from the
 
     _dwarf.c   DWARF: the line-program state machine, the DIE walks (LEB128,
                abbreviation skip plans, attribute decoding)
+    _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
     _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees)
-    _gsym_extras.c    GSYM cache extras: the address index, the column points
+    _gsym_extras.c    GSYM cache extras: the address index
     _markup.c  the markup filter's run of lone `bt` lines
 
 A module that runs a kernel asks for it here, once, at import:
@@ -41,7 +42,7 @@ from types import ModuleType
 
 PURE_ENV = "STACKMARK_PURE"
 
-MODULES = ("_dwarf", "_gsym_extras", "_gsym_records", "_markup")
+MODULES = ("_dwarf", "_gsym_convert", "_gsym_extras", "_gsym_records", "_markup")
 """Every compiled module: each `_name.c` of this package, by name."""
 
 _loaded: dict[str, ModuleType | None] = {}

@@ -815,78 +815,7 @@ done:
     return result;
 }
 
-/* -- column points (from_dwarf.ExtrasCollector.column_points) ---------------- */
-
-typedef struct { uint64_t addr; Py_ssize_t order; } Point;
-
-static int
-compare_points(const void *a, const void *b)
-{
-    const Point *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return (x->order > y->order) - (x->order < y->order); /* stable: row order */
-}
-
-static PyObject *
-column_points(PyObject *module, PyObject *args)
-{
-    (void)module;
-    Py_buffer addresses = {0}, values = {0};
-    PyObject *result = NULL;
-    Point *points = NULL;
-    uint64_t *out_addr = NULL;
-    uint32_t *out_value = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*:column_points", &addresses, &values))
-        return NULL;
-    if (addresses.len % 8 || values.len % 4 || addresses.len / 8 != values.len / 4) {
-        PyErr_SetString(PyExc_ValueError, "column addresses and values differ in length");
-        goto done;
-    }
-    Py_ssize_t n = addresses.len / 8;
-    const uint64_t *addr = addresses.buf;
-    const uint32_t *value = values.buf;
-    points = PyMem_Malloc(sizeof(Point) * (size_t)(n ? n : 1));
-    out_addr = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
-    out_value = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    if (points == NULL || out_addr == NULL || out_value == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int sorted = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        points[i].addr = addr[i];
-        points[i].order = i;
-        if (i && addr[i - 1] > addr[i])
-            sorted = 0;
-    }
-    if (!sorted)
-        qsort(points, (size_t)n, sizeof(Point), compare_points);
-    Py_ssize_t m = 0;
-    int64_t last = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint32_t column = value[points[i].order];
-        if ((int64_t)column != last) {
-            out_addr[m] = points[i].addr;
-            out_value[m++] = column;
-            last = column;
-        }
-    }
-    result = Py_BuildValue("(y#y#)", (const char *)out_addr, m * (Py_ssize_t)sizeof(uint64_t),
-                           (const char *)out_value, m * (Py_ssize_t)sizeof(uint32_t));
-done:
-    PyMem_Free(points);
-    PyMem_Free(out_addr);
-    PyMem_Free(out_value);
-    PyBuffer_Release(&addresses);
-    PyBuffer_Release(&values);
-    return result;
-}
-
 static PyMethodDef methods[] = {
-    {"column_points", column_points, METH_VARARGS,
-     "column_points(addresses, columns) -> (addresses, columns) as bytes (host order): "
-     "sorted stably by address, without points that repeat the column before them."},
     {"index_functions", index_functions, METH_VARARGS,
      "index_functions(functions, indexed, column_address, column_value) -> the extras' "
      "bound, state and path tables as bytes (host order), or None: see "

@@ -15,6 +15,7 @@ from array import array
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,11 +23,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stackmark._native import forced_pure
-from stackmark.formats.gsym import creator
+from stackmark.dwarf.lines import WIDTH, Sequence
+from stackmark.formats.gsym import creator, from_dwarf
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
-from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+from stackmark.formats.gsym.from_dwarf import DwarfReport, ExtrasCollector, UnitConverter
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
@@ -83,6 +85,19 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
 
     monkeypatch.setattr(creator, "record_bytes", record_bytes)
     indexed_natively: list[bool] = []
+    compiled_line_tables: list[int] = []
+    kernels = from_dwarf._native
+    assert kernels is not None
+
+    def line_entries(*args: Any) -> Any:
+        compiled_line_tables.append(1)
+        return kernels.line_entries(*args)
+
+    monkeypatch.setattr(
+        from_dwarf,
+        "_native",
+        SimpleNamespace(line_entries=line_entries, column_points=kernels.column_points),
+    )
 
     def build() -> tuple[bytes, bytes, list[bytes]]:
         collector = ExtrasCollector()
@@ -99,7 +114,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     assert compiled[0] == "value"
     assert compiled == reference
     # The kernels answered (a converter's records and functions are their domain).
-    assert handed_back == [] and indexed_natively == [True, False]
+    assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
 
 
 # -- random records ----------------------------------------------------------------
@@ -268,4 +283,75 @@ def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
     collector.column_addresses = array("Q", addresses)
     collector.column_values = array("I", (rng.choice([0, 1, 2, 0xFFFFFFFF]) for _ in addresses))
     compiled, reference = both(collector.column_points)
+    assert compiled == reference
+
+
+# -- DWARF rows into GSYM rows ------------------------------------------------------
+
+
+class RowStore:
+    """What `UnitConverter._line_table` reads of a stackmark.dwarf LineTable."""
+
+    def __init__(self, flat: array[int], sequences: list[Sequence]) -> None:
+        self._flat = flat
+        self._addresses = flat[0::WIDTH]
+        self._seq_highs = [seq.high for seq in sequences]
+        self.sequences = sequences
+
+    def file_name(self, index: int) -> str | None:
+        return None if index == 3 else f"/src/f{index}.c"
+
+
+class Files:
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def insert_file(self, path: str) -> int:
+        self.paths.append(path)
+        return len(self.paths)
+
+
+@st.composite
+def row_stores(draw: st.DrawFn) -> RowStore:
+    flat: array[int] = array("Q")
+    sequences = []
+    addr = 0x1000
+    for _ in range(draw(st.integers(1, 3))):
+        first = len(flat) // WIDTH
+        low = addr
+        for _ in range(draw(st.integers(1, 12))):
+            addr += draw(st.sampled_from([0, 1, 2, 4, 16]))
+            if draw(st.integers(0, 5)) == 0:
+                addr -= 3  # addresses going back: "Non-monotonically increasing"
+            line = draw(st.one_of(st.integers(1, 9), st.sampled_from([0, (1 << 32) + 5])))
+            file = draw(st.sampled_from([1, 1, 2, 3, 7]))  # 3: no name; 7: past the table
+            end = draw(st.integers(0, 4)) == 0
+            flat.extend([addr, file, line, 0, 1, int(end), 0])
+        addr = max(addr + 4, low + 1)
+        flat.extend([addr, 1, 1, 0, 1, 1, 0])  # the end of the sequence
+        sequences.append(Sequence(low, addr, first, len(flat) // WIDTH))
+        addr += draw(st.sampled_from([0, 8]))
+    return RowStore(flat, sequences)
+
+
+@settings(max_examples=300, deadline=None)
+@given(row_stores(), st.data())
+def test_dwarf_rows_become_the_same_gsym_rows(store: RowStore, data: st.DataObject) -> None:
+    """Rows, warnings and the files inserted (in order) are the reference's."""
+    start, end = store.sequences[0].low, store.sequences[-1].high
+    low = data.draw(st.one_of(st.integers(start, end), st.integers(start - 8, end + 8)))
+    size = data.draw(st.one_of(st.just(end - low), st.integers(0, 0x100)))
+
+    def convert() -> tuple[Any, dict[str, int], list[str]]:
+        converter = UnitConverter.__new__(UnitConverter)
+        converter.lines = store  # type: ignore[assignment]
+        converter._file_cache = {}
+        converter._file_limit = 5
+        converter.sink = Files()  # type: ignore[assignment]
+        converter.report = DwarfReport()
+        function = SimpleNamespace(decl_file="/src/decl.c", decl_line=7)
+        rows = converter._line_table(function, low, low + size)  # type: ignore[arg-type]
+        return rows, converter.report.warnings, converter.sink.paths  # type: ignore[attr-defined]
+
+    compiled, reference = both(convert)
     assert compiled == reference
