@@ -160,12 +160,14 @@ class Function:
         DIE would cost hundreds of bytes per inlined call of a large program."""
         return self.unit.die(self.offset)[1]
 
-    def _load_children(self) -> None:
+    def _load_children(self, tree: list[_TreeRanges] | None = None) -> None:
+        """Parse the subtree; with `tree`, the compiled walk also appends the tree's
+        ranges in `_tree_ranges` order to it (the reference walk leaves it empty)."""
         # Built aside and published last, so that another thread never sees half.
         children: list[Function] = []
         nested: list[Function] = []
         if self._children_pos >= 0:
-            _walk(self.unit, self._children_pos, self, nested, children)
+            _walk(self.unit, self._children_pos, self, nested, children, tree)
         self._nested = nested or None
         self._children = children
 
@@ -230,6 +232,11 @@ class Function:
     def _tree_ranges(self) -> tuple[list[AddressRange], list[Function]]:
         """The (range, node) pairs of the tree, in the order llvm inserts them: a node,
         the subtrees of its inlined calls, then those of its nested subprograms."""
+        if self._children is None and self._children_pos >= 0:
+            tree: list[_TreeRanges] = []
+            self._load_children(tree)
+            if tree:
+                return tree[0]
         ranges: list[AddressRange] = []
         nodes: list[Function] = []
         pending = [self]
@@ -482,6 +489,7 @@ def _walk(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None = None,
+    tree: list[_TreeRanges] | None = None,
 ) -> None:
     """Walk DIEs from `pos` to the null entry closing their level.
 
@@ -491,7 +499,9 @@ def _walk(
     nested inside go to `nested` and their own inlined calls under them.
     """
     tables = _tables(unit)
-    if _native is not None and _walk_compiled(unit, tables, pos, root, nested, root_children):
+    if _native is not None and _walk_compiled(
+        unit, tables, pos, root, nested, root_children, tree
+    ):
         return
     info = unit.info
     buf = info.buf
@@ -696,6 +706,9 @@ _CONSTANT_FORMS = frozenset(
     }
 )
 
+_TreeRanges = tuple[list["AddressRange"], list[Function]]
+"""An inline tree's (range, node) pairs, in the order llvm inserts them."""
+
 _CodeEntry = tuple[
     int,
     int,
@@ -768,8 +781,14 @@ def _walk_compiled(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None,
+    tree: list[_TreeRanges] | None = None,
 ) -> bool:
-    """`_walk` by the compiled kernel; False (nothing done) when the reference must run."""
+    """`_walk` by the compiled kernel; False (nothing done) when the reference must run.
+
+    With `tree` (a subtree walk), also the ranges of `root`'s whole tree in the
+    order `Function._tree_ranges` gives them: the walk's items are in DIE order,
+    so a node's inlined calls follow it; a nested subprogram starts a group of its
+    own, and the groups come after root's, in DIE order."""
     assert _native is not None
     if unit.skeleton is not None or unit.reader.is_dwo:
         return False
@@ -805,7 +824,12 @@ def _walk_compiled(
         return False
     abbrevs = tables.abbrev
     made: list[Function] = []
+    groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's index
     for offset, code, parent_at, children_pos, ranges_found, call_file, line, column in found:
+        if parent_at >= 0:
+            groups.append(groups[parent_at])
+        else:
+            groups.append(0 if parent_at == -2 else len(made) + 1)
         parent = None if parent_at == -1 else root if parent_at == -2 else made[parent_at]
         abbrev = abbrevs[code]
         assert abbrev is not None
@@ -821,4 +845,14 @@ def _walk_compiled(
         if children_pos >= 0:
             function._children = None
             function._children_pos = children_pos
+    if tree is not None and root is not None:
+        ranges_in_order: list[AddressRange] = []
+        nodes: list[Function] = []
+        by_group = sorted(range(len(made)), key=groups.__getitem__)  # stable: DIE order kept
+        for node in (root, *(made[i] for i in by_group)):
+            for low, high in node.ranges:
+                if low != high:
+                    ranges_in_order.append((low, high))
+                    nodes.append(node)
+        tree.append((ranges_in_order, nodes))
     return True
