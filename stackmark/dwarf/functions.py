@@ -601,7 +601,8 @@ def _walk(
                     stack.append((current, in_function))
                     current = function
                     in_function = True
-    except (IndexError, struct.error, ValueError) as exc:
+    except (IndexError, struct.error, ValueError, RecursionError) as exc:
+        # RecursionError: DW_AT_sibling values pointing backwards, nested thousands deep
         raise info.error(
             f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})", pos - base
         ) from None
