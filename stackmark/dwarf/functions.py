@@ -451,18 +451,24 @@ class _CodeTables:
         self.abbrev[code] = abbrev
         self.plan[code] = plan
         self.children[code] = abbrev.has_children
-        if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
-            kind = _SUBROUTINE
-        elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
-            kind = _SCOPE
-        elif abbrev.tag in _DESCEND_TAGS:
-            kind = _DESCEND
-        elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
-            kind = _LOCAL_TYPE
-        else:
-            kind = _SKIP
+        kind = _kind_of(abbrev, plan)
         self.kind[code] = kind
         return kind
+
+
+def _kind_of(abbrev: Abbrev, plan: Plan) -> int:
+    """What the walks do with a DIE of this abbreviation."""
+    if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
+        kind = _SUBROUTINE
+    elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
+        kind = _SCOPE
+    elif abbrev.tag in _DESCEND_TAGS:
+        kind = _DESCEND
+    elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
+        kind = _LOCAL_TYPE
+    else:
+        kind = _SKIP
+    return kind
 
 
 def _tables(unit: Unit) -> _CodeTables:
@@ -738,11 +744,22 @@ def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
     if abbrev is None:
         return None
     try:
-        kind = tables.kind[code] if tables.kind[code] >= 0 else tables.load(code)
+        plan = abbrev.plan(tables.enc)
     except ValueError:  # an unknown form: the reference reports it if the walk meets it
         return None
-    plan = tables.plan[code]
-    assert plan is not None
+    # Units repeat declarations: one entry per (plan, tag, children), which is all
+    # an entry depends on (the plan is per specs and encoding).
+    key = (plan, abbrev.tag, abbrev.has_children)
+    if key not in _ENTRIES:
+        _ENTRIES[key] = _new_code_entry(abbrev, plan, tables.enc)
+    return _ENTRIES[key]
+
+
+_ENTRIES: dict[tuple[Plan, int, bool], _CodeEntry | None] = {}
+
+
+def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | None:
+    kind = _kind_of(abbrev, plan)
     if V_INDIRECT in plan.skip:
         return None
     sibling = None
@@ -756,7 +773,7 @@ def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
         seen: set[int] = set()
         steps = []
         for attr, form, implicit in abbrev.specs:
-            size = form_size(form, tables.enc)
+            size = form_size(form, enc)
             role = _ROLES.get(attr, 0)
             if size is None or size == V_INDIRECT or (role and role in seen):
                 return None
@@ -823,7 +840,7 @@ def _walk_compiled(
     )
     if found is None:
         return False
-    abbrevs = tables.abbrev
+    abbrevs = tables.abbrevs
     made: list[Function] = []
     groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's index
     for offset, code, parent_at, children_pos, ranges_found, call_file, line, column in found:
@@ -832,9 +849,9 @@ def _walk_compiled(
         else:
             groups.append(0 if parent_at == -2 else len(made) + 1)
         parent = None if parent_at == -1 else root if parent_at == -2 else made[parent_at]
-        abbrev = abbrevs[code]
-        assert abbrev is not None
-        function = Function(unit, offset, abbrev, ranges_found, parent, call_file, line, column)
+        function = Function(
+            unit, offset, abbrevs[code], ranges_found, parent, call_file, line, column
+        )
         made.append(function)
         if parent is None:
             nested.append(function)
