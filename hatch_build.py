@@ -22,7 +22,7 @@ def _build_native(root: str) -> Any:
     return module
 
 
-class NativeBuildHook(BuildHookInterface):  # type: ignore[misc]
+class NativeBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:

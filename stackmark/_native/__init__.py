@@ -4,12 +4,14 @@ stackmark's pure-Python modules are the reference implementation. A few hot
 kernels also exist in C, one extension module per concern, compiled from the
 `_*.c` files of this package when stackmark is installed (`build_native.py`):
 
-    _dwarf.c   DWARF: the line-program state machine, the DIE walks (LEB128,
-               abbreviation skip plans, attribute decoding)
+    _dwarf.c          DWARF: the line-number program, the DIE walks, attribute
+                      decoding, abbreviation tables, range lists, address maps
     _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
     _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees)
     _gsym_extras.c    GSYM cache extras: the address index
-    _markup.c  the markup filter's run of lone `bt` lines
+    _markup.c         the markup filter's run of lone `bt` lines
+
+(docs/accelerator.md lists each kernel and its Python twin.)
 
 A module that runs a kernel asks for it here, once, at import:
 

@@ -438,11 +438,17 @@ static int skip_steps(const Walk *w, uint64_t *pos, const int64_t *steps, size_t
     return 1;
 }
 
-static int skip_children(const Walk *w, uint64_t *pos);
+/* How deep past_subtree and skip_children may call each other (a DIE whose
+ * DW_AT_sibling points backwards has its children skipped one by one): beyond,
+ * the reference runs, whose Python recursion limit ends it. */
+#define MAX_NESTING 2000
+
+static int skip_children(const Walk *w, uint64_t *pos, int nesting);
 
 /* stackmark.dwarf.functions._past_subtree */
-static int past_subtree(const Walk *w, uint64_t *pos, const Code *c) {
+static int past_subtree(const Walk *w, uint64_t *pos, const Code *c, int nesting) {
     uint64_t p = *pos;
+    if (nesting > MAX_NESTING) return 0;
     if (c->sibling) {
         uint64_t at = p, value;
         if (!skip_steps(w, &at, w->t->steps + c->before, c->nbefore)) return 0;
@@ -461,7 +467,7 @@ static int past_subtree(const Walk *w, uint64_t *pos, const Code *c) {
         }
     }
     if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
-    if (!skip_children(w, &p)) return 0;
+    if (!skip_children(w, &p, nesting + 1)) return 0;
     *pos = p;
     return 1;
 }
@@ -479,7 +485,7 @@ static int read_code(const Walk *w, uint64_t *pos, uint64_t *code, const Code **
 }
 
 /* stackmark.dwarf.functions._skip_children */
-static int skip_children(const Walk *w, uint64_t *pos) {
+static int skip_children(const Walk *w, uint64_t *pos, int nesting) {
     uint64_t p = *pos, code;
     size_t depth = 1;
     const Code *c;
@@ -491,7 +497,7 @@ static int skip_children(const Walk *w, uint64_t *pos) {
         }
         if (c->children) {
             if (c->sibling) {
-                if (!past_subtree(w, &p, c)) return 0;
+                if (!past_subtree(w, &p, c, nesting + 1)) return 0;
                 continue;
             }
             if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
@@ -702,7 +708,7 @@ static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
         int kind = c->kind;
         if (kind == K_SKIP || (kind == K_LOCAL_TYPE && !in_function)) {
             if (c->children) {
-                if (!past_subtree(w, &pos, c)) goto done;
+                if (!past_subtree(w, &pos, c, 0)) goto done;
             } else if (c->fixed_size >= 0) {
                 pos += (uint64_t)c->fixed_size;
             } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
@@ -734,7 +740,7 @@ static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
                         push = scope = 1; /* look inside, as for a scope */
                     } else {
                         pos = attrs_pos;
-                        if (!past_subtree(w, &pos, c)) goto done;
+                        if (!past_subtree(w, &pos, c, 0)) goto done;
                     }
                 }
             } else {
@@ -743,7 +749,7 @@ static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
                 if (c->children && lazy) {
                     children_pos = (int64_t)pos;
                     pos = attrs_pos;
-                    if (!past_subtree(w, &pos, c)) {
+                    if (!past_subtree(w, &pos, c, 0)) {
                         Py_DECREF(ranges);
                         goto done;
                     }

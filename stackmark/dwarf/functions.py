@@ -160,12 +160,14 @@ class Function:
         DIE would cost hundreds of bytes per inlined call of a large program."""
         return self.unit.die(self.offset)[1]
 
-    def _load_children(self) -> None:
+    def _load_children(self, tree: list[_TreeRanges] | None = None) -> None:
+        """Parse the subtree; with `tree`, the compiled walk also appends the tree's
+        ranges in `_tree_ranges` order to it (the reference walk leaves it empty)."""
         # Built aside and published last, so that another thread never sees half.
         children: list[Function] = []
         nested: list[Function] = []
         if self._children_pos >= 0:
-            _walk(self.unit, self._children_pos, self, nested, children)
+            _walk(self.unit, self._children_pos, self, nested, children, tree)
         self._nested = nested or None
         self._children = children
 
@@ -230,6 +232,11 @@ class Function:
     def _tree_ranges(self) -> tuple[list[AddressRange], list[Function]]:
         """The (range, node) pairs of the tree, in the order llvm inserts them: a node,
         the subtrees of its inlined calls, then those of its nested subprograms."""
+        if self._children is None and self._children_pos >= 0:
+            tree: list[_TreeRanges] = []
+            self._load_children(tree)
+            if tree:
+                return tree[0]
         ranges: list[AddressRange] = []
         nodes: list[Function] = []
         pending = [self]
@@ -444,18 +451,24 @@ class _CodeTables:
         self.abbrev[code] = abbrev
         self.plan[code] = plan
         self.children[code] = abbrev.has_children
-        if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
-            kind = _SUBROUTINE
-        elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
-            kind = _SCOPE
-        elif abbrev.tag in _DESCEND_TAGS:
-            kind = _DESCEND
-        elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
-            kind = _LOCAL_TYPE
-        else:
-            kind = _SKIP
+        kind = _kind_of(abbrev, plan)
         self.kind[code] = kind
         return kind
+
+
+def _kind_of(abbrev: Abbrev, plan: Plan) -> int:
+    """What the walks do with a DIE of this abbreviation."""
+    if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
+        kind = _SUBROUTINE
+    elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
+        kind = _SCOPE
+    elif abbrev.tag in _DESCEND_TAGS:
+        kind = _DESCEND
+    elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
+        kind = _LOCAL_TYPE
+    else:
+        kind = _SKIP
+    return kind
 
 
 def _tables(unit: Unit) -> _CodeTables:
@@ -482,6 +495,7 @@ def _walk(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None = None,
+    tree: list[_TreeRanges] | None = None,
 ) -> None:
     """Walk DIEs from `pos` to the null entry closing their level.
 
@@ -491,7 +505,9 @@ def _walk(
     nested inside go to `nested` and their own inlined calls under them.
     """
     tables = _tables(unit)
-    if _native is not None and _walk_compiled(unit, tables, pos, root, nested, root_children):
+    if _native is not None and _walk_compiled(
+        unit, tables, pos, root, nested, root_children, tree
+    ):
         return
     info = unit.info
     buf = info.buf
@@ -591,7 +607,8 @@ def _walk(
                     stack.append((current, in_function))
                     current = function
                     in_function = True
-    except (IndexError, struct.error, ValueError) as exc:
+    except (IndexError, struct.error, ValueError, RecursionError) as exc:
+        # RecursionError: DW_AT_sibling values pointing backwards, nested thousands deep
         raise info.error(
             f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})", pos - base
         ) from None
@@ -696,6 +713,9 @@ _CONSTANT_FORMS = frozenset(
     }
 )
 
+_TreeRanges = tuple[list["AddressRange"], list[Function]]
+"""An inline tree's (range, node) pairs, in the order llvm inserts them."""
+
 _CodeEntry = tuple[
     int,
     int,
@@ -724,11 +744,22 @@ def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
     if abbrev is None:
         return None
     try:
-        kind = tables.kind[code] if tables.kind[code] >= 0 else tables.load(code)
+        plan = abbrev.plan(tables.enc)
     except ValueError:  # an unknown form: the reference reports it if the walk meets it
         return None
-    plan = tables.plan[code]
-    assert plan is not None
+    # Units repeat declarations: one entry per (plan, tag, children), which is all
+    # an entry depends on (the plan is per specs and encoding).
+    key = (plan, abbrev.tag, abbrev.has_children)
+    if key not in _ENTRIES:
+        _ENTRIES[key] = _new_code_entry(abbrev, plan, tables.enc)
+    return _ENTRIES[key]
+
+
+_ENTRIES: dict[tuple[Plan, int, bool], _CodeEntry | None] = {}
+
+
+def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | None:
+    kind = _kind_of(abbrev, plan)
     if V_INDIRECT in plan.skip:
         return None
     sibling = None
@@ -742,7 +773,7 @@ def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
         seen: set[int] = set()
         steps = []
         for attr, form, implicit in abbrev.specs:
-            size = form_size(form, tables.enc)
+            size = form_size(form, enc)
             role = _ROLES.get(attr, 0)
             if size is None or size == V_INDIRECT or (role and role in seen):
                 return None
@@ -768,8 +799,14 @@ def _walk_compiled(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None,
+    tree: list[_TreeRanges] | None = None,
 ) -> bool:
-    """`_walk` by the compiled kernel; False (nothing done) when the reference must run."""
+    """`_walk` by the compiled kernel; False (nothing done) when the reference must run.
+
+    With `tree` (a subtree walk), also the ranges of `root`'s whole tree in the
+    order `Function._tree_ranges` gives them: the walk's items are in DIE order,
+    so a node's inlined calls follow it; a nested subprogram starts a group of its
+    own, and the groups come after root's, in DIE order."""
     assert _native is not None
     if unit.skeleton is not None or unit.reader.is_dwo:
         return False
@@ -803,13 +840,18 @@ def _walk_compiled(
     )
     if found is None:
         return False
-    abbrevs = tables.abbrev
+    abbrevs = tables.abbrevs
     made: list[Function] = []
+    groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's index
     for offset, code, parent_at, children_pos, ranges_found, call_file, line, column in found:
+        if parent_at >= 0:
+            groups.append(groups[parent_at])
+        else:
+            groups.append(0 if parent_at == -2 else len(made) + 1)
         parent = None if parent_at == -1 else root if parent_at == -2 else made[parent_at]
-        abbrev = abbrevs[code]
-        assert abbrev is not None
-        function = Function(unit, offset, abbrev, ranges_found, parent, call_file, line, column)
+        function = Function(
+            unit, offset, abbrevs[code], ranges_found, parent, call_file, line, column
+        )
         made.append(function)
         if parent is None:
             nested.append(function)
@@ -821,4 +863,14 @@ def _walk_compiled(
         if children_pos >= 0:
             function._children = None
             function._children_pos = children_pos
+    if tree is not None and root is not None:
+        ranges_in_order: list[AddressRange] = []
+        nodes: list[Function] = []
+        by_group = sorted(range(len(made)), key=groups.__getitem__)  # stable: DIE order kept
+        for node in (root, *(made[i] for i in by_group)):
+            for low, high in node.ranges:
+                if low != high:
+                    ranges_in_order.append((low, high))
+                    nodes.append(node)
+        tree.append((ranges_in_order, nodes))
     return True

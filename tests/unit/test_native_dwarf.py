@@ -21,6 +21,7 @@ from stackmark.dwarf.sections import Section
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from tests.support import sym_builds
+from tests.support.build import compile_program
 from tests.support.native import pure_python
 
 pytestmark = pytest.mark.skipif(
@@ -34,6 +35,9 @@ PROGRAMS: dict[str, Callable[[], Path]] = {
     "C++ local classes -O2": lambda: sym_builds.local_classes_program(),
     "C -O0": lambda: sym_builds.c_program("-g", "-O0", name="sym_inline_O0"),
     "32-bit x86": lambda: sym_builds.freestanding_32bit(),
+    "GNU C nested functions -O2": lambda: compile_program(
+        "sym_nested", ["sym_nested.c"], flags=("-g", "-O2")
+    ),
 }
 
 
@@ -56,6 +60,9 @@ def snapshot(reader: DwarfReader, addresses: list[int]) -> list[Any]:
     out: list[Any] = []
     for unit in reader.units():
         out.append([(die.offset, die.depth, die.tag, die.values) for die in unit.dies()])
+        for top in unit.function_index().top:  # the address map's input, before any parsing
+            tree_ranges, nodes = top._tree_ranges()
+            out.append((tree_ranges, [node.offset for node in nodes]))
         table = unit.line_table()
         if table is not None:
             out.append((list(table.rows), table.sequences))
