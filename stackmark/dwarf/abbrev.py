@@ -19,8 +19,11 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, TypeAlias
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb, skip_leb
+
+_native = load("_dwarf")  # compiled twin of `decode_attributes`, or None (stackmark/_native)
 
 # Variable-size form classes (negative so that a skip plan can mix them
 # with positive fixed byte counts).
@@ -128,7 +131,16 @@ Step: TypeAlias = tuple[int, "struct.Struct | None", "tuple[int, ...] | int"]
 class Plan:
     """An abbreviation compiled for one encoding (see the module docstring)."""
 
-    __slots__ = ("consts", "fixed_size", "forms", "sibling", "single", "skip", "steps")
+    __slots__ = (
+        "consts",
+        "fixed_size",
+        "forms",
+        "native",
+        "sibling",
+        "single",
+        "skip",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -153,12 +165,14 @@ class Plan:
             attrs = steps[0][2]
             assert isinstance(attrs, tuple)
             self.single = (steps[0][1], attrs)
+        # The compiled decoder's plan (see `_native_plan`), None when there is none.
+        self.native: object = None
 
 
 class Abbrev:
     """One abbreviation declaration."""
 
-    __slots__ = ("code", "has_children", "plans", "specs", "tag")
+    __slots__ = ("_last", "code", "has_children", "specs", "tag")
 
     def __init__(
         self, code: int, tag: int, has_children: bool, specs: tuple[tuple[int, int, int], ...]
@@ -167,17 +181,21 @@ class Abbrev:
         self.tag = tag
         self.has_children = has_children
         self.specs = specs  # (attribute, form, implicit constant)
-        self.plans: dict[Encoding, Plan] = {}
+        # The plan last asked for, with its encoding: the units of one file share an
+        # encoding, and a dict per declaration would cost 230 bytes each (41,776 of
+        # them in the benchmark binary). One tuple, so that threads see both or none.
+        self._last: tuple[Encoding, Plan] | None = None
 
     def plan(self, enc: Encoding) -> Plan:
-        found = self.plans.get(enc)
+        last = self._last
+        if last is not None and last[0] == enc:
+            return last[1]
+        # Units repeat the same declarations: compile each (specs, encoding) once.
+        key = (self.specs, enc)
+        found = _PLANS.get(key)
         if found is None:
-            # Units repeat the same declarations: compile each (specs, encoding) once.
-            key = (self.specs, enc)
-            found = _PLANS.get(key)
-            if found is None:
-                found = _PLANS[key] = _compile(self, enc)
-            self.plans[enc] = found
+            found = _PLANS[key] = _compile(self, enc)
+        self._last = (enc, found)
         return found
 
 
@@ -231,7 +249,33 @@ def _compile(abbrev: Abbrev, enc: Encoding) -> Plan:
             flush()
             steps.append((size, None, attr))
     flush()
-    return Plan(_merge_skip(sizes), tuple(steps), consts, forms, sibling)
+    plan = Plan(_merge_skip(sizes), tuple(steps), consts, forms, sibling)
+    if _native is not None:
+        plan.native = _native_plan(abbrev.specs, sizes, plan)
+    return plan
+
+
+def _native_plan(
+    specs: tuple[tuple[int, int, int], ...], sizes: list[int], plan: Plan
+) -> object | None:
+    """The compiled decoder's form of `plan`: values read in DIE order, put in the dict
+    in the order `decode_attributes` puts them (None: the reference decodes it)."""
+    attrs = [attr for attr, _, _ in specs]
+    if len(set(attrs)) != len(attrs) or V_INDIRECT in sizes:
+        return None  # a repeated attribute: which value wins depends on the path
+    assert _native is not None
+    values = tuple(
+        (attr, size, 1 if form == C.DW_FORM_flag_present else implicit)
+        for (attr, form, implicit), size in zip(specs, sizes, strict=True)
+    )
+    implicit = [i for i, (_, form, _) in enumerate(specs) if form in _IMPLICIT_FORMS]
+    stored = [i for i in range(len(specs)) if i not in implicit]
+    order = stored + implicit if plan.single is not None else implicit + stored
+    made: object = _native.make_decode_plan(values, tuple(order))
+    return made
+
+
+_IMPLICIT_FORMS = frozenset({C.DW_FORM_flag_present, C.DW_FORM_implicit_const})
 
 
 def parse_abbrev_table(section: Section, offset: int) -> dict[int, Abbrev]:
@@ -239,6 +283,11 @@ def parse_abbrev_table(section: Section, offset: int) -> dict[int, Abbrev]:
     buf = section.buf
     pos = section.check(offset, 1, "abbreviation table")
     end = section.end
+    if _native is not None:
+        entries: list[tuple[int, int, bool, tuple[tuple[int, int, int], ...]]] | None
+        entries = _native.parse_abbrevs(buf, pos, end)
+        if entries is not None:
+            return {code: Abbrev(code, tag, kids, specs) for code, tag, kids, specs in entries}
     table: dict[int, Abbrev] = {}
     try:
         while pos < end:
@@ -354,6 +403,12 @@ def decode_attributes(
     buf: Buffer, pos: int, plan: Plan, enc: Encoding
 ) -> tuple[dict[int, object], int]:
     """(attribute -> raw value, next position) for one DIE, following a decode plan."""
+    if plan.native is not None and _native is not None:
+        found: tuple[dict[int, object], int] | None = _native.decode(
+            plan.native, buf, pos, enc.endian == "<"
+        )
+        if found is not None:
+            return found
     single = plan.single
     if single is not None:
         run, names = single

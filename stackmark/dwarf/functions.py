@@ -31,12 +31,27 @@ import struct
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
-from stackmark.dwarf.abbrev import Abbrev, Encoding, Plan, decode_attributes, skip_attributes
+from stackmark.dwarf.abbrev import (
+    V_INDIRECT,
+    V_SLEB,
+    V_U24,
+    V_ULEB,
+    Abbrev,
+    Encoding,
+    Plan,
+    decode_attributes,
+    form_size,
+    skip_attributes,
+)
 from stackmark.dwarf.sections import Buffer, read_uleb
+from stackmark.errors import FormatError
 
 if TYPE_CHECKING:
     from stackmark.dwarf.unit import AddressRange, Unit
+
+_native = load("_dwarf")  # compiled twin of `_walk`, or None (stackmark/_native)
 
 # What a walk does with a DIE, by abbreviation.
 _SKIP = 0  # jump over the DIE and its children
@@ -93,9 +108,11 @@ class Function:
         unit: Unit,
         offset: int,
         abbrev: Abbrev,
-        values: dict[int, object],
         ranges: list[AddressRange],
         parent: Function | None,
+        call_file: int,
+        call_line: int,
+        call_column: int,
     ):
         self.unit = unit
         self.offset = offset
@@ -109,12 +126,9 @@ class Function:
         self._index: _AddressMap | None = None
         self._name: str | bool | None = False  # False: not resolved yet
         self._linkage_name: str | bool | None = False
-        call_file = values.get(C.DW_AT_call_file)
-        self.call_file = call_file if isinstance(call_file, int) else _int(call_file)
-        call_line = values.get(C.DW_AT_call_line)
-        self.call_line = call_line if isinstance(call_line, int) else _int(call_line)
-        call_column = values.get(C.DW_AT_call_column)
-        self.call_column = call_column if isinstance(call_column, int) else _int(call_column)
+        self.call_file = call_file
+        self.call_line = call_line
+        self.call_column = call_column
 
     def __repr__(self) -> str:
         kind = "inlined" if self.is_inlined else "subprogram"
@@ -146,12 +160,14 @@ class Function:
         DIE would cost hundreds of bytes per inlined call of a large program."""
         return self.unit.die(self.offset)[1]
 
-    def _load_children(self) -> None:
+    def _load_children(self, tree: list[_TreeRanges] | None = None) -> None:
+        """Parse the subtree; with `tree`, the compiled walk also appends the tree's
+        ranges in `_tree_ranges` order to it (the reference walk leaves it empty)."""
         # Built aside and published last, so that another thread never sees half.
         children: list[Function] = []
         nested: list[Function] = []
         if self._children_pos >= 0:
-            _walk(self.unit, self._children_pos, self, nested, children)
+            _walk(self.unit, self._children_pos, self, nested, children, tree)
         self._nested = nested or None
         self._children = children
 
@@ -210,19 +226,32 @@ class Function:
     def innermost_at(self, address: int) -> Function | None:
         """The deepest subroutine of this tree containing `address` (llvm's map rules)."""
         if self._index is None:
-            index = _AddressMap()
-            self._insert_tree(index, self)
-            self._index = index
+            self._index = _AddressMap.built(*self._tree_ranges())
         return self._index.find(address)
 
-    def _insert_tree(self, index: _AddressMap, node: Function) -> None:
-        for low, high in node.ranges:
-            if low != high:
-                index.insert(low, high, node)
-        for child in node.children:
-            self._insert_tree(index, child)
-        for nested in node._nested or ():
-            self._insert_tree(index, nested)
+    def _tree_ranges(self) -> tuple[list[AddressRange], list[Function]]:
+        """The (range, node) pairs of the tree, in the order llvm inserts them: a node,
+        the subtrees of its inlined calls, then those of its nested subprograms."""
+        if self._children is None and self._children_pos >= 0:
+            tree: list[_TreeRanges] = []
+            self._load_children(tree)
+            if tree:
+                return tree[0]
+        ranges: list[AddressRange] = []
+        nodes: list[Function] = []
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            for low, high in node.ranges:
+                if low != high:
+                    ranges.append((low, high))
+                    nodes.append(node)
+            children = node.children  # parsed here if needed, which sets _nested
+            if node._nested:
+                pending.extend(reversed(node._nested))
+            if children:
+                pending.extend(reversed(children))
+        return ranges, nodes
 
 
 def _int(value: object) -> int:
@@ -277,6 +306,19 @@ class _AddressMap:
         self.ends: list[int] = []
         self.nodes: list[Function] = []
 
+    @classmethod
+    def built(cls, ranges: list[AddressRange], nodes: list[Function]) -> _AddressMap:
+        """The map after inserting ranges[i] for nodes[i], in order."""
+        made = cls()
+        found = _native.address_map(ranges) if _native is not None else None
+        if found is not None:
+            made.starts, made.ends, indexes = found
+            made.nodes = [nodes[i] for i in indexes]
+            return made
+        for (low, high), node in zip(ranges, nodes, strict=True):
+            made.insert(low, high, node)
+        return made
+
     def _set(self, key: int, end: int, node: Function) -> None:
         i = bisect_left(self.starts, key)
         if i < len(self.starts) and self.starts[i] == key:
@@ -311,11 +353,14 @@ class FunctionIndex:
     def __init__(self, unit: Unit):
         self.unit = unit
         self.top = _walk_top(unit)
-        self._map = _AddressMap()
+        ranges: list[AddressRange] = []
+        nodes: list[Function] = []
         for function in self.top:
             for low, high in function.ranges:
                 if low != high:
-                    self._map.insert(low, high, function)
+                    ranges.append((low, high))
+                    nodes.append(function)
+        self._map = _AddressMap.built(ranges, nodes)
         self._all: list[Function] | None = None
         self._nested_mapped = False
 
@@ -395,6 +440,7 @@ class _CodeTables:
         self.children = [False] * size
         self.abbrev: list[Abbrev | None] = [None] * size
         self.plan: list[Plan | None] = [None] * size
+        self.native: object = None  # the compiled walk's tables, made on first use
 
     def load(self, code: int) -> int:
         """Compile `code`; its kind, or -1 if the unit has no such abbreviation."""
@@ -405,18 +451,24 @@ class _CodeTables:
         self.abbrev[code] = abbrev
         self.plan[code] = plan
         self.children[code] = abbrev.has_children
-        if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
-            kind = _SUBROUTINE
-        elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
-            kind = _SCOPE
-        elif abbrev.tag in _DESCEND_TAGS:
-            kind = _DESCEND
-        elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
-            kind = _LOCAL_TYPE
-        else:
-            kind = _SKIP
+        kind = _kind_of(abbrev, plan)
         self.kind[code] = kind
         return kind
+
+
+def _kind_of(abbrev: Abbrev, plan: Plan) -> int:
+    """What the walks do with a DIE of this abbreviation."""
+    if abbrev.tag in _SUBROUTINE_TAGS and any(a in plan.forms for a in _PC_ATTRS):
+        kind = _SUBROUTINE
+    elif abbrev.tag == C.DW_TAG_subprogram and abbrev.has_children:
+        kind = _SCOPE
+    elif abbrev.tag in _DESCEND_TAGS:
+        kind = _DESCEND
+    elif abbrev.tag in _TYPE_TAGS and abbrev.has_children:
+        kind = _LOCAL_TYPE
+    else:
+        kind = _SKIP
+    return kind
 
 
 def _tables(unit: Unit) -> _CodeTables:
@@ -443,6 +495,7 @@ def _walk(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None = None,
+    tree: list[_TreeRanges] | None = None,
 ) -> None:
     """Walk DIEs from `pos` to the null entry closing their level.
 
@@ -451,13 +504,17 @@ def _walk(
     to the enclosing subroutine (`root`'s go to `root_children`), subprograms
     nested inside go to `nested` and their own inlined calls under them.
     """
+    tables = _tables(unit)
+    if _native is not None and _walk_compiled(
+        unit, tables, pos, root, nested, root_children, tree
+    ):
+        return
     info = unit.info
     buf = info.buf
     base = info.start
     enc = unit.enc
     unit_start = base + unit.offset
     end = base + unit.header.end
-    tables = _tables(unit)
     kinds = tables.kind
     has_children = tables.children
     plans = tables.plan
@@ -524,7 +581,16 @@ def _walk(
                 continue
             is_subprogram = abbrev.tag == C.DW_TAG_subprogram
             parent = None if is_subprogram or lazy else current
-            function = Function(unit, die_pos - base, abbrev, values, ranges, parent)
+            function = Function(
+                unit,
+                die_pos - base,
+                abbrev,
+                ranges,
+                parent,
+                _int(values.get(C.DW_AT_call_file)),
+                _int(values.get(C.DW_AT_call_line)),
+                _int(values.get(C.DW_AT_call_column)),
+            )
             if parent is None:
                 nested.append(function)
             elif parent is root and root_children is not None:
@@ -541,7 +607,8 @@ def _walk(
                     stack.append((current, in_function))
                     current = function
                     in_function = True
-    except (IndexError, struct.error, ValueError) as exc:
+    except (IndexError, struct.error, ValueError, RecursionError) as exc:
+        # RecursionError: DW_AT_sibling values pointing backwards, nested thousands deep
         raise info.error(
             f"malformed DIE data in unit at 0x{unit.offset:x} ({exc})", pos - base
         ) from None
@@ -605,3 +672,205 @@ def _skip_children(
             pos += plan.fixed_size
         else:
             pos = skip_attributes(buf, pos, plan.skip, enc)
+
+
+# -- the compiled walk --------------------------------------------------------------
+#
+# `_walk` by the C kernel (stackmark/_native/_dwarf.c `walk`), for the units and
+# forms it handles; anything else (split units, indexed addresses and range
+# lists, DW_FORM_indirect, damaged data) runs the reference above. The forms'
+# meanings are decided here, so that the kernel only moves over bytes.
+
+_ROLES = {
+    C.DW_AT_low_pc: 1,
+    C.DW_AT_high_pc: 2,
+    C.DW_AT_ranges: 3,
+    C.DW_AT_call_file: 4,
+    C.DW_AT_call_line: 5,
+    C.DW_AT_call_column: 6,
+}
+_M_VALUE, _M_CONSTANT, _M_ZERO = 0, 1, 2
+_INT_SIZES = frozenset({0, 1, 2, 4, 8, V_ULEB, V_SLEB, V_U24})  # forms whose raw value is an int
+_ADDRX_FORMS = frozenset(
+    {
+        C.DW_FORM_addrx,
+        C.DW_FORM_addrx1,
+        C.DW_FORM_addrx2,
+        C.DW_FORM_addrx3,
+        C.DW_FORM_addrx4,
+        C.DW_FORM_GNU_addr_index,
+    }
+)
+_CONSTANT_FORMS = frozenset(
+    {
+        C.DW_FORM_data1,
+        C.DW_FORM_data2,
+        C.DW_FORM_data4,
+        C.DW_FORM_data8,
+        C.DW_FORM_udata,
+        C.DW_FORM_sdata,
+        C.DW_FORM_implicit_const,
+    }
+)
+
+_TreeRanges = tuple[list["AddressRange"], list[Function]]
+"""An inline tree's (range, node) pairs, in the order llvm inserts them."""
+
+_CodeEntry = tuple[
+    int,
+    int,
+    int,
+    int,
+    tuple[int, ...],
+    "tuple[tuple[int, ...], int, int] | None",
+    "tuple[tuple[int, int, int, int], ...] | None",
+]
+
+
+def _meaning(role: int, form: int, size: int) -> int | None:
+    """How the compiled walk reads attribute `role` in `form`; None: it cannot."""
+    is_int = size in _INT_SIZES
+    if role >= 4:  # call_file, call_line, call_column: Function takes any int, else 0
+        return _M_VALUE if is_int else _M_ZERO
+    if not is_int or form in _ADDRX_FORMS or form == C.DW_FORM_rnglistx:
+        return None
+    if role == 2 and form in _CONSTANT_FORMS:
+        return _M_CONSTANT
+    return _M_VALUE
+
+
+def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
+    abbrev = tables.abbrevs.get(code)
+    if abbrev is None:
+        return None
+    try:
+        plan = abbrev.plan(tables.enc)
+    except ValueError:  # an unknown form: the reference reports it if the walk meets it
+        return None
+    # Units repeat declarations: one entry per (plan, tag, children), which is all
+    # an entry depends on (the plan is per specs and encoding).
+    key = (plan, abbrev.tag, abbrev.has_children)
+    if key not in _ENTRIES:
+        _ENTRIES[key] = _new_code_entry(abbrev, plan, tables.enc)
+    return _ENTRIES[key]
+
+
+_ENTRIES: dict[tuple[Plan, int, bool], _CodeEntry | None] = {}
+
+
+def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | None:
+    kind = _kind_of(abbrev, plan)
+    if V_INDIRECT in plan.skip:
+        return None
+    sibling = None
+    if plan.sibling is not None:
+        before, fmt, form = plan.sibling
+        if V_INDIRECT in before or (fmt is not None and fmt.size > 8):
+            return None
+        sibling = (before, fmt.size if fmt is not None else -1, int(form == C.DW_FORM_ref_addr))
+    specs = None
+    if kind == _SUBROUTINE:
+        seen: set[int] = set()
+        steps = []
+        for attr, form, implicit in abbrev.specs:
+            size = form_size(form, enc)
+            role = _ROLES.get(attr, 0)
+            if size is None or size == V_INDIRECT or (role and role in seen):
+                return None
+            meaning = _M_VALUE
+            if role:
+                seen.add(role)
+                found = _meaning(role, form, size)
+                if found is None:
+                    return None
+                meaning = found
+            value = 1 if form == C.DW_FORM_flag_present else implicit
+            steps.append((role, meaning, size, value))
+        specs = tuple(steps)
+    is_subprogram = int(abbrev.tag == C.DW_TAG_subprogram)
+    fixed = plan.fixed_size
+    return (kind, int(abbrev.has_children), is_subprogram, fixed, plan.skip, sibling, specs)
+
+
+def _walk_compiled(
+    unit: Unit,
+    tables: _CodeTables,
+    pos: int,
+    root: Function | None,
+    nested: list[Function],
+    root_children: list[Function] | None,
+    tree: list[_TreeRanges] | None = None,
+) -> bool:
+    """`_walk` by the compiled kernel; False (nothing done) when the reference must run.
+
+    With `tree` (a subtree walk), also the ranges of `root`'s whole tree in the
+    order `Function._tree_ranges` gives them: the walk's items are in DIE order,
+    so a node's inlined calls follow it; a nested subprogram starts a group of its
+    own, and the groups come after root's, in DIE order."""
+    assert _native is not None
+    if unit.skeleton is not None or unit.reader.is_dwo:
+        return False
+    if tables.native is None:
+        tables.native = _native.make_walk_tables(
+            [_code_entry(tables, code) for code in range(len(tables.kind))]
+        )
+    try:
+        base_address = unit.base_address
+    except FormatError:  # raised again by the reference, where it needs the base
+        return False
+    if not 0 <= base_address < 1 << 64:
+        return False
+    ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
+    info = unit.info
+    found = _native.walk(
+        tables.native,
+        info.buf,
+        pos,
+        info.start + unit.header.end,
+        info.start + unit.offset,
+        info.start,
+        unit.enc.endian == "<",
+        root is None,
+        ranges.buf,
+        ranges.start,
+        ranges.end,
+        unit.version,
+        unit.header.addr_size,
+        base_address,
+    )
+    if found is None:
+        return False
+    abbrevs = tables.abbrevs
+    made: list[Function] = []
+    groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's index
+    for offset, code, parent_at, children_pos, ranges_found, call_file, line, column in found:
+        if parent_at >= 0:
+            groups.append(groups[parent_at])
+        else:
+            groups.append(0 if parent_at == -2 else len(made) + 1)
+        parent = None if parent_at == -1 else root if parent_at == -2 else made[parent_at]
+        function = Function(
+            unit, offset, abbrevs[code], ranges_found, parent, call_file, line, column
+        )
+        made.append(function)
+        if parent is None:
+            nested.append(function)
+        elif parent is root and root_children is not None:
+            root_children.append(function)
+        else:
+            assert parent._children is not None
+            parent._children.append(function)
+        if children_pos >= 0:
+            function._children = None
+            function._children_pos = children_pos
+    if tree is not None and root is not None:
+        ranges_in_order: list[AddressRange] = []
+        nodes: list[Function] = []
+        by_group = sorted(range(len(made)), key=groups.__getitem__)  # stable: DIE order kept
+        for node in (root, *(made[i] for i in by_group)):
+            for low, high in node.ranges:
+                if low != high:
+                    ranges_in_order.append((low, high))
+                    nodes.append(node)
+        tree.append((ranges_in_order, nodes))
+    return True

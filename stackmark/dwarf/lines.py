@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from collections.abc import Sequence as Sequence_
 from typing import TYPE_CHECKING, NamedTuple, overload
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Encoding, read_form
 from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from stackmark.dwarf.reader import DwarfReader
 
 _MASK64 = (1 << 64) - 1
+_native = load("_dwarf")  # compiled twin of `_run_program`, or None (stackmark/_native)
 
 
 class LineRow(NamedTuple):
@@ -463,17 +465,49 @@ def parse_line_table(
     """Read the line number program at .debug_line `offset` and run it."""
     section = reader.line
     header = _read_header(reader, section, offset, unit_addr_size)
+    places = reader.relocated_places(section.name)
+    # (the kernel does not report where each sequence's address came from, which a
+    # relocatable object's sections need: the reference runs for those)
+    compiled = (
+        _run_program_compiled(section, header, reader.endian) if _native and not places else None
+    )
     try:
-        flat, sequences, address_at = _run_program(section, header, reader.endian)
+        flat, sequences, address_at = compiled or _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
-    places = reader.relocated_places(section.name)
     if not places:
         sequences.sort(key=lambda s: s.high)
         return LineTable(header, flat, sequences, comp_dir)
     order = sorted(range(len(sequences)), key=lambda i: sequences[i].high)
     sections = [places.get(address_at[i]) for i in order]
     return LineTable(header, flat, [sequences[i] for i in order], comp_dir, sections)
+
+
+def _run_program_compiled(
+    section: Section, h: LineProgramHeader, endian: str
+) -> tuple[array[int], list[Sequence], list[int]] | None:
+    """`_run_program` by the compiled kernel (without the sequences' address
+    offsets, which only relocatable objects need); None when the reference must run."""
+    assert _native is not None
+    found = _native.run_line_program(
+        section.buf,
+        section.start + h.header_end,
+        section.start + h.program_end,
+        h.opcode_base,
+        h.min_inst_length,
+        max(h.max_ops_per_inst, 1),
+        h.default_is_stmt,
+        h.line_base,
+        h.line_range,
+        bytes(h.standard_opcode_lengths),
+        endian == "<",
+    )
+    if found is None:
+        return None
+    rows, sequences = found
+    flat = array("Q")
+    flat.frombytes(rows)
+    return flat, [Sequence(*seq) for seq in sequences], []
 
 
 def _run_program(
@@ -651,12 +685,14 @@ def _run_program(
 
 
 def _packed(flat: list[int]) -> array[int]:
-    """The flat row list as an array, address and line wrapped to llvm's register
-    widths (64 and 32 bits) when a garbage table took them out of range."""
+    """The flat row list as an array, address, line and discriminator wrapped to
+    llvm's register widths (64, 32 and 32 bits) when a garbage table took them out
+    of range (a discriminator's LEB128 can be wider than 64 bits)."""
     try:
         return array("Q", flat)
     except OverflowError:
         fixed = list(flat)
         fixed[0::WIDTH] = [a & _MASK64 for a in fixed[0::WIDTH]]
         fixed[2::WIDTH] = [v & 0xFFFFFFFF for v in fixed[2::WIDTH]]
+        fixed[6::WIDTH] = [d & 0xFFFFFFFF for d in fixed[6::WIDTH]]
         return array("Q", fixed)

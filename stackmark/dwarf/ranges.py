@@ -10,13 +10,16 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.sections import byteorder, read_uleb
+from stackmark.errors import FormatError
 
 if TYPE_CHECKING:
     from stackmark.dwarf.unit import AddressRange, Unit
 
 _MASK64 = (1 << 64) - 1
+_native = load("_dwarf")  # compiled twin of `_read_rnglist`, or None (stackmark/_native)
 _ADDRESS_STRUCTS = {
     (endian, size): struct.Struct(endian + code)
     for endian in "<>"
@@ -74,6 +77,23 @@ def _read_debug_ranges(unit: Unit, offset: int) -> list[AddressRange]:
 
 def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
     section = unit.reader.rnglists
+    if _native is not None and 0 <= offset < 1 << 64:
+        try:
+            base_address = unit.base_address
+        except FormatError:  # the reference raises it, or what it meets first
+            base_address = -1
+        if 0 <= base_address < 1 << 64:
+            found: list[AddressRange] | None = _native.read_rnglist(
+                section.buf,
+                section.start,
+                section.end,
+                offset,
+                unit.header.addr_size,
+                unit.enc.endian == "<",
+                base_address,
+            )
+            if found is not None:
+                return found
     buf = section.buf
     end = section.end
     pos = section.check(offset, 1, "range list")

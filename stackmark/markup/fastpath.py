@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
+from stackmark._native import load
 from stackmark.markup.context import Mapping, MarkupContext
 from stackmark.markup.fields import U64_MASK
 from stackmark.markup.naming import Naming
@@ -46,6 +47,8 @@ RESET_LINE = "{{{reset}}}"
 _CACHE_LIMIT = 1 << 16
 _Key = tuple[str, str, int, str]  # (build ID, module name, module-relative address, line end)
 _T = TypeVar("_T")
+
+_native = load("_markup")  # the compiled `lines_bytes` (`bt_lines`), or None
 
 
 def _number(text: str) -> int:
@@ -128,7 +131,12 @@ class BtLines:
         lines of raw input before `end`), rendered as bytes onto `out`: a block of
         input need not decode them, nor encode their output. Returns where the run
         stops: at the first line `line` would not take (the caller feeds it), or at
-        `end`."""
+        `end`. The compiled twin (`bt_lines`), when active, does the same."""
+        if _native is not None:
+            stop: int = _native.bt_lines(
+                data, start, end, context.find, self._byte_texts, self._byte_template, out
+            )
+            return stop
         match_line = _BT_LINE.match
         templates = self._byte_texts
         find = context.find
@@ -153,11 +161,9 @@ class BtLines:
             key = (module.build_id, module.name, relative, eol)
             template = templates.get(key)
             if template is None:
-                text = self._template(module, relative, eol)
-                if text is None:
+                template = self._byte_template(module, relative, eol)
+                if template is None:
                     break
-                template = text.encode("utf-8", "surrogateescape")
-                _keep(templates, key, template)
             out += (
                 before,
                 template.replace(_HEADER_BYTES, (b"#%d" % number).rjust(6)).replace(
@@ -167,6 +173,15 @@ class BtLines:
             )
             pos = match.end()
         return pos
+
+    def _byte_template(self, module: Module, relative: int, eol: str) -> bytes | None:
+        """`_template` as bytes, kept for `lines_bytes` (None: not on the fast path)."""
+        text = self._template(module, relative, eol)
+        if text is None:
+            return None
+        template = text.encode("utf-8", "surrogateescape")
+        _keep(self._byte_texts, (module.build_id, module.name, relative, eol), template)
+        return template
 
     def _template(self, module: Module, relative: int, eol: str) -> str | None:
         """The frame lines with placeholders (the callers keep them), or None when

@@ -156,3 +156,12 @@ def test_launcher_reports_a_missing_gdb() -> None:
     result = run_in_session([str(VENV / "bin" / "stackmark-gdb"), "-batch"], timeout=60, env=env)
     assert result.returncode == 127
     assert "stackmark-gdb: error: cannot run /nonexistent/gdb" in result.stderr
+
+
+def test_gdb_runs_the_compiled_accelerator_or_pure_python_when_asked(gdb_path: str) -> None:
+    # GDB's embedded Python loads the same compiled modules as the `stackmark` command.
+    query = "python from stackmark._native import implementation; print(implementation())"
+    compiled = run_gdb([query], env=clean_environment(STACKMARK_PURE=""))
+    assert "compiled accelerator: dwarf" in compiled.stdout, compiled.output
+    pure = run_gdb([query], env=clean_environment(STACKMARK_PURE="1"))
+    assert "pure Python: STACKMARK_PURE is set" in pure.stdout, pure.output

@@ -345,3 +345,34 @@ def test_elf_source_over_a_bomb_raises_a_stackmark_error(tmp_path: Path) -> None
             source.frames_at(0x1010)
         finally:
             source.close()
+
+
+def test_dies_nested_deeply_with_backward_siblings_are_a_format_error() -> None:
+    # 200,000 nested structure DIEs, each with DW_AT_sibling pointing back at the
+    # unit's start: the walk skips each one's children one by one, one level of
+    # recursion per DIE. It used to escape as RecursionError; the compiled walk
+    # (which would overflow the C stack) hands such input to the reference.
+    from stackmark.dwarf.reader import DwarfReader
+
+    depth = 200_000
+    abbrev = bytes(
+        [
+            *(1, 0x11, 1, 0, 0),  # 1: DW_TAG_compile_unit, children, no attributes
+            *(2, 0x13, 1, 0x01, 0x13, 0, 0),  # 2: DW_TAG_structure_type, children, sibling ref4
+            0,
+        ]
+    )
+    dies = bytes([1]) + bytes([2, 0, 0, 0, 0]) * depth + bytes(depth + 1)
+    body = struct.pack("<HIB", 4, 0, 8) + dies  # DWARF 4 header: version, abbrev, addr size
+    info = struct.pack("<I", len(body)) + body
+    data = elf_file(
+        [
+            RawSection(".debug_info", SHT_PROGBITS, 0, info),
+            RawSection(".debug_abbrev", SHT_PROGBITS, 0, abbrev),
+        ]
+    )
+    reader = DwarfReader(ElfFile.from_bytes(data, "nested.elf"))
+    with pytest.raises(FormatError, match="malformed DIE data") as caught:
+        for unit in reader.units():
+            unit.functions()
+    assert "nested.elf" in str(caught.value)

@@ -166,3 +166,12 @@ def test_a_running_process_is_refused(lldb_path: str, tmp_path: Path) -> None:
     )
     captured = [line for line in result.stdout.splitlines() if line.startswith("CAPTURED ")]
     assert captured and "the process is running; stop it first" in captured[0], result.output
+
+
+def test_lldb_runs_the_compiled_accelerator_or_pure_python_when_asked(lldb_path: str) -> None:
+    # LLDB's embedded Python loads the same compiled modules as the `stackmark` command.
+    query = "script from stackmark._native import implementation; print(implementation())"
+    compiled = run_lldb([query], env=clean_environment(STACKMARK_PURE=""))
+    assert "compiled accelerator: dwarf" in compiled.stdout, compiled.output
+    pure = run_lldb([query], env=clean_environment(STACKMARK_PURE="1"))
+    assert "pure Python: STACKMARK_PURE is set" in pure.stdout, pure.output

@@ -67,6 +67,7 @@ FORMAT_LEAF_IMPORTS = (
     "stackmark.elf",  # the object-file readers a format's section comes from
     "stackmark.elf_relocations",
     "stackmark.macho",
+    "stackmark._native",  # a kernel's compiled twin, through the one selector (load)
     "stackmark.errors",
     "stackmark.model",
     "stackmark.plain",

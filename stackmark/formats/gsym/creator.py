@@ -22,6 +22,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from stackmark._native import load
 from stackmark.errors import StackmarkError
 from stackmark.formats.gsym.codec import Writer
 from stackmark.formats.gsym.function_info import (
@@ -36,6 +37,8 @@ from stackmark.formats.gsym.paths import llvm_filename, llvm_parent_path
 from stackmark.formats.gsym.ranges import Range, insert_range
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.formats.gsym.stl_sort import stl_sort
+
+_native = load("_gsym_records")
 
 
 class GsymWriteError(StackmarkError):
@@ -268,10 +271,27 @@ PIECE_FUNCTIONS = 4096
 
 def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[bytes, list[int]]:
     """The FunctionInfo records of `functions`, laid out from offset 0 (each
-    4-aligned), and the offset of each: a piece of a GSYM's record area."""
+    4-aligned), and the offset of each: a piece of a GSYM's record area.
+
+    The compiled encoder, when active, encodes the records LLVM's converter
+    makes and hands every other one (merged functions, call sites, unknown
+    records, values it cannot hold, input `encode_function_info` refuses) to
+    `record_bytes`, so the bytes and errors are the same either way."""
+    if _native is not None:
+        result: tuple[bytes, list[int]] = _native.encode_records(
+            functions, little, functools.partial(record_bytes, little=little)
+        )
+        return result
     w = Writer(little)
     offsets = [encode_function_info(w, info) for info in functions]
     return bytes(w.buf), offsets
+
+
+def record_bytes(info: FunctionInfo, *, little: bool) -> bytes:
+    """One FunctionInfo record laid out from offset 0 (so without padding)."""
+    w = Writer(little)
+    encode_function_info(w, info)
+    return bytes(w.buf)
 
 
 def records_in_pieces(

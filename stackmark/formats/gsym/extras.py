@@ -58,6 +58,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
+from stackmark._native import load
 from stackmark.formats.gsym.codec import Buffer, RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
@@ -69,6 +70,8 @@ NO_COLUMN = 0xFFFFFFFF
 NO_STATE = 0xFFFFFFFF
 _HEADER = struct.Struct("<4sHHQIIIIIIIII12x")
 _LITTLE_HOST = sys.byteorder == "little"
+
+_native = load("_gsym_extras")
 
 
 class NodeExtra(NamedTuple):
@@ -195,6 +198,7 @@ class ExtrasBuilder:
         self.path_node = array("I")
         self._column_address = columns[0]
         self._column_value = columns[1]
+        self._state_tables: list[array[int]] | None = None  # made by the compiled index
 
     def _string(self, text: str | None) -> int:
         if text is None:
@@ -227,6 +231,10 @@ class ExtrasBuilder:
         self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]
     ) -> None:
         """All functions, in GSYM order, with their extras nodes ([] for symbol-only ones)."""
+        for info, extras in zip(functions, nodes, strict=True):
+            self._add_nodes(info, extras)
+        if self._index_natively(functions, nodes):
+            return
         starts = [f.start for f in functions]
         n = len(functions)
         i = 0
@@ -238,6 +246,29 @@ class ExtrasBuilder:
             self._add_group(functions, nodes, i, j, region_end)
             i = j
 
+    def _index_natively(
+        self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]
+    ) -> bool:
+        """The bounds, states and paths built by the compiled index, when it is
+        active, the builder holds no bounds yet and the compiled code takes the
+        input (it leaves anything unusual to the code below); False otherwise."""
+        if _native is None or self.bound_address or self._states or len(self._paths) > 1:
+            return False
+        column_address, column_value = self._column_address, self._column_value
+        if not (isinstance(column_address, array) and isinstance(column_value, array)):
+            column_address, column_value = array("Q", column_address), array("I", column_value)
+        tables = _native.index_functions(
+            functions, bytes(1 if extras else 0 for extras in nodes), column_address, column_value
+        )
+        if tables is None:
+            return False
+        host = [array("Q" if i == 0 else "I") for i in range(len(tables))]
+        for table, data in zip(host, tables, strict=True):
+            table.frombytes(data)
+        (self.bound_address, self.bound_state, *states, self.path_first, self.path_node) = host
+        self._state_tables = states
+        return True
+
     def _add_group(
         self,
         functions: Sequence[FunctionInfo],
@@ -246,11 +277,8 @@ class ExtrasBuilder:
         end: int,
         region_end: int | None,
     ) -> None:
-        """Entries first..end-1 share a start; LLVM answers with the first that is
-        size 0 or holds the address, up to the next start."""
-        for k in range(first, end):
-            info = functions[k]
-            self._add_nodes(info, nodes[k])
+        """The bounds of entries first..end-1, which share a start; LLVM answers
+        with the first that is size 0 or holds the address, up to the next start."""
         start = functions[first].start
         cursor = start
         for k in range(first, end):
@@ -349,9 +377,22 @@ class ExtrasBuilder:
                 bound_address.append(address)
                 bound_state.append(state)
 
+    def _state_columns(self) -> list[array[int]]:
+        """state_function, state_file, state_line, state_column, state_path."""
+        if self._state_tables is not None:
+            return self._state_tables
+        states = list(self._states)
+        return [
+            array("I", (s[0] for s in states)),
+            array("I", (s[1] for s in states)),
+            array("I", (s[2] & 0xFFFFFFFF for s in states)),
+            array("I", (s[3] for s in states)),
+            array("I", (s[4] for s in states)),
+        ]
+
     def encode(self, gsym: Buffer) -> bytes:
         size, crc = gsym_fingerprint(gsym)
-        states = list(self._states)
+        states = self._state_columns()
         tables = [
             self.first_node,
             self.linkage,
@@ -361,11 +402,7 @@ class ExtrasBuilder:
             self.call_column,
             self.bound_address,
             self.bound_state,
-            array("I", (s[0] for s in states)),
-            array("I", (s[1] for s in states)),
-            array("I", (s[2] & 0xFFFFFFFF for s in states)),
-            array("I", (s[3] for s in states)),
-            array("I", (s[4] for s in states)),
+            *states,
             self.path_first,
             self.path_node,
         ]
@@ -386,7 +423,7 @@ class ExtrasBuilder:
             len(self.first_node) - 1,
             len(self.linkage),
             len(self.bound_address),
-            len(states),
+            len(states[0]),
             len(self.path_node),
             len(self.path_first) - 1,
             len(self._strtab),

@@ -41,6 +41,7 @@ from itertools import chain
 from operator import le
 from typing import Protocol
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
@@ -55,6 +56,8 @@ from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
+_native = load("_gsym_convert")  # compiled `line_entries`, `column_points`, or None
+
 _NO_FILE = 0xFFFFFFFF
 
 
@@ -122,26 +125,19 @@ _new_line_entry = partial(tuple.__new__, LineEntry)
 __new__ (this runs once per row)."""
 
 
-def _rows_in(table: LineTable, low: int, high: int) -> Iterator[_Row]:
-    """(address, file, line, end_sequence) of the rows llvm's lookupAddressRange
-    gives for [low, high).
-
-    Reads stackmark.dwarf's flat row store directly when it has one: each
-    sequence's part is cut out of the store column by column (array slices,
-    in C) and zipped, instead of building a row tuple per row in Python;
-    else goes through `LineTable.rows_in`.
-    """
-    flat = getattr(table, "_flat", None)
+def _row_runs(table: LineTable, low: int, high: int) -> list[tuple[int, int]] | None:
+    """The (first, stop) indexes, in stackmark.dwarf's flat row store, of the rows
+    llvm's lookupAddressRange gives for [low, high), sequence by sequence; None
+    when the table keeps no flat store."""
     addresses = getattr(table, "_addresses", None)
     highs = getattr(table, "_seq_highs", None)
-    width = _FLAT_WIDTH
-    if flat is None or addresses is None or highs is None or width is None:
-        return ((row[0], row[1], row[2], int(row[5])) for row in table.rows_in(low, high))
-    runs: list[Iterator[_Row]] = []
+    if getattr(table, "_flat", None) is None or addresses is None or highs is None:
+        return None
+    runs: list[tuple[int, int]] = []
     sequences = table.sequences
     i = bisect_right(highs, low)
     if i == len(sequences) or not sequences[i].low <= low:
-        return iter(())
+        return runs
     first = True
     while i < len(sequences) and sequences[i].low < high:
         seq = sequences[i]
@@ -153,18 +149,38 @@ def _rows_in(table: LineTable, low: int, high: int) -> Iterator[_Row]:
             stop = bisect_right(addresses, high - 1, seq.first + 1, seq.end - 1)
         else:
             stop = seq.end
-        a, b = start * width, stop * width
-        runs.append(
-            zip(
-                flat[a:b:width],
-                flat[a + 1 : b : width],
-                flat[a + 2 : b : width],
-                flat[a + 5 : b : width],
-                strict=True,
-            )
-        )
+        runs.append((start, stop))
         i += 1
-    return runs[0] if len(runs) == 1 else chain.from_iterable(runs)
+    return runs
+
+
+def _rows_in(table: LineTable, low: int, high: int) -> Iterator[_Row]:
+    """(address, file, line, end_sequence) of the rows llvm's lookupAddressRange
+    gives for [low, high).
+
+    Reads stackmark.dwarf's flat row store directly when it has one: each
+    sequence's part is cut out of the store column by column (array slices,
+    in C) and zipped, instead of building a row tuple per row in Python;
+    else goes through `LineTable.rows_in`.
+    """
+    runs = _row_runs(table, low, high)
+    width = _FLAT_WIDTH
+    if runs is None or width is None:
+        return ((row[0], row[1], row[2], int(row[5])) for row in table.rows_in(low, high))
+    flat = table._flat
+    columns = [
+        zip(
+            flat[a:b:width],
+            flat[a + 1 : b : width],
+            flat[a + 2 : b : width],
+            flat[a + 5 : b : width],
+            strict=True,
+        )
+        for a, b in ((start * width, stop * width) for start, stop in runs)
+    ]
+    if not columns:
+        return iter(())
+    return columns[0] if len(columns) == 1 else chain.from_iterable(columns)
 
 
 def _merged(ranges: list[Range]) -> list[Range]:
@@ -209,13 +225,18 @@ class ExtrasCollector:
         """(addresses, columns) sorted by address (stably: row order breaks
         ties), without points that repeat the column before them."""
         addresses, values = self.column_addresses, self.column_values
+        out_addresses: array[int] = array("Q")
+        out_values: array[int] = array("I")
+        if _native is not None:
+            address_bytes, value_bytes = _native.column_points(addresses, values)
+            out_addresses.frombytes(address_bytes)
+            out_values.frombytes(value_bytes)
+            return out_addresses, out_values
         if not all(map(le, addresses, addresses[1:])):  # units out of address order
             order = sorted(range(len(addresses)), key=addresses.__getitem__)
             addresses = array("Q", map(addresses.__getitem__, order))
             values = array("I", map(values.__getitem__, order))
             del order
-        out_addresses: array[int] = array("Q")
-        out_values: array[int] = array("I")
         last = -1
         for addr, column in zip(addresses, values, strict=True):
             if column != last:
@@ -378,6 +399,9 @@ class UnitConverter:
         assert self.lines is not None
         if self.rows_unreachable:
             return self._decl_line_table(function, low)
+        compiled = self._compiled_line_table(function, low, high)
+        if compiled is not None:
+            return compiled[0]
         rows: list[LineEntry] = []
         append = rows.append
         new_entry = _new_line_entry
@@ -417,6 +441,33 @@ class UnitConverter:
         if addr == -1:  # no rows at all
             return self._decl_line_table(function, low)
         return rows or None
+
+    def _compiled_line_table(
+        self, function: DieFunction, low: int, high: int
+    ) -> tuple[list[LineEntry] | None] | None:
+        """`_line_table` by the compiled loop (`line_entries`), in a 1-tuple; None
+        when it is not active or the rows are not in an array store of uint64."""
+        assert self.lines is not None
+        flat = getattr(self.lines, "_flat", None)
+        if _native is None or _FLAT_WIDTH is None or not isinstance(flat, array):
+            return None
+        runs = _row_runs(self.lines, low, high)
+        if runs is None or flat.typecode != "Q" or not 0 <= low <= high < 1 << 64:
+            return None
+        rows, seen = _native.line_entries(
+            flat,
+            _FLAT_WIDTH,
+            runs,
+            low,
+            high,
+            self._file_cache,
+            self.file_index,
+            self.report.warn,
+            LineEntry,
+        )
+        if not seen:
+            return (self._decl_line_table(function, low),)
+        return (rows or None,)
 
     def _decl_line_table(self, function: DieFunction, low: int) -> list[LineEntry] | None:
         path = function.decl_file

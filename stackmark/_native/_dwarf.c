@@ -1,0 +1,1335 @@
+/* stackmark._native._dwarf: compiled kernels of stackmark.dwarf.
+ *
+ * Each function here is the C twin of one pure-Python function, named in its
+ * comment, and returns exactly what that function computes, or None when its
+ * input is outside what it handles (a read past the buffer, a value wider than
+ * 64 bits, a register leaving the range the reference keeps). The caller then
+ * runs the reference, which gives the result or raises the FormatError (see
+ * stackmark/_native/__init__.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "reading.h"
+
+#define ROW_WIDTH 7 /* stackmark.dwarf.lines.WIDTH: LineRow's fields */
+
+/* ---- the line-number program (stackmark.dwarf.lines._run_program) ---------- */
+
+typedef struct {
+    U64s rows;      /* ROW_WIDTH values per row */
+    U64s seqs;      /* low, high, first, end per sequence */
+} LineOutput;
+
+static int emit_row(LineOutput *out, uint64_t address, uint64_t file, int64_t line,
+                    uint64_t column, uint64_t is_stmt, uint64_t end_seq, uint64_t discriminator) {
+    /* A negative line makes the reference wrap every line of the table to 32
+     * bits: left to it. */
+    if (line < 0 || !u64s_reserve(&out->rows, ROW_WIDTH)) return 0;
+    uint64_t *row = out->rows.items + out->rows.len;
+    row[0] = address;
+    row[1] = file;
+    row[2] = (uint64_t)line;
+    row[3] = column;
+    row[4] = is_stmt;
+    row[5] = end_seq;
+    row[6] = discriminator;
+    out->rows.len += ROW_WIDTH;
+    return 1;
+}
+
+/* address += (advance // max_ops) * min_inst, op_index = advance % max_ops;
+ * 0 when the address would pass 64 bits (the reference's integers do not wrap). */
+static int advance_address(uint64_t *address, uint64_t *op_index, uint64_t operation_advance,
+                           uint64_t max_ops, uint64_t min_inst) {
+    uint64_t advance, step, moved;
+    if (__builtin_add_overflow(*op_index, operation_advance, &advance)) return 0;
+    if (__builtin_mul_overflow(advance / max_ops, min_inst, &step)) return 0;
+    if (__builtin_add_overflow(*address, step, &moved)) return 0;
+    *address = moved;
+    *op_index = advance % max_ops;
+    return 1;
+}
+
+static int run_program(const Bytes *b, uint64_t pos, uint64_t end, unsigned opcode_base,
+                       uint64_t min_inst, uint64_t max_ops, uint64_t default_is_stmt,
+                       int line_base, unsigned line_range, const uint8_t *std_lengths,
+                       int little, LineOutput *out) {
+    uint64_t sp_ops[256] = {0};
+    int64_t sp_line[256] = {0};
+    for (unsigned opcode = opcode_base; opcode < 256; opcode++) {
+        unsigned adjusted = (opcode - opcode_base) & 0xFF;
+        if (line_range) {
+            sp_ops[opcode] = adjusted / line_range;
+            sp_line[opcode] = line_base + (int64_t)(adjusted % line_range);
+        }
+    }
+    uint64_t const_add_ops = line_range ? ((255 - opcode_base) & 0xFF) / line_range : 0;
+
+    uint64_t address = 0, op_index = 0, file = 1, column = 0, discriminator = 0;
+    int64_t line = 1;
+    uint64_t is_stmt = default_is_stmt;
+    size_t seq_first = 0, tomb_first = 0;
+    int tombstoned = 0, wide;
+    uint64_t value;
+
+    while (pos < end) {
+        uint64_t opcode;
+        if (!read_u8(b, pos++, &opcode)) return 0;
+        if (opcode >= opcode_base) {
+            if (!advance_address(&address, &op_index, sp_ops[opcode], max_ops, min_inst)) return 0;
+            if (__builtin_add_overflow(line, sp_line[opcode], &line)) return 0;
+            if (!emit_row(out, address, file, line, column, is_stmt, 0, discriminator)) return 0;
+            discriminator = 0;
+        } else if (opcode == 5 || opcode == 4) { /* DW_LNS_set_column, DW_LNS_set_file */
+            if (!read_uleb(b, &pos, &value, &wide)) return 0;
+            if (value >= 0x80 || wide) value &= 0xFFFF;
+            if (opcode == 5) column = value; else file = value;
+        } else if (opcode == 1) { /* DW_LNS_copy */
+            if (!emit_row(out, address, file, line, column, is_stmt, 0, discriminator)) return 0;
+            discriminator = 0;
+        } else if (opcode == 6) { /* DW_LNS_negate_stmt */
+            is_stmt ^= 1;
+        } else if (opcode == 3) { /* DW_LNS_advance_line */
+            int64_t delta;
+            if (!read_sleb(b, &pos, &delta)) return 0;
+            if (__builtin_add_overflow(line, delta, &line)) return 0;
+        } else if (opcode == 0) { /* extended opcode */
+            uint64_t length, sub;
+            if (!read_uleb(b, &pos, &length, &wide) || wide) return 0;
+            if (length == 0) continue;
+            if (length > UINT64_MAX - pos) return 0;
+            uint64_t ext_end = pos + length;
+            if (!read_u8(b, pos, &sub)) return 0;
+            if (sub == 4) { /* DW_LNE_set_discriminator */
+                uint64_t at = pos + 1;
+                if (!read_uleb(b, &at, &discriminator, &wide) || wide) return 0;
+            } else if (sub == 1) { /* DW_LNE_end_sequence */
+                if (!emit_row(out, address, file, line, column, is_stmt, 1, discriminator)) return 0;
+                size_t rows = out->rows.len / ROW_WIDTH;
+                if (tombstoned) {
+                    out->rows.len = tomb_first * ROW_WIDTH; /* llvm emits nothing at a tombstone */
+                    rows = tomb_first;
+                } else {
+                    uint64_t low = out->rows.items[seq_first * ROW_WIDTH];
+                    if (low < address) {
+                        if (!u64s_reserve(&out->seqs, 4)) return 0;
+                        uint64_t *seq = out->seqs.items + out->seqs.len;
+                        seq[0] = low;
+                        seq[1] = address;
+                        seq[2] = seq_first;
+                        seq[3] = rows;
+                        out->seqs.len += 4;
+                    }
+                }
+                seq_first = tomb_first = rows;
+                address = op_index = column = discriminator = 0;
+                file = 1;
+                line = 1;
+                is_stmt = default_is_stmt;
+            } else if (sub == 2) { /* DW_LNE_set_address */
+                uint64_t size = length - 1;
+                if (size == 1 || size == 2 || size == 4 || size == 8) {
+                    if (!read_uint(b, pos + 1, (unsigned)size, little, &address)) return 0;
+                    op_index = 0;
+                    uint64_t tombstone = size == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * size)) - 1);
+                    if (address == tombstone) {
+                        if (!tombstoned) {
+                            tombstoned = 1;
+                            tomb_first = out->rows.len / ROW_WIDTH;
+                        }
+                    } else if (tombstoned) {
+                        tombstoned = 0;
+                        out->rows.len = tomb_first * ROW_WIDTH;
+                        if (tomb_first < seq_first) seq_first = tomb_first;
+                    }
+                }
+            }
+            /* DW_LNE_define_file (obsolete) and unknown opcodes: skipped by length. */
+            pos = ext_end;
+        } else if (opcode == 8) { /* DW_LNS_const_add_pc */
+            if (!advance_address(&address, &op_index, const_add_ops, max_ops, min_inst)) return 0;
+        } else if (opcode == 2) { /* DW_LNS_advance_pc */
+            if (!read_uleb(b, &pos, &value, &wide) || wide) return 0;
+            if (!advance_address(&address, &op_index, value, max_ops, min_inst)) return 0;
+        } else if (opcode == 9) { /* DW_LNS_fixed_advance_pc */
+            if (!read_uint(b, pos, 2, little, &value)) return 0;
+            if (__builtin_add_overflow(address, value, &address)) return 0;
+            op_index = 0;
+            pos += 2;
+        } else if (opcode == 7 || opcode == 10 || opcode == 11) {
+            /* basic_block, prologue_end, epilogue_begin */
+        } else if (opcode == 12) { /* DW_LNS_set_isa */
+            if (!skip_leb(b, &pos)) return 0;
+        } else { /* an opcode this reader does not know: skip its LEB128 operands */
+            for (unsigned i = 0; i < std_lengths[opcode - 1]; i++) {
+                if (!skip_leb(b, &pos)) return 0;
+            }
+        }
+    }
+    if (tombstoned) out->rows.len = tomb_first * ROW_WIDTH;
+    return 1;
+}
+
+PyDoc_STRVAR(run_line_program_doc,
+"run_line_program(buf, pos, end, opcode_base, min_inst, max_ops, default_is_stmt,\n"
+"                 line_base, line_range, standard_opcode_lengths, little_endian)\n"
+"--\n\n"
+"stackmark.dwarf.lines._run_program over buf[pos:end]: (rows, sequences) with rows\n"
+"the flat row store as bytes (7 native uint64 per row) and sequences a list of\n"
+"(low, high, first, end), in program order; None when the reference must run.");
+
+static PyObject *run_line_program(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view, lengths;
+    unsigned long long pos, end, min_inst, max_ops;
+    unsigned int opcode_base, line_range;
+    int default_is_stmt, line_base, little;
+    if (!PyArg_ParseTuple(args, "y*KKIKKpiIy*p", &view, &pos, &end, &opcode_base, &min_inst,
+                          &max_ops, &default_is_stmt, &line_base, &line_range, &lengths,
+                          &little))
+        return NULL;
+    PyObject *result = NULL;
+    LineOutput out = {{NULL, 0, 0}, {NULL, 0, 0}};
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    int ok = 0;
+    if (opcode_base <= 256 && max_ops >= 1 && (Py_ssize_t)lengths.len >= (Py_ssize_t)opcode_base - 1) {
+        Py_BEGIN_ALLOW_THREADS
+        ok = run_program(&b, pos, end, opcode_base, min_inst, max_ops, default_is_stmt ? 1 : 0,
+                         line_base, line_range, (const uint8_t *)lengths.buf, little, &out);
+        Py_END_ALLOW_THREADS
+    }
+    if (!ok) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *rows = PyBytes_FromStringAndSize((const char *)out.rows.items,
+                                               (Py_ssize_t)(out.rows.len * sizeof(uint64_t)));
+    PyObject *seqs = PyList_New((Py_ssize_t)(out.seqs.len / 4));
+    if (rows == NULL || seqs == NULL) {
+        Py_XDECREF(rows);
+        Py_XDECREF(seqs);
+        goto done;
+    }
+    for (size_t i = 0; i < out.seqs.len / 4; i++) {
+        const uint64_t *s = out.seqs.items + 4 * i;
+        PyObject *item = Py_BuildValue("(KKKK)", s[0], s[1], s[2], s[3]);
+        if (item == NULL) {
+            Py_DECREF(rows);
+            Py_DECREF(seqs);
+            goto done;
+        }
+        PyList_SET_ITEM(seqs, (Py_ssize_t)i, item);
+    }
+    result = Py_BuildValue("(NN)", rows, seqs);
+done:
+    free(out.rows.items);
+    free(out.seqs.items);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&lengths);
+    return result;
+}
+
+/* ---- the DIE walks (stackmark.dwarf.functions._walk) ------------------------
+ *
+ * The per-unit tables (`make_walk_tables`) hold, by abbreviation code, what
+ * functions._CodeTables holds plus the attribute layout of the subroutine
+ * codes; the Python side decides every form's meaning, so this code only
+ * moves over bytes and reads the values it is told to.
+ */
+
+/* Variable-size form classes: stackmark.dwarf.abbrev.V_* */
+enum { V_ULEB = -1, V_SLEB = -2, V_STRING = -3, V_BLOCK_ULEB = -4, V_BLOCK1 = -5,
+       V_BLOCK2 = -6, V_BLOCK4 = -7, V_U24 = -8, V_INDIRECT = -9 };
+
+/* Walk kinds: stackmark.dwarf.functions._SKIP ... (-1: not in the kernel's domain) */
+enum { K_SKIP = 0, K_DESCEND = 1, K_SUBROUTINE = 2, K_SCOPE = 3, K_LOCAL_TYPE = 4 };
+
+/* What a subroutine attribute is to the walk, and what its value means. */
+enum { R_OTHER = 0, R_LOW_PC, R_HIGH_PC, R_RANGES, R_CALL_FILE, R_CALL_LINE, R_CALL_COLUMN,
+       R_COUNT };
+enum { M_VALUE = 0, M_CONSTANT = 1, M_ZERO = 2 };
+
+typedef struct {
+    int8_t role, meaning;
+    int32_t size; /* >= 0: fixed bytes (0: the implicit value), else V_* */
+    int64_t implicit;
+} Spec;
+
+typedef struct {
+    int8_t kind, children, subprogram;
+    int8_t sibling;         /* 0: none; else the value's width, or -1 for a LEB128 */
+    int8_t sibling_ref_addr;
+    int64_t fixed_size;     /* Plan.fixed_size */
+    size_t skip, nskip;     /* into WalkTables.steps */
+    size_t before, nbefore; /* the skip plan up to DW_AT_sibling */
+    size_t specs, nspecs;   /* into WalkTables.specs (subroutine codes) */
+} Code;
+
+typedef struct {
+    Code *codes;
+    size_t ncodes;
+    int64_t *steps;
+    size_t nsteps;
+    Spec *specs;
+    size_t nspecs;
+} WalkTables;
+
+#define TABLES_CAPSULE "stackmark._native._dwarf.WalkTables"
+
+static void tables_free(PyObject *capsule) {
+    WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) return;
+    free(t->codes);
+    free(t->steps);
+    free(t->specs);
+    free(t);
+}
+
+/* Append the ints of `seq` (a tuple) to t->steps; its start in *at, length in *n. */
+static int add_steps(WalkTables *t, size_t *cap, PyObject *seq, size_t *at, size_t *n) {
+    Py_ssize_t len = PyTuple_Size(seq);
+    if (len < 0) return 0;
+    if (t->nsteps + (size_t)len > *cap) {
+        size_t grown = *cap ? *cap : 256;
+        while (grown < t->nsteps + (size_t)len) grown *= 2;
+        int64_t *items = realloc(t->steps, grown * sizeof(int64_t));
+        if (items == NULL) { PyErr_NoMemory(); return 0; }
+        t->steps = items;
+        *cap = grown;
+    }
+    *at = t->nsteps;
+    *n = (size_t)len;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) return 0;
+        t->steps[t->nsteps++] = v;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(make_walk_tables_doc,
+"make_walk_tables(codes) -> tables\n--\n\n"
+"The walk tables of one unit. `codes[code]` is None (not in the kernel's domain)\n"
+"or (kind, has_children, is_subprogram, fixed_size, skip, sibling, specs) with\n"
+"skip a tuple of skip-plan steps, sibling None or (before, width, is_ref_addr)\n"
+"(width -1: LEB128) and specs None or a tuple of (role, meaning, size, implicit).");
+
+static PyObject *make_walk_tables(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "codes must be a list");
+        return NULL;
+    }
+    WalkTables *t = calloc(1, sizeof(WalkTables));
+    if (t == NULL) return PyErr_NoMemory();
+    size_t step_cap = 0, spec_cap = 0;
+    t->ncodes = (size_t)PyList_GET_SIZE(arg);
+    t->codes = calloc(t->ncodes ? t->ncodes : 1, sizeof(Code));
+    if (t->codes == NULL) { PyErr_NoMemory(); goto fail; }
+    for (size_t code = 0; code < t->ncodes; code++) {
+        Code *c = &t->codes[code];
+        PyObject *item = PyList_GET_ITEM(arg, (Py_ssize_t)code);
+        c->kind = -1;
+        if (item == Py_None) continue;
+        int kind, children, subprogram;
+        long long fixed_size;
+        PyObject *skip, *sibling, *specs;
+        if (!PyArg_ParseTuple(item, "iiiLO!OO", &kind, &children, &subprogram, &fixed_size,
+                              &PyTuple_Type, &skip, &sibling, &specs))
+            goto fail;
+        c->kind = (int8_t)kind;
+        c->children = (int8_t)children;
+        c->subprogram = (int8_t)subprogram;
+        c->fixed_size = fixed_size;
+        if (!add_steps(t, &step_cap, skip, &c->skip, &c->nskip)) goto fail;
+        if (sibling != Py_None) {
+            PyObject *before;
+            int width, ref_addr;
+            if (!PyArg_ParseTuple(sibling, "O!ii", &PyTuple_Type, &before, &width, &ref_addr))
+                goto fail;
+            if (!add_steps(t, &step_cap, before, &c->before, &c->nbefore)) goto fail;
+            c->sibling = (int8_t)width;
+            c->sibling_ref_addr = (int8_t)ref_addr;
+        }
+        if (specs != Py_None) {
+            if (!PyTuple_Check(specs)) {
+                PyErr_SetString(PyExc_TypeError, "specs must be a tuple");
+                goto fail;
+            }
+            size_t n = (size_t)PyTuple_GET_SIZE(specs);
+            if (t->nspecs + n > spec_cap) {
+                size_t grown = spec_cap ? spec_cap : 256;
+                while (grown < t->nspecs + n) grown *= 2;
+                Spec *items = realloc(t->specs, grown * sizeof(Spec));
+                if (items == NULL) { PyErr_NoMemory(); goto fail; }
+                t->specs = items;
+                spec_cap = grown;
+            }
+            c->specs = t->nspecs;
+            c->nspecs = n;
+            for (size_t i = 0; i < n; i++) {
+                int role, meaning, size;
+                long long implicit;
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(specs, (Py_ssize_t)i), "iiiL", &role,
+                                      &meaning, &size, &implicit))
+                    goto fail;
+                Spec *sp = &t->specs[t->nspecs++];
+                sp->role = (int8_t)role;
+                sp->meaning = (int8_t)meaning;
+                sp->size = size;
+                sp->implicit = implicit;
+            }
+        }
+    }
+    PyObject *capsule = PyCapsule_New(t, TABLES_CAPSULE, tables_free);
+    if (capsule != NULL) return capsule;
+fail:
+    free(t->codes);
+    free(t->steps);
+    free(t->specs);
+    free(t);
+    return NULL;
+}
+
+typedef struct {
+    Bytes b;            /* the .debug_info buffer */
+    uint64_t end;       /* buffer position of the unit's end */
+    uint64_t unit_start, base;
+    int little;
+    const WalkTables *t;
+    /* range lists: .debug_rnglists (version 5) or .debug_ranges */
+    Bytes rb;
+    uint64_t r_start, r_end;
+    int version, addr_size;
+    uint64_t base_address;
+} Walk;
+
+/* stackmark.dwarf.abbrev.skip_attributes */
+static int skip_steps(const Walk *w, uint64_t *pos, const int64_t *steps, size_t n) {
+    uint64_t p = *pos, value;
+    int wide;
+    for (size_t i = 0; i < n; i++) {
+        int64_t size = steps[i];
+        if (size > 0) {
+            p += (uint64_t)size;
+        } else if (size == V_ULEB || size == V_SLEB) {
+            if (!skip_leb(&w->b, &p)) return 0;
+        } else if (size == V_STRING) {
+            if (p >= w->b.size) return 0;
+            const uint8_t *nul = memchr(w->b.data + p, 0, w->b.size - p);
+            if (nul == NULL) return 0;
+            p = (uint64_t)(nul - w->b.data) + 1;
+        } else if (size == V_BLOCK_ULEB) {
+            if (!read_uleb(&w->b, &p, &value, &wide) || wide) return 0;
+            if (__builtin_add_overflow(p, value, &p)) return 0;
+        } else if (size == V_BLOCK1 || size == V_BLOCK2 || size == V_BLOCK4) {
+            unsigned width = size == V_BLOCK1 ? 1 : size == V_BLOCK2 ? 2 : 4;
+            if (!read_uint(&w->b, p, width, w->little, &value)) return 0;
+            p += width + value;
+        } else if (size == V_U24) {
+            p += 3;
+        } else {
+            return 0; /* V_INDIRECT: the reference's */
+        }
+        if (p > ((uint64_t)1 << 62)) return 0; /* past any buffer: the reference fails too */
+    }
+    *pos = p;
+    return 1;
+}
+
+/* How deep past_subtree and skip_children may call each other (a DIE whose
+ * DW_AT_sibling points backwards has its children skipped one by one): beyond,
+ * the reference runs, whose Python recursion limit ends it. */
+#define MAX_NESTING 2000
+
+static int skip_children(const Walk *w, uint64_t *pos, int nesting);
+
+/* stackmark.dwarf.functions._past_subtree */
+static int past_subtree(const Walk *w, uint64_t *pos, const Code *c, int nesting) {
+    uint64_t p = *pos;
+    if (nesting > MAX_NESTING) return 0;
+    if (c->sibling) {
+        uint64_t at = p, value;
+        if (!skip_steps(w, &at, w->t->steps + c->before, c->nbefore)) return 0;
+        if (c->sibling > 0) {
+            if (!read_uint(&w->b, at, (unsigned)c->sibling, w->little, &value)) return 0;
+        } else {
+            int wide;
+            if (!read_uleb(&w->b, &at, &value, &wide) || wide) return 0;
+        }
+        uint64_t target;
+        if (__builtin_add_overflow(c->sibling_ref_addr ? w->base : w->unit_start, value, &target))
+            return 0;
+        if (target > p) {
+            *pos = target;
+            return 1;
+        }
+    }
+    if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+    if (!skip_children(w, &p, nesting + 1)) return 0;
+    *pos = p;
+    return 1;
+}
+
+/* The abbreviation code at *pos (advancing it) and its entry; 0 at a code the
+ * kernel does not handle. A null entry gives code 0 and *code_out NULL. */
+static int read_code(const Walk *w, uint64_t *pos, uint64_t *code, const Code **entry) {
+    int wide;
+    if (!read_uleb(&w->b, pos, code, &wide) || wide) return 0;
+    *entry = NULL;
+    if (*code == 0) return 1;
+    if (*code >= w->t->ncodes || w->t->codes[*code].kind < 0) return 0;
+    *entry = &w->t->codes[*code];
+    return 1;
+}
+
+/* stackmark.dwarf.functions._skip_children */
+static int skip_children(const Walk *w, uint64_t *pos, int nesting) {
+    uint64_t p = *pos, code;
+    size_t depth = 1;
+    const Code *c;
+    for (;;) {
+        if (!read_code(w, &p, &code, &c)) return 0;
+        if (c == NULL) {
+            if (--depth == 0) break;
+            continue;
+        }
+        if (c->children) {
+            if (c->sibling) {
+                if (!past_subtree(w, &p, c, nesting + 1)) return 0;
+                continue;
+            }
+            if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+            depth++;
+        } else if (c->fixed_size >= 0) {
+            p += (uint64_t)c->fixed_size;
+        } else if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) {
+            return 0;
+        }
+        if (p > ((uint64_t)1 << 62)) return 0;
+    }
+    *pos = p;
+    return 1;
+}
+
+typedef struct {
+    uint64_t value;
+    int present, negative;
+    int8_t meaning;
+} Attr;
+
+/* A subroutine DIE's attributes (stackmark.dwarf.abbrev.decode_attributes, keeping
+ * only the ones the walk needs). */
+static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs) {
+    uint64_t p = *pos, value = 0;
+    int wide;
+    memset(attrs, 0, sizeof(Attr) * R_COUNT);
+    for (size_t i = 0; i < c->nspecs; i++) {
+        const Spec *s = &w->t->specs[c->specs + i];
+        int negative = 0;
+        if (s->size > 0) {
+            if (s->size <= 8) {
+                if (!read_uint(&w->b, p, (unsigned)s->size, w->little, &value)) return 0;
+            } else if (p > w->b.size || (uint64_t)s->size > w->b.size - p) {
+                return 0;
+            }
+            p += (uint64_t)s->size;
+        } else if (s->size == 0) {
+            value = (uint64_t)s->implicit;
+            negative = s->implicit < 0;
+        } else if (s->size == V_ULEB) {
+            if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
+            if (wide && s->role != R_OTHER) return 0;
+        } else if (s->size == V_SLEB) {
+            int64_t signed_value;
+            if (!read_sleb(&w->b, &p, &signed_value)) return 0;
+            value = (uint64_t)signed_value;
+            negative = signed_value < 0;
+        } else if (s->size == V_U24) {
+            if (!read_uint(&w->b, p, 3, w->little, &value)) return 0;
+            p += 3;
+        } else {
+            int64_t step = s->size;
+            if (!skip_steps(w, &p, &step, 1)) return 0;
+            if (p > w->b.size) return 0;
+        }
+        if (s->role != R_OTHER) {
+            Attr *a = &attrs[s->role];
+            a->present = 1;
+            a->value = value;
+            a->negative = negative;
+            a->meaning = s->meaning;
+        }
+    }
+    *pos = p;
+    return 1;
+}
+
+/* stackmark.dwarf.ranges._read_rnglist, without the indexed entries. */
+static int read_rnglist(const Walk *w, uint64_t offset, PyObject *out) {
+    const Bytes *b = &w->rb;
+    if (offset >= w->r_end - w->r_start) return 0;
+    uint64_t pos = w->r_start + offset, base = w->base_address, low, high, kind, length;
+    unsigned size = (unsigned)w->addr_size;
+    uint64_t tombstone = size == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * size)) - 1);
+    int wide;
+    while (pos < w->r_end) {
+        if (!read_u8(b, pos++, &kind)) return 0;
+        if (kind == 4) { /* DW_RLE_offset_pair: wrapped sums are exact mod 2**64 */
+            if (!read_uleb(b, &pos, &low, &wide) || !read_uleb(b, &pos, &high, &wide)) return 0;
+            low += base;
+            high += base;
+        } else if (kind == 0) { /* DW_RLE_end_of_list */
+            return 1;
+        } else if (kind == 5) { /* DW_RLE_base_address */
+            if (!read_uint(b, pos, size, w->little, &base)) return 0;
+            pos += size;
+            continue;
+        } else if (kind == 6) { /* DW_RLE_start_end */
+            if (!read_uint(b, pos, size, w->little, &low)) return 0;
+            if (!read_uint(b, pos + size, size, w->little, &high)) return 0;
+            pos += 2 * size;
+        } else if (kind == 7) { /* DW_RLE_start_length */
+            if (!read_uint(b, pos, size, w->little, &low)) return 0;
+            pos += size;
+            if (!read_uleb(b, &pos, &length, &wide)) return 0;
+            high = low + length;
+        } else { /* indexed entries (need .debug_addr) and unknown kinds */
+            return 0;
+        }
+        if (low != tombstone) {
+            PyObject *pair = Py_BuildValue("(KK)", low, high);
+            if (pair == NULL) return -1;
+            int failed = PyList_Append(out, pair);
+            Py_DECREF(pair);
+            if (failed) return -1;
+        }
+    }
+    return 0;
+}
+
+/* stackmark.dwarf.ranges._read_debug_ranges */
+static int read_debug_ranges(const Walk *w, uint64_t offset, PyObject *out) {
+    unsigned size = (unsigned)w->addr_size;
+    uint64_t max_address = size == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * size)) - 1);
+    uint64_t tombstone = max_address - 1, base = w->base_address, pos = offset, start = 0, end = 0;
+    uint64_t section_size = w->r_end - w->r_start;
+    for (;;) {
+        if (pos > section_size || 2 * size > section_size - pos) return 0;
+        read_uint(&w->rb, w->r_start + pos, size, w->little, &start);
+        read_uint(&w->rb, w->r_start + pos + size, size, w->little, &end);
+        pos += 2 * size;
+        if (start == 0 && end == 0) return 1;
+        if (start == max_address) {
+            base = end;
+            continue;
+        }
+        if (start == tombstone || base == tombstone) continue;
+        PyObject *pair = Py_BuildValue("(KK)", start + base, end + base);
+        if (pair == NULL) return -1;
+        int failed = PyList_Append(out, pair);
+        Py_DECREF(pair);
+        if (failed) return -1;
+    }
+}
+
+/* stackmark.dwarf.unit.Unit.die_ranges for the forms the tables let through:
+ * a new list, NULL with an exception set, or NULL with *fallback set. */
+static PyObject *die_ranges(const Walk *w, const Attr *attrs, int *fallback) {
+    const Attr *low = &attrs[R_LOW_PC], *high = &attrs[R_HIGH_PC], *ranges = &attrs[R_RANGES];
+    *fallback = 1;
+    if (low->present) {
+        if (low->negative) return NULL;
+        if (high->present) {
+            uint64_t end = high->value;
+            if (high->negative) return NULL;
+            if (high->meaning == M_CONSTANT && __builtin_add_overflow(low->value, high->value, &end))
+                return NULL;
+            *fallback = 0;
+            return Py_BuildValue("[(KK)]", low->value, end);
+        }
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        *fallback = 0;
+        return NULL;
+    }
+    if (ranges->present) {
+        if (ranges->negative) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        int done = w->version >= 5 ? read_rnglist(w, ranges->value, out)
+                                   : read_debug_ranges(w, ranges->value, out);
+        if (done != 1) {
+            Py_DECREF(out);
+            *fallback = done == 0;
+            return NULL;
+        }
+    }
+    *fallback = 0;
+    return out;
+}
+
+typedef struct {
+    int64_t current; /* -1: no subroutine (None), -2: the walk's root, else an index */
+    int in_function;
+} Frame;
+
+static PyObject *attr_int(const Attr *a) {
+    if (!a->present || a->meaning == M_ZERO) return PyLong_FromLong(0);
+    if (a->negative) return PyLong_FromLongLong((long long)a->value);
+    return PyLong_FromUnsignedLongLong(a->value);
+}
+
+/* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
+static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
+    Frame *stack = NULL;
+    size_t depth = 0, cap = 0;
+    int64_t current = lazy ? -1 : -2;
+    int in_function = !lazy;
+    Attr attrs[R_COUNT];
+    int status = 0;
+    while (pos < w->end) {
+        uint64_t die_pos = pos, code;
+        const Code *c;
+        if (!read_code(w, &pos, &code, &c)) goto done;
+        if (c == NULL) {
+            if (depth == 0) {
+                status = 1;
+                goto done;
+            }
+            depth--;
+            current = stack[depth].current;
+            in_function = stack[depth].in_function;
+            continue;
+        }
+        int kind = c->kind;
+        if (kind == K_SKIP || (kind == K_LOCAL_TYPE && !in_function)) {
+            if (c->children) {
+                if (!past_subtree(w, &pos, c, 0)) goto done;
+            } else if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            continue;
+        }
+        int push = 0, scope = kind == K_SCOPE;
+        if (kind != K_SUBROUTINE) {
+            if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            push = c->children;
+        } else {
+            uint64_t attrs_pos = pos;
+            if (!decode_subroutine(w, &pos, c, attrs)) goto done;
+            int fallback;
+            PyObject *ranges = die_ranges(w, attrs, &fallback);
+            if (ranges == NULL) {
+                status = fallback ? 0 : -1;
+                goto done;
+            }
+            if (PyList_GET_SIZE(ranges) == 0) {
+                Py_DECREF(ranges);
+                if (c->children) {
+                    if (c->subprogram) {
+                        push = scope = 1; /* look inside, as for a scope */
+                    } else {
+                        pos = attrs_pos;
+                        if (!past_subtree(w, &pos, c, 0)) goto done;
+                    }
+                }
+            } else {
+                int64_t parent = c->subprogram || lazy ? -1 : current;
+                int64_t children_pos = -1;
+                if (c->children && lazy) {
+                    children_pos = (int64_t)pos;
+                    pos = attrs_pos;
+                    if (!past_subtree(w, &pos, c, 0)) {
+                        Py_DECREF(ranges);
+                        goto done;
+                    }
+                }
+                PyObject *item = Py_BuildValue(
+                    "(KKLLNNNN)", (unsigned long long)(die_pos - w->base),
+                    (unsigned long long)code, (long long)parent, (long long)children_pos, ranges,
+                    attr_int(&attrs[R_CALL_FILE]), attr_int(&attrs[R_CALL_LINE]),
+                    attr_int(&attrs[R_CALL_COLUMN]));
+                if (item == NULL || PyList_Append(out, item) < 0) {
+                    Py_XDECREF(item);
+                    status = -1;
+                    goto done;
+                }
+                Py_DECREF(item);
+                if (c->children && !lazy) {
+                    if (depth == cap) {
+                        size_t grown = cap ? cap * 2 : 64;
+                        Frame *frames = realloc(stack, grown * sizeof(Frame));
+                        if (frames == NULL) {
+                            PyErr_NoMemory();
+                            status = -1;
+                            goto done;
+                        }
+                        stack = frames;
+                        cap = grown;
+                    }
+                    stack[depth].current = current;
+                    stack[depth].in_function = in_function;
+                    depth++;
+                    current = PyList_GET_SIZE(out) - 1;
+                    in_function = 1;
+                }
+                continue;
+            }
+        }
+        if (push) {
+            if (depth == cap) {
+                size_t grown = cap ? cap * 2 : 64;
+                Frame *frames = realloc(stack, grown * sizeof(Frame));
+                if (frames == NULL) {
+                    PyErr_NoMemory();
+                    status = -1;
+                    goto done;
+                }
+                stack = frames;
+                cap = grown;
+            }
+            stack[depth].current = current;
+            stack[depth].in_function = in_function;
+            depth++;
+            if (scope) {
+                current = -1; /* what lies inside belongs to no code of ours */
+                in_function = 1;
+            }
+        }
+    }
+done:
+    free(stack);
+    return status;
+}
+
+PyDoc_STRVAR(walk_doc,
+"walk(tables, buf, pos, end, unit_start, base, little_endian, lazy, ranges_buf,\n"
+"     ranges_start, ranges_end, version, addr_size, base_address)\n"
+"--\n\n"
+"stackmark.dwarf.functions._walk from buffer position `pos`: a list of\n"
+"(offset, code, parent, children_pos, ranges, call_file, call_line, call_column),\n"
+"one per subroutine with code in DIE order, parent -1 (none), -2 (the walk's root)\n"
+"or an earlier item's index, children_pos -1 unless left for later (lazy walk);\n"
+"None when the reference must run.");
+
+static PyObject *walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule;
+    Py_buffer view, rview;
+    unsigned long long pos, end, unit_start, base, r_start, r_end, base_address;
+    int little, lazy, version, addr_size;
+    if (!PyArg_ParseTuple(args, "Oy*KKKKppy*KKiiK", &capsule, &view, &pos, &end, &unit_start,
+                          &base, &little, &lazy, &rview, &r_start, &r_end, &version, &addr_size,
+                          &base_address))
+        return NULL;
+    PyObject *result = NULL;
+    const WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) goto release;
+    Walk w = {
+        .b = {(const uint8_t *)view.buf, (uint64_t)view.len},
+        .end = end, .unit_start = unit_start, .base = base, .little = little, .t = t,
+        .rb = {(const uint8_t *)rview.buf, (uint64_t)rview.len},
+        .r_start = r_start, .r_end = r_end, .version = version, .addr_size = addr_size,
+        .base_address = base_address,
+    };
+    if (end > w.b.size || r_end > w.rb.size || r_start > r_end ||
+        !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = walk_dies(&w, pos, lazy, out);
+    if (status == 1) {
+        result = out;
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
+    }
+release:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&rview);
+    return result;
+}
+
+/* ---- attribute decoding (stackmark.dwarf.abbrev.decode_attributes) ---------- */
+
+typedef struct {
+    PyObject *attr; /* the attribute number, as the dict key */
+    int32_t size;   /* >= 0: fixed bytes (0: `implicit`), else V_* */
+    int64_t implicit;
+} DecodeSpec;
+
+typedef struct {
+    size_t n;
+    DecodeSpec *specs;
+    size_t *order; /* the reference's dict insertion order, as spec indexes */
+} DecodePlan;
+
+#define PLAN_CAPSULE "stackmark._native._dwarf.DecodePlan"
+
+static void plan_release(DecodePlan *p) {
+    for (size_t i = 0; i < p->n; i++) Py_XDECREF(p->specs[i].attr);
+    free(p->specs);
+    free(p->order);
+    free(p);
+}
+
+static void plan_free(PyObject *capsule) {
+    DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    if (p != NULL) plan_release(p);
+}
+
+PyDoc_STRVAR(make_decode_plan_doc,
+"make_decode_plan(specs, order) -> plan\n--\n\n"
+"A decode plan: specs a tuple of (attribute, size, implicit value) in DIE order\n"
+"(size as stackmark.dwarf.abbrev.form_size gives it, 0 for the implicit ones),\n"
+"order the spec indexes in the order the reference fills its dict.");
+
+static PyObject *make_decode_plan(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *specs, *order;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &specs, &PyTuple_Type, &order)) return NULL;
+    size_t n = (size_t)PyTuple_GET_SIZE(specs);
+    if ((size_t)PyTuple_GET_SIZE(order) != n) {
+        PyErr_SetString(PyExc_ValueError, "order must list every spec");
+        return NULL;
+    }
+    DecodePlan *p = calloc(1, sizeof(DecodePlan));
+    if (p == NULL) return PyErr_NoMemory();
+    p->specs = calloc(n ? n : 1, sizeof(DecodeSpec));
+    p->order = calloc(n ? n : 1, sizeof(size_t));
+    if (p->specs == NULL || p->order == NULL) {
+        plan_release(p);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *attr;
+        int size;
+        long long implicit;
+        long long at = PyLong_AsLongLong(PyTuple_GET_ITEM(order, (Py_ssize_t)i));
+        if (at == -1 && PyErr_Occurred()) goto fail;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(specs, (Py_ssize_t)i), "OiL", &attr, &size,
+                              &implicit))
+            goto fail;
+        if (at < 0 || (size_t)at >= n) {
+            PyErr_SetString(PyExc_ValueError, "order out of range");
+            goto fail;
+        }
+        p->specs[i].attr = Py_NewRef(attr);
+        p->specs[i].size = size;
+        p->specs[i].implicit = implicit;
+        p->order[i] = (size_t)at;
+        p->n = i + 1;
+    }
+    PyObject *capsule = PyCapsule_New(p, PLAN_CAPSULE, plan_free);
+    if (capsule != NULL) return capsule;
+fail:
+    plan_release(p);
+    return NULL;
+}
+
+/* One value; NULL with no exception set: not in the kernel's domain. */
+static PyObject *decode_value(const Bytes *b, uint64_t *pos, const DecodeSpec *s, int little) {
+    uint64_t p = *pos, value;
+    int wide;
+    PyObject *out;
+    if (s->size == 0) {
+        out = PyLong_FromLongLong(s->implicit);
+    } else if (s->size > 0 && s->size <= 8) {
+        if (!read_uint(b, p, (unsigned)s->size, little, &value)) return NULL;
+        p += (uint64_t)s->size;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size > 8) {
+        if (p > b->size || (uint64_t)s->size > b->size - p) return NULL;
+        out = PyBytes_FromStringAndSize((const char *)b->data + p, s->size);
+        p += (uint64_t)s->size;
+    } else if (s->size == V_ULEB) {
+        if (!read_uleb(b, &p, &value, &wide) || wide) return NULL;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size == V_SLEB) {
+        int64_t signed_value;
+        if (!read_sleb(b, &p, &signed_value)) return NULL;
+        out = PyLong_FromLongLong(signed_value);
+    } else if (s->size == V_U24) {
+        if (!read_uint(b, p, 3, little, &value)) return NULL;
+        p += 3;
+        out = PyLong_FromUnsignedLongLong(value);
+    } else if (s->size == V_STRING) {
+        if (p >= b->size) return NULL;
+        const uint8_t *nul = memchr(b->data + p, 0, b->size - p);
+        if (nul == NULL) return NULL;
+        out = PyUnicode_DecodeUTF8((const char *)b->data + p, (Py_ssize_t)(nul - (b->data + p)),
+                                   "surrogateescape");
+        p = (uint64_t)(nul - b->data) + 1;
+    } else if (s->size == V_BLOCK_ULEB || s->size == V_BLOCK1 || s->size == V_BLOCK2 ||
+               s->size == V_BLOCK4) {
+        uint64_t length;
+        if (s->size == V_BLOCK_ULEB) {
+            if (!read_uleb(b, &p, &length, &wide) || wide) return NULL;
+        } else {
+            unsigned width = s->size == V_BLOCK1 ? 1 : s->size == V_BLOCK2 ? 2 : 4;
+            if (!read_uint(b, p, width, little, &length)) return NULL;
+            p += width;
+        }
+        if (p > b->size || length > b->size - p) return NULL;
+        out = PyBytes_FromStringAndSize((const char *)b->data + p, (Py_ssize_t)length);
+        p += length;
+    } else {
+        return NULL; /* V_INDIRECT */
+    }
+    *pos = p;
+    return out;
+}
+
+PyDoc_STRVAR(decode_doc,
+"decode(plan, buf, pos, little_endian) -> (values, next_pos) | None\n--\n\n"
+"stackmark.dwarf.abbrev.decode_attributes for a plan made by make_decode_plan.");
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule;
+    Py_buffer view;
+    unsigned long long start;
+    int little;
+    if (!PyArg_ParseTuple(args, "Oy*Kp", &capsule, &view, &start, &little)) return NULL;
+    PyObject *result = NULL, *values = NULL, *small[32], **read = small;
+    const DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+    size_t done = 0;
+    if (p == NULL) goto release;
+    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    uint64_t pos = start;
+    for (; done < p->n; done++) {
+        read[done] = decode_value(&b, &pos, &p->specs[done], little);
+        if (read[done] == NULL) {
+            if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+            goto clear;
+        }
+    }
+    values = PyDict_New();
+    if (values == NULL) goto clear;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t at = p->order[i];
+        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
+            Py_CLEAR(values);
+            goto clear;
+        }
+    }
+    result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
+    Py_DECREF(values);
+clear:
+    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
+    if (read != small) free(read);
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(read_rnglist_doc,
+"read_rnglist(buf, start, end, offset, addr_size, little_endian, base_address)\n--\n\n"
+"stackmark.dwarf.ranges._read_rnglist over the section buf[start:end]: the list\n"
+"of (low, high), or None when the reference must run (indexed entries, damage).");
+
+static PyObject *read_rnglist_py(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    unsigned long long start, end, offset, base_address;
+    int addr_size, little;
+    if (!PyArg_ParseTuple(args, "y*KKKipK", &view, &start, &end, &offset, &addr_size, &little,
+                          &base_address))
+        return NULL;
+    PyObject *result = NULL;
+    Walk w = {.rb = {(const uint8_t *)view.buf, (uint64_t)view.len}, .r_start = start,
+              .r_end = end, .addr_size = addr_size, .little = little,
+              .base_address = base_address};
+    if (end > w.rb.size || start > end || !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = read_rnglist(&w, offset, out);
+    if (status == 1) {
+        result = out;
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
+    }
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- address maps (stackmark.dwarf.functions._AddressMap.insert) ------------ */
+
+typedef struct {
+    uint64_t *starts, *ends;
+    /* the int objects the bounds came from (borrowed from the input), given back
+     * as they are: the reference's map shares them with the ranges too */
+    PyObject **start_objs, **end_objs;
+    size_t *nodes;
+    size_t len, cap;
+} AddressMap;
+
+static size_t bisect_left_u64(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a[mid] < key) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static size_t bisect_right_u64(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (key < a[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+static int map_grow(AddressMap *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint64_t *starts = realloc(m->starts, cap * sizeof(uint64_t));
+    if (starts == NULL) return 0;
+    m->starts = starts;
+    uint64_t *ends = realloc(m->ends, cap * sizeof(uint64_t));
+    if (ends == NULL) return 0;
+    m->ends = ends;
+    PyObject **start_objs = realloc(m->start_objs, cap * sizeof(PyObject *));
+    if (start_objs == NULL) return 0;
+    m->start_objs = start_objs;
+    PyObject **end_objs = realloc(m->end_objs, cap * sizeof(PyObject *));
+    if (end_objs == NULL) return 0;
+    m->end_objs = end_objs;
+    size_t *nodes = realloc(m->nodes, cap * sizeof(size_t));
+    if (nodes == NULL) return 0;
+    m->nodes = nodes;
+    m->cap = cap;
+    return 1;
+}
+
+/* _AddressMap._set */
+static int map_set(AddressMap *m, uint64_t key, PyObject *key_obj, uint64_t end,
+                   PyObject *end_obj, size_t node) {
+    size_t i = bisect_left_u64(m->starts, m->len, key);
+    if (i < m->len && m->starts[i] == key) {
+        m->ends[i] = end;
+        m->end_objs[i] = end_obj;
+        m->nodes[i] = node;
+        return 1;
+    }
+    if (m->len == m->cap && !map_grow(m)) return 0;
+    size_t tail = m->len - i;
+    memmove(m->starts + i + 1, m->starts + i, tail * sizeof(uint64_t));
+    memmove(m->ends + i + 1, m->ends + i, tail * sizeof(uint64_t));
+    memmove(m->start_objs + i + 1, m->start_objs + i, tail * sizeof(PyObject *));
+    memmove(m->end_objs + i + 1, m->end_objs + i, tail * sizeof(PyObject *));
+    memmove(m->nodes + i + 1, m->nodes + i, tail * sizeof(size_t));
+    m->starts[i] = key;
+    m->start_objs[i] = key_obj;
+    m->ends[i] = end;
+    m->end_objs[i] = end_obj;
+    m->nodes[i] = node;
+    m->len++;
+    return 1;
+}
+
+/* _AddressMap.insert, index for index (a stale index included, as the reference has it) */
+static int map_insert(AddressMap *m, uint64_t low, PyObject *low_obj, uint64_t high,
+                      PyObject *high_obj, size_t node) {
+    size_t i = bisect_right_u64(m->starts, m->len, low);
+    if (i > 0 && low < m->ends[i - 1]) {
+        size_t b = i - 1;
+        uint64_t b_start = m->starts[b], b_end = m->ends[b];
+        PyObject *b_end_obj = m->end_objs[b];
+        size_t b_node = m->nodes[b];
+        if (high < b_end && !map_set(m, high, high_obj, b_end, b_end_obj, b_node)) return 0;
+        if (low > b_start) {
+            m->ends[b] = low;
+            m->end_objs[b] = low_obj;
+        }
+    }
+    return map_set(m, low, low_obj, high, high_obj, node);
+}
+
+PyDoc_STRVAR(address_map_doc,
+"address_map(ranges) -> (starts, ends, indexes) | None\n--\n\n"
+"stackmark.dwarf.functions._AddressMap after inserting `ranges`, a list of\n"
+"(low, high) with the node of item i being i: its three lists, indexes naming\n"
+"the nodes; None when a bound does not fit 64 bits (the reference runs).");
+
+static PyObject *address_map(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "ranges must be a list");
+        return NULL;
+    }
+    AddressMap m = {NULL, NULL, NULL, NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(arg, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "ranges must be (low, high) tuples");
+            goto done;
+        }
+        uint64_t bounds[2];
+        for (int k = 0; k < 2; k++) {
+            PyObject *value = PyTuple_GET_ITEM(pair, k);
+            if (!PyLong_Check(value)) {
+                PyErr_SetString(PyExc_TypeError, "range bounds must be ints");
+                goto done;
+            }
+            bounds[k] = PyLong_AsUnsignedLongLong(value);
+            if (PyErr_Occurred()) { /* negative or wider than 64 bits */
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        if (!map_insert(&m, bounds[0], PyTuple_GET_ITEM(pair, 0), bounds[1],
+                        PyTuple_GET_ITEM(pair, 1), (size_t)i)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    PyObject *starts = PyList_New((Py_ssize_t)m.len), *ends = PyList_New((Py_ssize_t)m.len);
+    PyObject *nodes = PyList_New((Py_ssize_t)m.len);
+    if (starts == NULL || ends == NULL || nodes == NULL) goto lists_failed;
+    for (size_t i = 0; i < m.len; i++) {
+        PyObject *start = Py_NewRef(m.start_objs[i]);
+        PyObject *end = Py_NewRef(m.end_objs[i]);
+        PyObject *node = PyLong_FromSize_t(m.nodes[i]);
+        if (node == NULL) {
+            Py_DECREF(start);
+            Py_DECREF(end);
+            goto lists_failed;
+        }
+        PyList_SET_ITEM(starts, (Py_ssize_t)i, start);
+        PyList_SET_ITEM(ends, (Py_ssize_t)i, end);
+        PyList_SET_ITEM(nodes, (Py_ssize_t)i, node);
+    }
+    result = Py_BuildValue("(NNN)", starts, ends, nodes);
+    goto done;
+lists_failed:
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(nodes);
+done:
+    free(m.starts);
+    free(m.ends);
+    free(m.start_objs);
+    free(m.end_objs);
+    free(m.nodes);
+    return result;
+}
+
+/* ---- abbreviation tables (stackmark.dwarf.abbrev.parse_abbrev_table) -------- */
+
+#define DW_FORM_implicit_const 0x21
+
+/* One entry's attribute specs as a tuple of (attribute, form, implicit); NULL with
+ * no exception set: not in the kernel's domain. */
+static PyObject *read_specs(const Bytes *b, uint64_t *pos) {
+    PyObject *specs = PyList_New(0), *result = NULL;
+    if (specs == NULL) return NULL;
+    uint64_t p = *pos, attr, form;
+    int wide;
+    for (;;) {
+        if (!read_uleb(b, &p, &attr, &wide) || wide) goto done;
+        if (!read_uleb(b, &p, &form, &wide) || wide) goto done;
+        if (attr == 0 && form == 0) break;
+        int64_t implicit = 0;
+        if (form == DW_FORM_implicit_const && !read_sleb(b, &p, &implicit)) goto done;
+        PyObject *spec = Py_BuildValue("(KKL)", attr, form, (long long)implicit);
+        if (spec == NULL) goto done;
+        int failed = PyList_Append(specs, spec);
+        Py_DECREF(spec);
+        if (failed) goto done;
+    }
+    result = PyList_AsTuple(specs);
+    *pos = p;
+done:
+    Py_DECREF(specs);
+    return result;
+}
+
+PyDoc_STRVAR(parse_abbrevs_doc,
+"parse_abbrevs(buf, pos, end) -> entries | None\n--\n\n"
+"stackmark.dwarf.abbrev.parse_abbrev_table from buffer position `pos` (section end\n"
+"`end`): the list of (code, tag, has_children, specs) in table order, or None\n"
+"when the reference must run (damage, values wider than 64 bits).");
+
+static PyObject *parse_abbrevs(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    unsigned long long start, end;
+    if (!PyArg_ParseTuple(args, "y*KK", &view, &start, &end)) return NULL;
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL) goto release;
+    uint64_t pos = start, code, tag, children;
+    int wide;
+    while (pos < end) {
+        if (!read_uleb(&b, &pos, &code, &wide) || wide) break;
+        if (code == 0) {
+            result = Py_NewRef(out);
+            break;
+        }
+        if (pos >= end) break;
+        if (!read_uleb(&b, &pos, &tag, &wide) || wide) break;
+        if (!read_u8(&b, pos++, &children)) break;
+        PyObject *specs = read_specs(&b, &pos);
+        if (specs == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            break;
+        }
+        PyObject *entry = Py_BuildValue("(KKNN)", code, tag, PyBool_FromLong(children != 0), specs);
+        if (entry == NULL) goto fail;
+        int failed = PyList_Append(out, entry);
+        Py_DECREF(entry);
+        if (failed) goto fail;
+    }
+    if (result == NULL) result = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(out);
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
+    {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
+    {"walk", walk, METH_VARARGS, walk_doc},
+    {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},
+    {"decode", decode, METH_VARARGS, decode_doc},
+    {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
+    {"address_map", address_map, METH_O, address_map_doc},
+    {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "stackmark._native._dwarf",
+    "Compiled kernels of stackmark.dwarf (see stackmark/_native/__init__.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__dwarf(void) { return PyModule_Create(&module); }

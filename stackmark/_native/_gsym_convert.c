@@ -1,0 +1,288 @@
+/* The DWARF-to-GSYM converter's per-row loops, in C: the compiled twins of
+ * two loops of `stackmark.formats.gsym.from_dwarf`.
+ *
+ *   line_entries(flat, width, runs, low, high, cache, file_index, warn, entry)
+ *       -> (rows, seen)   UnitConverter._line_table's loop over DWARF rows
+ *   column_points(addresses, columns) -> (addresses, columns)
+ *                     ExtrasCollector.column_points
+ *
+ * `line_entries` reads the rows `runs` names ((first, stop) row indexes)
+ * from stackmark.dwarf's flat row store (an array of `width` uint64 per
+ * row: address, file, line, column, is_stmt, end_sequence, discriminator)
+ * and makes the GSYM rows of [low, high) exactly as the Python loop does:
+ * DWARF file numbers become GSYM file indexes through the converter's
+ * `cache` dict and `file_index` (called on a miss, as the loop calls it),
+ * LLVM's warnings are counted through `warn` in the same order, and each
+ * row is an `entry` (LineEntry) tuple. `seen` says whether there was any
+ * row at all. The callbacks have effects (files inserted, warnings
+ * counted), so this kernel never hands a half-done table back: the caller
+ * decides before calling whether the input is its own (an array store).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static PyObject *s_invalid_file, *s_between_rows, *s_duplicate, *s_not_increasing;
+
+static PyObject *
+new_entry(PyTypeObject *type, uint64_t addr, PyObject *file, uint64_t line)
+{
+    /* As tuple.__new__(LineEntry, (addr, file, line)) makes it. */
+    PyObject *a = PyLong_FromUnsignedLongLong(addr), *l = PyLong_FromUnsignedLongLong(line);
+    PyObject *entry = a && l ? type->tp_alloc(type, 3) : NULL;
+    if (entry == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(l);
+        return NULL;
+    }
+    Py_INCREF(file);
+    PyTuple_SET_ITEM(entry, 0, a);
+    PyTuple_SET_ITEM(entry, 1, file);
+    PyTuple_SET_ITEM(entry, 2, l);
+    return entry;
+}
+
+static int
+warn_with(PyObject *warn, PyObject *category)
+{
+    PyObject *r = PyObject_CallOneArg(warn, category);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* 1 when `a` == `b` (ints), 0 when not, -1 on error. */
+static int
+same(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL)
+        return 0;
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+static PyObject *
+line_entries(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    Py_ssize_t width;
+    unsigned long long low, high;
+    PyObject *runs, *cache, *file_index, *warn, *entry_type;
+    if (!PyArg_ParseTuple(args, "y*nO!KKO!OOO!:line_entries", &view, &width, &PyList_Type, &runs,
+                          &low, &high, &PyDict_Type, &cache, &file_index, &warn, &PyType_Type,
+                          &entry_type))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)entry_type;
+    PyObject *rows = NULL, *last_file = NULL, *first_file = NULL, *result = NULL;
+    uint64_t first_addr = 0, first_line = 0;
+    if (width < 6 || view.len % 8 || !PyType_IsSubtype(type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_ValueError, "a flat row store of uint64 and a tuple type expected");
+        goto done;
+    }
+    const uint64_t *flat = view.buf;
+    Py_ssize_t nrows = view.len / 8 / width;
+    if ((rows = PyList_New(0)) == NULL)
+        goto done;
+    int seen = 0, has_prev = 0, stop_all = 0;
+    uint64_t prev_addr = 0, last_line = 0;
+    for (Py_ssize_t run = 0; run < PyList_GET_SIZE(runs) && !stop_all; run++) {
+        PyObject *pair = PyList_GET_ITEM(runs, run);
+        Py_ssize_t first, stop;
+        if (!PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "nn", &first, &stop))
+            goto fail_type;
+        if (first < 0 || stop > nrows || first > stop) {
+            PyErr_SetString(PyExc_IndexError, "a row run lies outside the row store");
+            goto done;
+        }
+        for (Py_ssize_t r = first; r < stop; r++) {
+            const uint64_t *row = flat + r * width;
+            uint64_t addr = row[0], line = row[2] & 0xFFFFFFFFu;
+            int end_sequence = row[5] != 0;
+            seen = 1;
+            PyObject *key = PyLong_FromUnsignedLongLong(row[1]);
+            if (key == NULL)
+                goto done;
+            PyObject *file = PyDict_GetItemWithError(cache, key); /* borrowed */
+            if (file == Py_None) /* `cache.get` gives None: a miss there too */
+                file = NULL;
+            Py_XINCREF(file);
+            if (file == NULL && !PyErr_Occurred())
+                file = PyObject_CallOneArg(file_index, key);
+            Py_DECREF(key);
+            if (file == NULL)
+                goto done;
+            if (file == Py_None) {
+                Py_DECREF(file);
+                if (warn_with(warn, s_invalid_file) < 0)
+                    goto done;
+                continue;
+            }
+            uint64_t row_addr = addr;
+            if (addr < low) {
+                if (warn_with(warn, s_between_rows) < 0) {
+                    Py_DECREF(file);
+                    goto done;
+                }
+                row_addr = low;
+            } else if (addr >= high) {
+                Py_DECREF(file);
+                continue;
+            }
+            if (has_prev && addr < prev_addr) {
+                int duplicate = PyList_GET_SIZE(rows) && first_addr == row_addr
+                    && first_line == line;
+                if (duplicate && (duplicate = same(first_file, file)) < 0) {
+                    Py_DECREF(file);
+                    goto done;
+                }
+                Py_DECREF(file);
+                if (warn_with(warn, duplicate ? s_duplicate : s_not_increasing) < 0)
+                    goto done;
+                stop_all = 1;
+                break;
+            }
+            int repeat = 0;
+            if (last_file != NULL && line == last_line && (repeat = same(file, last_file)) < 0) {
+                Py_DECREF(file);
+                goto done;
+            }
+            if (repeat) {
+                Py_DECREF(file);
+                continue;
+            }
+            if (end_sequence) {
+                has_prev = 0;
+                Py_DECREF(file);
+                continue;
+            }
+            PyObject *entry = new_entry(type, row_addr, file, line);
+            if (entry == NULL || PyList_Append(rows, entry) < 0) {
+                Py_XDECREF(entry);
+                Py_DECREF(file);
+                goto done;
+            }
+            Py_DECREF(entry);
+            if (PyList_GET_SIZE(rows) == 1) {
+                first_addr = row_addr;
+                first_line = line;
+                Py_INCREF(file);
+                first_file = file;
+            }
+            Py_XSETREF(last_file, file); /* takes the reference */
+            last_line = line;
+            has_prev = 1;
+            prev_addr = addr;
+        }
+    }
+    result = Py_BuildValue("(OO)", rows, seen ? Py_True : Py_False);
+    goto done;
+fail_type:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "row runs must be (first, stop) pairs");
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(last_file);
+    Py_XDECREF(first_file);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* -- column points (ExtrasCollector.column_points) ---------------------------- */
+
+typedef struct { uint64_t addr; Py_ssize_t order; } Point;
+
+static int
+compare_points(const void *a, const void *b)
+{
+    const Point *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order); /* stable: row order */
+}
+
+static PyObject *
+column_points(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer addresses = {0}, values = {0};
+    PyObject *result = NULL;
+    Point *points = NULL;
+    uint64_t *out_addr = NULL;
+    uint32_t *out_value = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*:column_points", &addresses, &values))
+        return NULL;
+    if (addresses.len % 8 || values.len % 4 || addresses.len / 8 != values.len / 4) {
+        PyErr_SetString(PyExc_ValueError, "column addresses and values differ in length");
+        goto done;
+    }
+    Py_ssize_t n = addresses.len / 8;
+    const uint64_t *addr = addresses.buf;
+    const uint32_t *value = values.buf;
+    points = PyMem_Malloc(sizeof(Point) * (size_t)(n ? n : 1));
+    out_addr = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+    out_value = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    if (points == NULL || out_addr == NULL || out_value == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int sorted = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        points[i].addr = addr[i];
+        points[i].order = i;
+        if (i && addr[i - 1] > addr[i])
+            sorted = 0;
+    }
+    if (!sorted)
+        qsort(points, (size_t)n, sizeof(Point), compare_points);
+    Py_ssize_t m = 0;
+    int64_t last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t column = value[points[i].order];
+        if ((int64_t)column != last) {
+            out_addr[m] = points[i].addr;
+            out_value[m++] = column;
+            last = column;
+        }
+    }
+    result = Py_BuildValue("(y#y#)", (const char *)out_addr, m * (Py_ssize_t)sizeof(uint64_t),
+                           (const char *)out_value, m * (Py_ssize_t)sizeof(uint32_t));
+done:
+    PyMem_Free(points);
+    PyMem_Free(out_addr);
+    PyMem_Free(out_value);
+    PyBuffer_Release(&addresses);
+    PyBuffer_Release(&values);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"line_entries", line_entries, METH_VARARGS,
+     "line_entries(flat, width, runs, low, high, cache, file_index, warn, entry) -> (rows, "
+     "seen): from_dwarf.UnitConverter._line_table's loop over the DWARF rows of [low, high)."},
+    {"column_points", column_points, METH_VARARGS,
+     "column_points(addresses, columns) -> (addresses, columns) as bytes (host order): "
+     "sorted stably by address, without points that repeat the column before them."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "stackmark._native._gsym_convert",
+    "The DWARF-to-GSYM converter's row loops in C (see stackmark.formats.gsym.from_dwarf).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__gsym_convert(void)
+{
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(s_invalid_file, "Invalid file index in DWARF line table");
+    INTERN(s_between_rows, "Start address lies between valid Row table entries");
+    INTERN(s_duplicate, "Duplicate line table detected");
+    INTERN(s_not_increasing, "Non-monotonically increasing addresses");
+#undef INTERN
+    return PyModule_Create(&module_def);
+}

@@ -1,0 +1,357 @@
+"""The compiled GSYM kernels against their pure-Python references.
+
+`stackmark._native._gsym_records` encodes FunctionInfo records and
+`_gsym_extras` builds the cache extras' address index and column points.
+Each must give the reference's bytes, or leave the input to the reference
+(which then answers or raises as always): these tests run both on the same
+input, from programs compiled here and from random and malformed records,
+and require the same bytes or the same error.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stackmark._native import forced_pure
+from stackmark.dwarf.lines import WIDTH, Sequence
+from stackmark.formats.gsym import creator, from_dwarf
+from stackmark.formats.gsym.convert import convert_elf
+from stackmark.formats.gsym.creator import encode_records
+from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
+from stackmark.formats.gsym.from_dwarf import DwarfReport, ExtrasCollector, UnitConverter
+from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.inline_info import InlineInfo
+from stackmark.formats.gsym.line_table import LineEntry
+from stackmark.formats.gsym.ranges import merged
+from tests.support.build import compile_program
+from tests.support.native import pure_python
+
+pytestmark = pytest.mark.skipif(
+    forced_pure(), reason="STACKMARK_PURE=1: no compiled kernel to compare with"
+)
+
+
+def outcome(run: Callable[[], Any]) -> tuple[str, Any]:
+    """What `run` returns, or the type and text of what it raises."""
+    try:
+        return ("value", run())
+    except Exception as exc:  # the comparison is the point: any error must match
+        return ("error", (type(exc), str(exc)))
+
+
+def both(run: Callable[[], Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    """(compiled, reference) outcomes of `run`."""
+    compiled = outcome(run)
+    with pure_python():
+        reference = outcome(run)
+    return compiled, reference
+
+
+PROGRAMS = {
+    "c-inline": (["gsym_inline.c", "gsym_inline_b.c"], "gcc", ("-g", "-O2")),
+    "cpp-O2": (["gsym_cpp.cpp"], "g++", ("-g", "-O2")),
+    "cpp-O0": (["gsym_cpp.cpp"], "g++", ("-g", "-O0")),
+    "templates": (["sym_templates.cpp"], "g++", ("-g", "-O2")),
+    "merged-icf": (["gsym_merged.cpp"], "g++", ("-g", "-O2", "-ffunction-sections")),
+}
+
+
+def program(name: str) -> Path:
+    sources, compiler, flags = PROGRAMS[name]
+    return compile_program(f"native-gsym-{name}", sources, compiler=compiler, flags=flags)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_compiled_programs_convert_to_the_same_gsym_and_extras(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = str(program(name))
+    handed_back: list[FunctionInfo] = []  # records the compiled encoder left to Python
+    reference_record = creator.record_bytes
+
+    def record_bytes(info: FunctionInfo, *, little: bool) -> bytes:
+        handed_back.append(info)
+        return reference_record(info, little=little)
+
+    monkeypatch.setattr(creator, "record_bytes", record_bytes)
+    indexed_natively: list[bool] = []
+    compiled_line_tables: list[int] = []
+    kernels = from_dwarf._native
+    assert kernels is not None
+
+    def line_entries(*args: Any) -> Any:
+        compiled_line_tables.append(1)
+        return kernels.line_entries(*args)
+
+    monkeypatch.setattr(
+        from_dwarf,
+        "_native",
+        SimpleNamespace(line_entries=line_entries, column_points=kernels.column_points),
+    )
+
+    def build() -> tuple[bytes, bytes, list[bytes]]:
+        collector = ExtrasCollector()
+        result = convert_elf(binary, jobs=1, extras=collector)
+        builder = ExtrasBuilder(collector.column_points())
+        builder.add_functions(
+            result.functions, [collector.function_nodes(info) for info in result.functions]
+        )
+        pieces = [encode_records(result.functions, little)[0] for little in (True, False)]
+        indexed_natively.append(builder._state_tables is not None)
+        return result.data, builder.encode(result.data), pieces
+
+    compiled, reference = both(build)
+    assert compiled[0] == "value"
+    assert compiled == reference
+    # The kernels answered (a converter's records and functions are their domain).
+    assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
+
+
+# -- random records ----------------------------------------------------------------
+
+# Values the compiled encoder takes, and ones it must leave to the reference:
+# wider than 32 or 64 bits, negative where the reference masks them.
+u32ish = st.one_of(
+    st.integers(0, 0x7F),
+    st.integers(0, 0xFFFFFFFF),
+    st.sampled_from([0x80, 0x3FFF, 0x4000, 1 << 32, (1 << 64) - 1, 1 << 64, 1 << 70]),
+)
+masked = st.one_of(u32ish, st.sampled_from([-1, -(1 << 40)]))
+
+
+@st.composite
+def line_tables(draw: st.DrawFn, base: int) -> list[LineEntry] | None:
+    if draw(st.integers(0, 5)) == 0:
+        return None
+    count = draw(st.integers(0, 30))
+    addr = base - (draw(st.integers(0, 20)) == 0)  # rows below the start: an error
+    step = draw(st.sampled_from([None, 0, 1, 3, 13, 14, -2]))  # None: lines at random
+    line = draw(st.integers(0, 60))
+    rows = []
+    for _ in range(count):
+        addr += draw(st.sampled_from([0, 0, 1, 2, 3, 17, 200, 300, 1 << 20]))
+        if draw(st.integers(0, 200)) == 0:
+            addr -= 5  # out of order: an error
+        if step is not None:
+            line = max(0, line + step)
+        else:
+            line = draw(
+                st.one_of(
+                    st.integers(0, 60),
+                    st.integers(0, 0xFFFFFFFF),
+                    st.sampled_from([1 << 32, (1 << 33) + 3]),
+                )
+            )
+        file = draw(st.one_of(st.integers(0, 3), u32ish))
+        rows.append(LineEntry(addr, file, line))
+    return rows
+
+
+@st.composite
+def inline_trees(draw: st.DrawFn, start: int, end: int, depth: int = 0) -> InlineInfo:
+    pieces = draw(st.integers(0 if depth else 1, 3))
+    ranges: list[tuple[int, int]] = []
+    for _ in range(pieces):
+        a = draw(st.integers(start - 2 if depth else start, end))
+        b = draw(st.integers(a, end + (3 if depth and draw(st.integers(0, 20)) == 0 else 0)))
+        ranges.append((a, b))
+    if draw(st.booleans()):
+        ranges = merged(ranges)  # what the converter makes; otherwise as drawn
+    node = InlineInfo(
+        draw(masked),
+        ranges,
+        draw(st.one_of(st.integers(0, 5), u32ish)),
+        draw(st.one_of(st.integers(0, 500), u32ish)),
+    )
+    if depth < 4 and ranges:
+        low = min(r[0] for r in ranges)
+        high = max(r[1] for r in ranges)
+        for _ in range(draw(st.integers(0, 3))):
+            node.children.append(draw(inline_trees(low, high, depth + 1)))
+    return node
+
+
+@st.composite
+def functions(draw: st.DrawFn) -> list[FunctionInfo]:
+    out = []
+    start = 0x1000
+    for _ in range(draw(st.integers(0, 6))):
+        start += draw(st.integers(0, 0x100))
+        size = draw(st.one_of(st.integers(0, 0x80), st.sampled_from([-4, 1 << 32, 1 << 64])))
+        name = draw(st.one_of(st.integers(1, 1000), st.sampled_from([0, 1 << 32, -1])))
+        info = FunctionInfo(start, size, name, draw(line_tables(start)))
+        if draw(st.integers(0, 2)) == 0:
+            info.inline = draw(inline_trees(start, start + max(size, 1) % 0x1000))
+        extra = draw(st.integers(0, 12))
+        if extra == 0:
+            info.other_records = [(7, b"\x01\x02\x03")]
+        elif extra == 1:
+            info.merged = [FunctionInfo(start, 4, 5)]
+        out.append(info)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(functions(), st.booleans())
+def test_random_records_encode_to_the_same_bytes_or_error(
+    infos: list[FunctionInfo], little: bool
+) -> None:
+    for info in infos:  # alone, so that another record's error hides nothing
+        compiled, reference = both(partial(encode_records, [info], little))
+        assert compiled == reference
+    compiled, reference = both(lambda: encode_records(infos, little))
+    assert compiled == reference
+
+
+def test_a_refused_record_raises_the_reference_error() -> None:
+    """A record the reference refuses comes back with its error, after records
+    encoded natively."""
+    good = FunctionInfo(0x1000, 4, 1, [LineEntry(0x1000, 1, 3)])
+    rows_backwards = FunctionInfo(0x1000, 4, 2, [LineEntry(0x1002, 1, 3), LineEntry(0x1001, 1, 4)])
+    for infos in ([good, rows_backwards], [good, FunctionInfo(0x1000, 4, 0)]):
+        compiled, reference = both(partial(encode_records, infos, True))
+        assert compiled[0] == "error"
+        assert compiled == reference
+
+
+# -- the extras' index ---------------------------------------------------------------
+
+
+@st.composite
+def extras_inputs(
+    draw: st.DrawFn,
+) -> tuple[list[FunctionInfo], list[list[NodeExtra]], tuple[array[int], array[int]]]:
+    infos = []
+    start = 0x400
+    for _ in range(draw(st.integers(0, 8))):
+        start += draw(st.sampled_from([0, 0, 4, 16, 0x40]))  # equal starts: one group
+        size = draw(st.sampled_from([0, 1, 8, 0x30, 0x100]))
+        info = FunctionInfo(start, size, 1, draw(line_tables(start)))
+        if info.line_table and any(
+            row.line > 0xFFFFFFFF or row.file > 0xFFFFFFFF for row in info.line_table
+        ):
+            info.line_table = None  # the reference's encode refuses those (array "I")
+        if draw(st.booleans()):
+            tree = draw(inline_trees(start, start + max(size, 1)))
+            if draw(st.integers(0, 15)) == 0 and tree.children:
+                tree.children.append(tree.children[0])  # one node twice
+            info.inline = tree
+        infos.append(info)
+    nodes = [
+        [NodeExtra("l", "n")] * draw(st.integers(0, 2)) if draw(st.booleans()) else []
+        for _ in infos
+    ]
+    points = sorted(draw(st.lists(st.integers(0x3F0, 0x1000), max_size=30)))
+    values = [draw(st.sampled_from([0, 1, 7, 0xFFFFFFFF])) for _ in points]
+    return infos, nodes, (array("Q", points), array("I", values))
+
+
+@settings(max_examples=150, deadline=None)
+@given(extras_inputs())
+def test_random_functions_index_to_the_same_extras(
+    data: tuple[list[FunctionInfo], list[list[NodeExtra]], tuple[array[int], array[int]]],
+) -> None:
+    infos, nodes, columns = data
+
+    def build() -> bytes:
+        builder = ExtrasBuilder(columns)
+        builder.add_functions(infos, nodes)
+        return builder.encode(b"gsym")
+
+    compiled, reference = both(build)
+    assert compiled == reference
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.randrange(0, 200)
+    addresses = sorted(rng.randrange(0, 300) for _ in range(count))
+    if seed % 2:  # units out of address order
+        rng.shuffle(addresses)
+    collector = ExtrasCollector()
+    collector.column_addresses = array("Q", addresses)
+    collector.column_values = array("I", (rng.choice([0, 1, 2, 0xFFFFFFFF]) for _ in addresses))
+    compiled, reference = both(collector.column_points)
+    assert compiled == reference
+
+
+# -- DWARF rows into GSYM rows ------------------------------------------------------
+
+
+class RowStore:
+    """What `UnitConverter._line_table` reads of a stackmark.dwarf LineTable."""
+
+    def __init__(self, flat: array[int], sequences: list[Sequence]) -> None:
+        self._flat = flat
+        self._addresses = flat[0::WIDTH]
+        self._seq_highs = [seq.high for seq in sequences]
+        self.sequences = sequences
+
+    def file_name(self, index: int) -> str | None:
+        return None if index == 3 else f"/src/f{index}.c"
+
+
+class Files:
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def insert_file(self, path: str) -> int:
+        self.paths.append(path)
+        return len(self.paths)
+
+
+@st.composite
+def row_stores(draw: st.DrawFn) -> RowStore:
+    flat: array[int] = array("Q")
+    sequences = []
+    addr = 0x1000
+    for _ in range(draw(st.integers(1, 3))):
+        first = len(flat) // WIDTH
+        low = addr
+        for _ in range(draw(st.integers(1, 12))):
+            addr += draw(st.sampled_from([0, 1, 2, 4, 16]))
+            if draw(st.integers(0, 5)) == 0:
+                addr -= 3  # addresses going back: "Non-monotonically increasing"
+            line = draw(st.one_of(st.integers(1, 9), st.sampled_from([0, (1 << 32) + 5])))
+            file = draw(st.sampled_from([1, 1, 2, 3, 7]))  # 3: no name; 7: past the table
+            end = draw(st.integers(0, 4)) == 0
+            flat.extend([addr, file, line, 0, 1, int(end), 0])
+        addr = max(addr + 4, low + 1)
+        flat.extend([addr, 1, 1, 0, 1, 1, 0])  # the end of the sequence
+        sequences.append(Sequence(low, addr, first, len(flat) // WIDTH))
+        addr += draw(st.sampled_from([0, 8]))
+    return RowStore(flat, sequences)
+
+
+@settings(max_examples=300, deadline=None)
+@given(row_stores(), st.data())
+def test_dwarf_rows_become_the_same_gsym_rows(store: RowStore, data: st.DataObject) -> None:
+    """Rows, warnings and the files inserted (in order) are the reference's."""
+    start, end = store.sequences[0].low, store.sequences[-1].high
+    low = data.draw(st.one_of(st.integers(start, end), st.integers(start - 8, end + 8)))
+    size = data.draw(st.one_of(st.just(end - low), st.integers(0, 0x100)))
+
+    def convert() -> tuple[Any, dict[str, int], list[str]]:
+        converter = UnitConverter.__new__(UnitConverter)
+        converter.lines = store  # type: ignore[assignment]
+        converter._file_cache = {}
+        converter._file_limit = 5
+        converter.sink = Files()  # type: ignore[assignment]
+        converter.report = DwarfReport()
+        function = SimpleNamespace(decl_file="/src/decl.c", decl_line=7)
+        rows = converter._line_table(function, low, low + size)  # type: ignore[arg-type]
+        return rows, converter.report.warnings, converter.sink.paths  # type: ignore[attr-defined]
+
+    compiled, reference = both(convert)
+    assert compiled == reference
