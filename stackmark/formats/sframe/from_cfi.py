@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64, STT_FUNC, ElfFile
+from stackmark.elf import STT_FUNC, ElfFile
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
@@ -88,21 +88,13 @@ class _Unsupported(Exception):
         self.pc = pc
 
 
-_ABI_FOR_MACHINE = {
-    (EM_X86_64, "<"): spec.AbiArch.AMD64_LITTLE,
-    (EM_AARCH64, "<"): spec.AbiArch.AARCH64_LITTLE,
-    (EM_AARCH64, ">"): spec.AbiArch.AARCH64_BIG,
-    (EM_S390, ">"): spec.AbiArch.S390X_BIG,
-}
-
-
 def generate_from_file(
     path: str | os.PathLike[str], *, version: int = spec.VERSION_3, address: int = 0
 ) -> GenerationResult:
     """SFrame (as `version`, for a section placed at `address`) from the CFI of an ELF file."""
     name = os.fspath(path)
     with ElfFile.open(name) as elf:
-        abi = _ABI_FOR_MACHINE.get((elf.machine, elf.endian))
+        abi = spec.abi_for_elf(elf.machine, elf.endian)
         if abi is None:
             raise StackmarkError(
                 f"{name}: SFrame describes AMD64, AArch64 and s390x code; this file is "

@@ -1,0 +1,125 @@
+"""`stackmark sframe` on the situations binutils' own testsuites build.
+
+Each test assembles and links its input with binutils 2.47 at test time
+(Debian sid's, from tests/support/binutils.py) and holds stackmark's output
+against what that release's objdump prints for the same file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from stackmark.formats.sframe.reader import read_sframe_file
+from stackmark.formats.sframe.writer import encode_sframe, with_version
+from tests.support.build import run
+
+# One function with a frame-pointer prologue: four rows, sp+8 .. fp+16 .. sp+8.
+FRAME_FUNCTION = """
+	.text
+	.globl	{name}
+	.type	{name}, @function
+{name}:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset 6, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register 6
+	popq	%rbp
+	.cfi_def_cfa 7, 8
+	ret
+	.cfi_endproc
+	.size	{name}, .-{name}
+"""
+
+
+def _stackmark(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stackmark", "sframe", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _objdump(tools: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(tools / "objdump"), *map(str, args)], capture_output=True, text=True, check=False
+    )
+
+
+def _assemble(tools: Path, where: Path, name: str, *, gsframe: bool = True) -> Path:
+    source = where / f"{name}.s"
+    source.write_text(FRAME_FUNCTION.format(name=name))
+    obj = where / f"{name}.o"
+    run([tools / "as", *(["--gsframe"] if gsframe else []), "-o", obj, source])
+    return obj
+
+
+def _linked(tools: Path, where: Path) -> Path:
+    program = where / "program"
+    run([tools / "ld", "-e", "_start", "-o", program, _assemble(tools, where, "_start")])
+    return program
+
+
+def test_an_empty_section_prints_what_objdump_prints(newer_binutils: Path, tmp_path: Path) -> None:
+    """ld --discard-sframe leaves an empty .sframe (binutils' sframe-command-line-1):
+    objdump 2.47 prints the file line, complains on stderr and succeeds; lookup
+    finds no function."""
+    tools = newer_binutils / "bin-sid"
+    objects = [_assemble(tools, tmp_path, name) for name in ("foo", "bar")]
+    library = tmp_path / "libfoo.so"
+    run([tools / "ld", "-shared", "--discard-sframe", "-o", library, *objects])
+    expected = _objdump(tools, "--sframe", library)
+    assert expected.returncode == 0 and "Corrupt SFrame" in expected.stderr
+
+    dumped = _stackmark("dump", library)
+    assert (dumped.returncode, dumped.stdout) == (0, expected.stdout)
+    assert "Corrupt SFrame" in dumped.stderr and "Traceback" not in dumped.stderr
+
+    looked_up = _stackmark("lookup", library, "0x1000")
+    assert looked_up.returncode == 1
+    assert looked_up.stdout == "0x1000: no SFrame row covers this address\n"
+
+
+def test_section_option_reads_a_renamed_section(newer_binutils: Path, tmp_path: Path) -> None:
+    """objcopy --rename-section .sframe=.sframe2 (binutils' objdump-sframe-01):
+    --section .sframe2 dumps as objdump --sframe=.sframe2 and looks up the same rows."""
+    tools = newer_binutils / "bin-sid"
+    program = _linked(tools, tmp_path)
+    renamed = tmp_path / "renamed"
+    run([tools / "objcopy", "--rename-section", ".sframe=.sframe2", program, renamed])
+    expected = _objdump(tools, "--sframe=.sframe2", renamed)
+    assert "Contents of the SFrame section .sframe2:" in expected.stdout
+
+    dumped = _stackmark("dump", "--section", ".sframe2", renamed)
+    assert (dumped.returncode, dumped.stdout) == (0, expected.stdout)
+
+    start = read_sframe_file(program).fdes[0].start
+    looked_up = _stackmark("lookup", "--section", ".sframe2", renamed, hex(start + 4))
+    assert looked_up.returncode == 0
+    assert looked_up.stdout.splitlines()[1].strip() == "CFA = rbp+16; RA = *(CFA-8); FP = *(CFA-16)"
+
+    missing = _stackmark("dump", "--section", ".sframe3", renamed)
+    assert missing.returncode == 1 and "no .sframe3 section" in missing.stderr
+
+
+def test_v2_with_pcrel_starts_is_shown_by_default(newer_binutils: Path, tmp_path: Path) -> None:
+    """A v2 section as binutils 2.45 writes it (flags SORTED | FUNC_START_PCREL),
+    which objdump 2.44 refuses: the default dump is objdump 2.47's."""
+    tools = newer_binutils / "bin-sid"
+    program = _linked(tools, tmp_path)
+    v2 = tmp_path / "v2.sframe"
+    v2.write_bytes(encode_sframe(with_version(read_sframe_file(program), 2)))
+    errata = tmp_path / "errata"
+    run([tools / "objcopy", f"--update-section=.sframe={v2}", program, errata])
+    expected = _objdump(tools, "--sframe", errata)
+    assert "SFRAME_VERSION_2" in expected.stdout
+    assert "SFRAME_F_FDE_FUNC_START_PCREL" in expected.stdout
+
+    dumped = _stackmark("dump", errata)
+    assert (dumped.returncode, dumped.stdout) == (0, expected.stdout)
+    refused = _stackmark("dump", "--style=2.44", errata)
+    assert refused.returncode == 1 and "flags 0x5" in refused.stderr
