@@ -4,14 +4,14 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-22 \
+APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-22 clang-19 \
                 elfutils debuginfod \
                 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
                 neovim chromium ripgrep libkrb5-dev tmux
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 
-.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean fuzz
+.PHONY: all setup editors-setup demo test lint typecheck pytest bench clean fuzz conformance
 
 all: test
 
@@ -69,6 +69,12 @@ bench: setup
 FUZZ_SECONDS ?= 300
 fuzz: setup
 	$(PY) -m tests.fuzz.run --all --seconds $(FUZZ_SECONDS)
+
+# LLVM 19's own lit tests (symbolizer markup, llvm-gsymutil) with stackmark in
+# place of llvm's tools; fetched once into build/llvm-conformance (README).
+# LLVM_SRC=PATH uses a local llvm-toolchain-19 orig tarball or source tree.
+conformance: $(PY_STAMP)
+	$(PY) -m tests.conformance.llvm_lit $(if $(LLVM_SRC),--llvm-src $(LLVM_SRC))
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -646,9 +646,10 @@ class ElfFile:
                 section = self.section(".dynsym")
         if section is None or section.type not in (SHT_SYMTAB, SHT_DYNSYM):
             return []
-        return self._read_symbols(section)
+        return self.symbols_of(section)
 
-    def _read_symbols(self, section: Section) -> list[ElfSymbol]:
+    def symbols_of(self, section: Section) -> list[ElfSymbol]:
+        """Every entry of the symbol table `section`, index 0 included."""
         strtab = b""
         if 0 < section.link < len(self.sections):
             strtab = self.section_data(self.sections[section.link])

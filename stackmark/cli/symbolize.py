@@ -320,7 +320,8 @@ def _make_symbolizer(
     args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
 ) -> SymbolizerAPI:
     """The real symbolizer, looking where the options say (llvm 19 ignores --obj and
-    reads no GSYM file, so --compat=llvm19 does the same)."""
+    reads no GSYM file and trusts the file at a `.build-id` path, so --compat=llvm19
+    does the same)."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -331,6 +332,7 @@ def _make_symbolizer(
         objects=[] if compat else list(args.obj),
         symbol_paths=list(args.symbol_path),
         gsym_paths=[] if compat else list(args.gsym_path),  # llvm 19 reads no GSYM
+        trust_build_id_paths=compat,
         debuginfod=debuginfod or scale_args.make_client(args),
         # The markup layer remembers each answer (and its text) itself.
         cache_size=SYMBOLIZER_ANSWERS,

@@ -28,7 +28,8 @@ Split DWARF: a skeleton unit's `functions()` come from its .dwo file
 (found through DW_AT_dwo_name and DW_AT_comp_dir, or next to the binary),
 read with the skeleton's address table and line table. dwz: names and
 abstract instances moved to a supplementary file (.gnu_debugaltlink) are
-read from it.
+read from it. Relocatable objects (.o, .ko): each debug section is read
+with its relocations applied (`stackmark.elf_relocations`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.sections import Section
 from stackmark.dwarf.unit import Unit, UnitHeader
-from stackmark.elf import ElfFile
+from stackmark.elf import ET_REL, ElfFile
+from stackmark.elf_relocations import relocated_section_data, relocation_sections
 from stackmark.errors import FormatError
 
 
@@ -84,6 +86,11 @@ class DwarfReader:
         section = self.elf.section(name)
         if section is None:
             return Section.empty(name, self.name)
+        if self.elf.e_type == ET_REL and relocation_sections(self.elf, section):
+            # A relocatable object's addresses and cross-section offsets are
+            # completed by its relocations (.rela.debug_info, ...), as llvm does.
+            data = relocated_section_data(self.elf, section)
+            return Section(name, data, 0, len(data), self.name)
         buf, start, end = self.elf.section_buffer(section)
         return Section(name, buf, start, end, self.name)
 

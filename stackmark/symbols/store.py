@@ -12,7 +12,9 @@ Where a build ID is looked for, in this order:
    info: each yields candidate files, checked like all others.
 
 Every candidate's build ID is read and compared (llvm trusts the path;
-a stale file there gives wrong answers silently). The first matching file
+a stale file there gives wrong answers silently). `trust_build_id_paths`
+makes the store trust a debug-file directory's `.build-id` path as llvm 19
+does (--compat=llvm19): the file there is used whatever its build ID. The first matching file
 answers when it has DWARF. When it has none but another match does (a
 stripped binary given with --obj, its debug file in a debug-file
 directory), the pair answers as llvm pairs them: symbols from the first,
@@ -103,8 +105,10 @@ class SymbolStore:
         objects: Sequence[str] = (),
         symbol_paths: Sequence[str] = (),
         last_resorts: Sequence[LastResort] = (),
+        trust_build_id_paths: bool = False,
     ):
         self.debug_file_directories = list(debug_file_directories)
+        self.trust_build_id_paths = trust_build_id_paths
         self.objects = list(objects)
         self.symbol_paths = list(symbol_paths)
         self.last_resorts = list(last_resorts)
@@ -217,7 +221,8 @@ class SymbolStore:
                 if facts != "not found" or how != "symbol-path":
                     lookup.searched.append(f"{path}: {facts}")
                 continue
-            if facts.build_id != build_id:
+            trusted = self.trust_build_id_paths and how == "debug-file-directory"
+            if facts.build_id != build_id and not trusted:
                 found = facts.build_id or "none"
                 lookup.searched.append(f"{path}: build ID {found} does not match")
                 continue

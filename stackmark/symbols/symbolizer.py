@@ -41,7 +41,9 @@ class SymbolizerOptions(Record):
     `debuginfod`, when set, is asked last, for build IDs that no local
     place gave debug info for. `gsym_paths` are directories of GSYM files,
     found by build ID: one answers for a module that no ELF file with debug
-    info does (stackmark.symbols.gsym_files).
+    info does (stackmark.symbols.gsym_files). `trust_build_id_paths`: use
+    the file at a debug-file directory's `.build-id` path without checking
+    its build ID, as llvm-symbolizer 19 does (stackmark.symbols.store).
     """
 
     __slots__ = _fields = (
@@ -52,6 +54,7 @@ class SymbolizerOptions(Record):
         "cache_size",
         "debuginfod",
         "gsym_paths",
+        "trust_build_id_paths",
     )
     debug_file_directories: list[str]
     objects: list[str]
@@ -60,6 +63,7 @@ class SymbolizerOptions(Record):
     cache_size: int
     debuginfod: DebuginfodClient | None
     gsym_paths: list[str]
+    trust_build_id_paths: bool
 
     def __init__(
         self,
@@ -70,6 +74,7 @@ class SymbolizerOptions(Record):
         cache_size: int = 1 << 16,
         debuginfod: DebuginfodClient | None = None,
         gsym_paths: list[str] | None = None,
+        trust_build_id_paths: bool = False,
     ) -> None:
         self.debug_file_directories = (
             list(DEFAULT_DEBUG_FILE_DIRECTORIES)
@@ -82,6 +87,7 @@ class SymbolizerOptions(Record):
         self.cache_size = cache_size
         self.debuginfod = debuginfod
         self.gsym_paths = [] if gsym_paths is None else gsym_paths
+        self.trust_build_id_paths = trust_build_id_paths
 
 
 _AnswerKey = tuple[str, str | None, int]
@@ -122,6 +128,7 @@ class Symbolizer:
             self.options.objects,
             self.options.symbol_paths,
             last_resorts,
+            trust_build_id_paths=self.options.trust_build_id_paths,
         )
         factories = self.options.source_factories
         self.source_factories: list[SourceFactory] = (
