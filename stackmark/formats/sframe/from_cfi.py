@@ -40,6 +40,7 @@ from typing import assert_never
 
 from stackmark.dwarf.cfi import CfaRule, CfiRow, Fde, RegisterRule, RuleKind, read_cfi
 from stackmark.elf import SHT_NOBITS, STT_FUNC, ElfFile
+from stackmark.elf_relocations import relocated_section_data
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
@@ -167,7 +168,7 @@ def _cfi_fdes(elf: ElfFile) -> tuple[list[Fde], str]:
             continue
         try:
             found = read_cfi(
-                elf.section_data(section),
+                relocated_section_data(elf, section),  # a .o's FDE starts are relocations
                 name,
                 address=section.addr,
                 endian=elf.endian,

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from stackmark.elf import PT_GNU_SFRAME, SHT_NOBITS, ElfFile, Section
+from stackmark.elf_relocations import relocated_section_data
 from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import (
@@ -347,7 +348,7 @@ def read_elf_sframe(
     if section is None and name != SECTION_NAME:
         return None
     if section is not None:
-        data = elf.section_data(section)
+        data = _section_bytes(elf, section)
         file_offset, address = section.offset, section.addr
     else:
         segment = next((s for s in elf.segments if s.type == PT_GNU_SFRAME), None)
@@ -370,6 +371,18 @@ def read_elf_sframe(
         data, file_offset, address = loaded, segment.offset, segment.vaddr
     reader = _SectionReader(data, address, elf.name, lazy, file_offset, f"{name}: ")
     return reader.read()
+
+
+def _section_bytes(elf: ElfFile, section: Section) -> bytes:
+    """The section's bytes; in a relocatable file (.o, ld -r) with its relocations
+    applied when its FDE starts are PC-relative (FUNC_START_PCREL: v3, and v2 from
+    binutils 2.45), as objdump 2.45+ does. Earlier sections store section-relative
+    starts, to which gas 2.40-2.44 attach a PC-relative relocation that does not
+    fit them: objdump 2.40 and 2.44 show the field unrelocated, and so do we."""
+    data = elf.section_data(section)
+    if len(data) > 3 and data[3] & spec.F_FDE_FUNC_START_PCREL:
+        return relocated_section_data(elf, section)
+    return data
 
 
 def read_sframe_file(
