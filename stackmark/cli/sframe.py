@@ -1,6 +1,6 @@
 """`stackmark sframe`: dump, look up and generate SFrame stack-trace tables.
 
-stackmark sframe dump BINARY [--section NAME] [--style 2.40|2.44|2.47]
+stackmark sframe dump BINARY [--section NAME] [--style 2.40|2.44|2.47] [--like readelf]
 stackmark sframe lookup BINARY PC [PC ...] [--section NAME]
 stackmark sframe generate BINARY -o OUT [--raw] [--sframe-version 1|2|3]
 """
@@ -26,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the binutils release to imitate byte for byte (default: one that can show "
         "the section: the release that writes its version, v1 2.40, v2 2.44, v3 2.47; "
         "2.47 for s390x and for v2 with FUNC_START_PCREL)",
+    )
+    dump.add_argument(
+        "--like",
+        choices=("objdump", "readelf"),
+        default="objdump",
+        help="print what 'objdump --sframe' (default) or 'readelf --sframe' prints",
     )
     _section_argument(dump)
 
@@ -78,29 +84,30 @@ def run(args: argparse.Namespace) -> int:
 
 def _dump(args: argparse.Namespace) -> int:
     from stackmark.elf import ElfFile
-    from stackmark.formats.sframe.dump import (
-        EMPTY_SECTION_ERROR,
-        empty_section_text,
-        objdump_text,
-    )
+    from stackmark.formats.sframe import dump
     from stackmark.formats.sframe.reader import EmptySFrameSection, read_sframe_file
     from stackmark.formats.sframe.spec import abi_for_elf
 
     try:
         section = read_sframe_file(args.binary, name=args.section)
     except EmptySFrameSection:
-        # objdump 2.47 (the release with --discard-sframe): the file line, its
-        # complaint on stderr, and success
+        # binutils 2.47 (the release with ld --discard-sframe): readelf says the
+        # section has no data; objdump prints the file line and complains on stderr
+        if args.like == "readelf":
+            sys.stdout.write(dump.readelf_empty_section_text(args.section))
+            return 0
         with ElfFile.open(args.binary) as elf:
             abi = abi_for_elf(elf.machine, elf.endian)
         if abi is None:
             raise
-        sys.stdout.write(empty_section_text(args.binary, abi))
-        print(f"stackmark sframe: {args.section}: {EMPTY_SECTION_ERROR}", file=sys.stderr)
+        sys.stdout.write(dump.empty_section_text(args.binary, abi))
+        print(f"stackmark sframe: {args.section}: {dump.EMPTY_SECTION_ERROR}", file=sys.stderr)
         return 0
-    sys.stdout.write(
-        objdump_text(section, args.binary, style=args.style, section_name=args.section)
-    )
+    if args.like == "readelf":
+        text = dump.readelf_text(section, style=args.style, section_name=args.section)
+    else:
+        text = dump.objdump_text(section, args.binary, style=args.style, section_name=args.section)
+    sys.stdout.write(text)
     return 0
 
 

@@ -82,6 +82,16 @@ def test_an_empty_section_prints_what_objdump_prints(newer_binutils: Path, tmp_p
     assert (dumped.returncode, dumped.stdout) == (0, expected.stdout)
     assert "Corrupt SFrame" in dumped.stderr and "Traceback" not in dumped.stderr
 
+    readelf = subprocess.run(
+        [str(tools / "readelf"), "--sframe", str(library)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "has no debugging data" in readelf
+    like_readelf = _stackmark("dump", "--like", "readelf", library)
+    assert (like_readelf.returncode, like_readelf.stdout) == (0, readelf)
+
     looked_up = _stackmark("lookup", library, "0x1000")
     assert looked_up.returncode == 1
     assert looked_up.stdout == "0x1000: no SFrame row covers this address\n"
@@ -99,6 +109,14 @@ def test_section_option_reads_a_renamed_section(newer_binutils: Path, tmp_path: 
 
     dumped = _stackmark("dump", "--section", ".sframe2", renamed)
     assert (dumped.returncode, dumped.stdout) == (0, expected.stdout)
+    readelf = subprocess.run(
+        [str(tools / "readelf"), "--sframe=.sframe2", str(renamed)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    like_readelf = _stackmark("dump", "--like", "readelf", "--section", ".sframe2", renamed)
+    assert (like_readelf.returncode, like_readelf.stdout) == (0, readelf)
 
     start = read_sframe_file(program).fdes[0].start
     looked_up = _stackmark("lookup", "--section", ".sframe2", renamed, hex(start + 4))

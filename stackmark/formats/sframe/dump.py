@@ -77,6 +77,18 @@ def objdump_text(
     )
 
 
+def readelf_text(
+    section: SFrameSection, *, style: str | None = None, section_name: str = ".sframe"
+) -> str:
+    """The whole `readelf --sframe FILE` output: objdump's without the file line."""
+    return f"Contents of the SFrame section {section_name}:" + dump_sframe(section, style=style)
+
+
+def readelf_empty_section_text(section_name: str) -> str:
+    """What readelf 2.47 prints for an empty SFrame section (and exits 0)."""
+    return f"\nSection '{section_name}' has no debugging data.\n"
+
+
 def dump_sframe(section: SFrameSection, *, style: str | None = None) -> str:
     """libsframe's dump of the section (what objdump prints after "Contents of ...:")."""
     style = style or default_style(section.version, section.abi_arch, section.header.flags)
