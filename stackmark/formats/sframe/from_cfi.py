@@ -415,7 +415,12 @@ class _Converter:
         if rule.kind is RuleKind.OFFSET:
             return rule.offset, None
         if rule.kind is RuleKind.VAL_OFFSET:
-            return None, (spec.flex_control(None, False), rule.offset)
+            # FP = CFA+N would be the flex control word 0, which means padding
+            raise _Unsupported(
+                f"the frame pointer is {_rule_text(rule)}: no SFrame form (the flex "
+                "control word for a CFA-based value is 0, the padding word)",
+                pc,
+            )
         if rule.kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION):
             base, offset, deref = _breg_expression(rule.expression, pc, "FP")
             if deref:
