@@ -141,6 +141,18 @@ X86_64_LEFT_OUT = {
 """,
         "the stack pointer is undefined",
     ),
+    # FP = CFA-16, a value (x86_64-empty-2): as a flex word its control would be 0,
+    # which is the padding word
+    "fp_is_cfa_minus_16": (
+        "",
+        """
+	nop
+	.cfi_def_cfa_offset 16
+	.cfi_escape 0x14,0x6,0x2
+	nop
+""",
+        "the frame pointer is CFA-16",
+    ),
     # SP kept in rcx (x86_64-empty-5)
     "sp_in_register": (
         "",
