@@ -162,6 +162,7 @@ class Fde:
     source: str | None
     endian: str
     address_size: int
+    section_address: int = 0
     _rows: list[CfiRow] | None = field(default=None, repr=False)
 
     def rows(self) -> list[CfiRow]:
@@ -307,7 +308,8 @@ def _read_fde(
         start = cursor.uint(address_size, "FDE initial location")
         size = cursor.uint(address_size, "FDE address range")
     if cie.has_augmentation_data:
-        cursor.pos += cursor.uleb("FDE augmentation data length")
+        length = cursor.uleb("FDE augmentation data length")
+        cursor.pos += length  # the LSDA pointer, not needed here
     instructions_at = cursor.pos
     return Fde(
         offset,
@@ -320,6 +322,7 @@ def _read_fde(
         cursor.source,
         cursor.endian,
         address_size,
+        address,
     )
 
 
@@ -327,13 +330,20 @@ class _Cursor:
     """A bounds-checked position in a section (or in one entry of it)."""
 
     def __init__(
-        self, data: bytes, section: str, source: str | None, endian: str, pos: int = 0
+        self,
+        data: bytes,
+        section: str,
+        source: str | None,
+        endian: str,
+        pos: int = 0,
+        origin: int = 0,
     ) -> None:
         self.data = data
         self.section = section
         self.source = source
         self.endian = endian
         self.pos = pos
+        self.origin = origin  # section offset of data[0] (instruction bytes start later)
 
     def error(self, message: str, offset: int) -> FormatError:
         return FormatError(f"{self.section}: {message}", offset=offset, source=self.source)
@@ -341,7 +351,8 @@ class _Cursor:
     def _need(self, size: int, what: str) -> int:
         at = self.pos
         if at + size > len(self.data):
-            raise self.error(f"{what} at 0x{at:x} runs past the end of its entry", at)
+            offset = self.origin + at
+            raise self.error(f"{what} at 0x{offset:x} runs past the end of its entry", offset)
         self.pos = at + size
         return at
 
@@ -461,7 +472,7 @@ class _Machine:
         there means "no rule", as gas writes it.
         """
         fde, cie = self.fde, self.cie
-        cursor = _Cursor(code, fde.section, fde.source, fde.endian)
+        cursor = _Cursor(code, fde.section, fde.source, fde.endian, origin=base)
         factor_code, factor_data = cie.code_alignment, cie.data_alignment
         pc = fde.start
         stack: list[_State] = []
@@ -481,7 +492,9 @@ class _Machine:
             elif op == DW_CFA_nop:
                 pass
             elif op == DW_CFA_set_loc:
-                new_pc = cursor.encoded(cie.fde_encoding, 0, fde.address_size, "DW_CFA_set_loc")
+                new_pc = cursor.encoded(
+                    cie.fde_encoding, fde.section_address + base, fde.address_size, "set_loc"
+                )
             elif op == DW_CFA_advance_loc1:
                 new_pc = pc + cursor.uint(1, "advance") * factor_code
             elif op == DW_CFA_advance_loc2:
@@ -553,6 +566,8 @@ class _Machine:
             else:
                 raise cursor.error(f"unknown call-frame instruction 0x{op:02x}", at)
             if new_pc is not None and initial is not None:
+                if new_pc < pc:
+                    raise cursor.error(f"the location moves back from 0x{pc:x} to 0x{new_pc:x}", at)
                 self._emit(rows, pc, state)
                 pc = new_pc
         return pc

@@ -25,7 +25,8 @@ from stackmark.errors import FormatError
 from stackmark.formats.sframe.dump import objdump_text
 from stackmark.formats.sframe.from_cfi import generate_from_file
 from stackmark.formats.sframe.reader import read_sframe_file
-from tests.support.build import run
+from tests.conftest import require_tool
+from tests.support.build import compile_program, run
 
 X86_64 = {
     # the return address popped into rcx, then jumped to (x86_64-5)
@@ -308,3 +309,59 @@ def test_cfi_damage_is_a_format_error_with_the_offset(newer_binutils: Path, tmp_
         except FormatError as exc:
             assert exc.source == "cut" and exc.offset is not None
             assert exc.reason.startswith(".eh_frame: ")
+
+
+def test_a_damaged_fde_leaves_out_its_function_only(newer_binutils: Path, tmp_path: Path) -> None:
+    """An unknown DW_CFA opcode in one FDE: that function is reported, with the
+    section offset, and the other is still generated."""
+    tools = newer_binutils / "bin-sid"
+    source = _function("first", X86_64["ra_at_cfa_minus_16"]) + _function(
+        "second", X86_64["ra_in_register"]
+    )
+    program = _build(tools, tmp_path, "first", source, gsframe=False)
+    with ElfFile.open(program) as elf:
+        section = elf.section(".eh_frame")
+        assert section is not None
+        fdes = read_cfi(elf.section_data(section), ".eh_frame", address=section.addr)
+        second = next(fde for fde in fdes if fde.size == 7)
+        position = section.offset + second.instructions_offset
+    image = bytearray(program.read_bytes())
+    image[position] = 0x3F  # no DW_CFA opcode has this number
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(bytes(image))
+    result = generate_from_file(damaged)
+    assert [fde.start for fde in result.section.fdes] == [fdes[0].start]
+    (skipped,) = result.skipped
+    assert skipped.name == "second"
+    offset = second.instructions_offset
+    assert f"offset 0x{offset:x}: .eh_frame: unknown call-frame instruction 0x3f" in skipped.reason
+
+
+def test_cxx_fdes_with_an_lsda_equal_gas(tmp_path: Path) -> None:
+    """C++ functions with exception tables carry augmentation data (the LSDA
+    pointer) in their FDEs: the instructions start after it. g++ with gas 2.40's
+    --gsframe against generate --sframe-version 1, both read by objdump 2.40."""
+    objdump = require_tool("objdump")
+    flags = ("-O2", "-fomit-frame-pointer")
+    gas = compile_program(
+        "sframe_cxx_gas", ["markup_cpp.cpp"], compiler="g++", flags=(*flags, "-Wa,--gsframe")
+    )
+    plain = compile_program("sframe_cxx_plain", ["markup_cpp.cpp"], compiler="g++", flags=flags)
+    with ElfFile.open(plain) as elf:
+        section = elf.section(".eh_frame")
+        assert section is not None
+        fdes = read_cfi(elf.section_data(section), ".eh_frame", address=section.addr)
+    assert any(fde.cie.augmentation == "zPLR" for fde in fdes)  # personality and LSDA
+    out = tmp_path / "generated"
+    assert main(["sframe", "generate", str(plain), "-o", str(out), "--sframe-version", "1"]) == 0
+
+    def dumped(binary: Path) -> str:
+        return subprocess.run(
+            [objdump, "--sframe", str(binary)], capture_output=True, text=True, check=True
+        ).stdout
+
+    # gas describes the program's own functions; ld adds its PLT; the C runtime's
+    # objects were built without --gsframe, so only the generated section has them
+    gas_functions, ours = _functions(dumped(gas)), _functions(dumped(out))
+    assert len(gas_functions) > 5 and len(ours) > len(gas_functions)
+    assert [f for f in gas_functions if f not in ours] == []

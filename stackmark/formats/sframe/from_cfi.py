@@ -145,6 +145,13 @@ def generate_from_elf(
             skipped.append(
                 SkippedFunction(entry.start, entry.size, why.reason, why.pc, names.get(entry.start))
             )
+        except FormatError as damaged:  # one FDE's instructions: the others still count
+            reason = f"its call-frame instructions are malformed: {damaged}"
+            skipped.append(
+                SkippedFunction(
+                    entry.start, entry.size, reason, entry.start, names.get(entry.start)
+                )
+            )
     fdes.sort(key=lambda fde: fde.start)
     # v2 without FUNC_START_PCREL: binutils 2.41-2.44 reject the flag, 2.45+ read both.
     header = new_header(abi, version=version, sorted_fdes=True, pcrel=version >= spec.VERSION_3)
