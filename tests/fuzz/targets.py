@@ -464,7 +464,7 @@ TARGETS: dict[str, Target] = {
         Target("imagemap", run_imagemap, _prepare_imagemap, 2048, "image-map decoder"),
         Target("breakpad", run_breakpad, _prepare_breakpad, 8192, "Breakpad reader"),
         Target("elf", run_elf, _prepare_elf, 1 << 17, "ELF, DWARF, symbol table"),
-        Target("cfi", run_cfi, _prepare_cfi, 1 << 17, "SFrame from CFI (pyelftools)"),
+        Target("cfi", run_cfi, _prepare_cfi, 1 << 17, "SFrame from CFI (dwarf/cfi.py)"),
         Target("debuginfod", run_debuginfod, _prepare_debuginfod, 1 << 17, "debuginfod"),
     )
 }

@@ -1,10 +1,11 @@
 """`stackmark sframe generate` on Debian's libc.so.6, checked row by row
 against llvm-dwarfdump's decoded `.eh_frame` table for the same file.
 
-libc carries DW_CFA_GNU_args_size, which pyelftools 0.33 cannot put in a
-decoded table (and whose error then failed to format: "Unknown format code
-'x' for object of type 'str'"); a handful of its functions keep the return
-address in a register, which SFrame cannot say: those must be reported.
+libc carries DW_CFA_GNU_args_size (which pyelftools 0.33, the CFI reader
+before stackmark's own, could not put in a decoded table); vfork keeps its
+return address in a register (a v3 flex FDE); getcontext and setcontext
+give the stack pointer rules of its own, which SFrame cannot say: those
+must be reported.
 """
 
 from __future__ import annotations
