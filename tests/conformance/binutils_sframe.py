@@ -29,17 +29,22 @@
      dropped on both sides). What stackmark writes must read back the same in
      stackmark's dump and in every objdump that knows its version;
    - libsframe/testsuite/libsframe.decode's raw sections (DATA*), wrapped in an
-     ELF object by the release's objcopy: dump against objdump.
+     ELF object by the release's objcopy: dump against objdump;
+   - libsframe/testsuite/libsframe.find's C tests, built with gcc against the
+     release's own libsframe sources (a stand-in dejagnu.h; sframe_decode and
+     sframe_find_fre wrapped to save each section and log each answer): every
+     sframe_find_fre answer against stackmark's lookup of the same PC.
    Common gas tests run for x86-64, AArch64 and (2.47) s390x, as
    cfi-sframe.exp runs them for each target.
 3. Report: one line per case that is not identical, then the counts per
    release and class. Classes (the exit status is 1 when any case is in one
-   of the first four):
+   of the first six):
        dump-differs      stackmark's dump is not the release tool's text
        expectation       stackmark's dump fails the .d where the tool's passes
        generate-error    generate failed
        generate-differs  generate's rows are not gas's, for no known reason
        readback          a generated section reads back differently
+       lookup-differs    stackmark's FRE for a PC is not sframe_find_fre's
        known:<reason>    generate differs from gas for a documented reason
                          (docs/sframe-cbf-unwind.md): gas-repeats-rows,
                          gas-zero-length-fde, gas-row-at-function-end,
@@ -47,9 +52,10 @@
        same-sframe-part  the tool also dumps another section (objdump -WF):
                          its SFrame part is identical
        tool-fails-.d     the release's own tool fails the .d (binutils' xfail)
+       skipped           not applicable (no --gsframe; gas or ld refuses the input)
        same              identical
-   libsframe's C tests (encode, find, frecnt) drive libsframe's C API and
-   are not run.
+   libsframe's other C tests (encode, frecnt, be-flipping) check libsframe's
+   encoder and byte swapping, which stackmark does not share, and are not run.
 """
 
 from __future__ import annotations
@@ -67,8 +73,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from stackmark.cli.main import main as stackmark_main
+from stackmark.formats.sframe import spec
+from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import read_sframe_file
 from tests.support.binutils import newer_binutils
 from tests.support.s390x_binutils import s390x_binutils
@@ -87,6 +96,14 @@ WANTED = (
     "libsframe/testsuite/*",
     "binutils/testsuite/binutils-all/x86-64/*",
     "binutils/testsuite/lib/binutils-common.exp",
+    # libsframe itself, to build its C tests (libsframe.find)
+    "libsframe/sframe.c",
+    "libsframe/sframe-error.c",
+    "libsframe/sframe-impl.h",
+    "include/sframe.h",
+    "include/sframe-api.h",
+    "include/ansidecl.h",
+    "libctf/swap.h",
 )
 DUMP_GROUPS = (
     "gas/testsuite/gas/cfi-sframe/*.d",
@@ -96,7 +113,14 @@ DUMP_GROUPS = (
     "ld/testsuite/ld-sframe/*.d",
     "binutils/testsuite/binutils-all/x86-64/*sframe*.d",
 )
-FAILING = ("dump-differs", "expectation", "generate-error", "generate-differs", "readback")
+FAILING = (
+    "dump-differs",
+    "expectation",
+    "generate-error",
+    "generate-differs",
+    "readback",
+    "lookup-differs",
+)
 TRIPLES = {
     "x86_64": "x86_64-pc-linux-gnu",
     "aarch64": "aarch64-unknown-linux-gnu",
@@ -330,6 +354,7 @@ class Outcome:
     kind: str  # "dump", "generate", "libsframe"
     verdict: str  # a class of the module docstring
     detail: str = ""
+    lookups: int = 0  # libsframe-find: sframe_find_fre answers compared
 
 
 def _assemble(
@@ -639,6 +664,133 @@ def libsframe_case(
     return Outcome(release, arch, name, "libsframe", "same")
 
 
+# -- libsframe's lookups ----------------------------------------------------------------
+
+# libsframe.find's C tests build sections with libsframe's encoder and check
+# sframe_find_fre's answers. Linked with these wrappers, each section a test
+# decodes is saved (section-N.bin) and each lookup logged (lookups.txt:
+# section, pc, status, the FRE's start, info and data-word bytes), so that
+# stackmark can be asked the same questions about the same bytes.
+_DEJAGNU_SHIM = """
+#include <stdarg.h>
+#include <stdio.h>
+static inline void pass (const char *fmt, ...)
+{ va_list a; va_start (a, fmt); printf ("PASS: "); vprintf (fmt, a); puts (""); va_end (a); }
+static inline void fail (const char *fmt, ...)
+{ va_list a; va_start (a, fmt); printf ("FAIL: "); vprintf (fmt, a); puts (""); va_end (a); }
+static inline void note (const char *fmt, ...) { (void) fmt; }
+static inline void totals (void) {}
+"""
+
+_LOOKUP_WRAPPERS = """
+#include <stdio.h>
+#include "sframe-api.h"
+sframe_decoder_ctx *__real_sframe_decode (const char *, size_t, int *);
+int __real_sframe_find_fre (sframe_decoder_ctx *, PC_TYPE, sframe_frame_row_entry *);
+static const sframe_decoder_ctx *decoded[1024];
+static int count;
+
+sframe_decoder_ctx *
+__wrap_sframe_decode (const char *buf, size_t size, int *err)
+{
+  sframe_decoder_ctx *ctx = __real_sframe_decode (buf, size, err);
+  if (ctx != NULL && count < 1024)
+    {
+      char name[32];
+      snprintf (name, sizeof name, "section-%d.bin", count);
+      FILE *f = fopen (name, "wb");
+      fwrite (buf, 1, size, f);
+      fclose (f);
+      decoded[count++] = ctx;
+    }
+  return ctx;
+}
+
+int
+__wrap_sframe_find_fre (sframe_decoder_ctx *ctx, PC_TYPE pc, sframe_frame_row_entry *frep)
+{
+  int status = __real_sframe_find_fre (ctx, pc, frep);
+  int i = count - 1;
+  while (i >= 0 && decoded[i] != ctx)
+    i--;
+  FILE *f = fopen ("lookups.txt", "a");
+  fprintf (f, "%d %lld %d", i, (long long) pc, status);
+  if (status == 0)
+    {
+      fprintf (f, " %u %u ", (unsigned) frep->fre_start_addr, (unsigned) frep->fre_info);
+      for (size_t k = 0; k < sizeof frep->WORDS_FIELD; k++)
+        fprintf (f, "%02x", frep->WORDS_FIELD[k]);
+    }
+  fputs ("\\n", f);
+  fclose (f);
+  return status;
+}
+"""
+
+
+def libsframe_find_case(release: str, test: Path, work: Path) -> Outcome:
+    """One libsframe.find test, built against the release's libsframe: every
+    sframe_find_fre answer against stackmark's lookup of the same PC."""
+    name = _test_name(test)
+    root = BUILD / "src" / release
+    api = (root / "include/sframe-api.h").read_text()
+    pc_type = "int32_t" if re.search(r"sframe_find_fre \([^)]*int32_t pc", api) else "int64_t"
+    words = "fre_datawords" if "fre_datawords" in api else "fre_offsets"
+    shim = work / "shim"
+    shim.mkdir()
+    (shim / "config.h").write_text("")
+    (shim / "dejagnu.h").write_text(_DEJAGNU_SHIM)
+    (work / "wrappers.c").write_text(_LOOKUP_WRAPPERS)
+    program = work / test.stem
+    build = _run(
+        [
+            "gcc", "-O1", "-w", f"-DPC_TYPE={pc_type}", f"-DWORDS_FIELD={words}",
+            f"-I{shim}", f"-I{root / 'libsframe'}", f"-I{root / 'include'}",
+            f"-I{root / 'libctf'}", f"-I{root / 'libsframe/testsuite'}",
+            str(test), str(root / "libsframe/sframe.c"), str(root / "libsframe/sframe-error.c"),
+            str(work / "wrappers.c"),
+            "-Wl,--wrap=sframe_decode", "-Wl,--wrap=sframe_find_fre", "-o", str(program),
+        ],
+        work,
+    )  # fmt: skip
+    if build.returncode != 0:
+        return Outcome(release, "x86_64", name, "libsframe-find", "skipped", build.stderr[-500:])
+    ran = _run([str(program)], work)
+    if "PASS:" not in ran.stdout or "FAIL:" in ran.stdout:
+        detail = "libsframe's own test does not pass:\n" + ran.stdout
+        return Outcome(release, "x86_64", name, "libsframe-find", "skipped", detail)
+    log = work / "lookups.txt"
+    lookups = log.read_text().splitlines() if log.exists() else []
+    differences = [line for line in lookups if not _same_lookup(line, work)]
+    verdict = "lookup-differs" if differences else "same"
+    detail = f"{len(lookups)} lookups; differ: " + "; ".join(differences[:5])
+    return Outcome(release, "x86_64", name, "libsframe-find", verdict, detail, len(lookups))
+
+
+def _same_lookup(line: str, work: Path) -> bool:
+    """Does stackmark find the FRE libsframe found (or none where it found none)?"""
+    fields = line.split()
+    section, pc, status = int(fields[0]), int(fields[1]), int(fields[2])
+    data = (work / f"section-{section}.bin").read_bytes()
+    # libsframe's PCs are relative to the section and often negative (text lies
+    # below it): place the section high enough that every function lies above 0
+    base = 1 << 40
+    match = SFrameTable.from_bytes(data, base).find(base + pc)
+    if status != 0:
+        return match is None or match.fre is None
+    if match is None or match.fre is None:
+        return False
+    start, info, raw = int(fields[3]), int(fields[4]), bytes.fromhex(fields[5])
+    fre = match.fre
+    size = spec.WORD_SIZE.get(spec.fre_info_word_size_code(info), 1)
+    endian: Literal["little", "big"] = "little" if data[:2] == b"\xe2\xde" else "big"
+    words = tuple(
+        int.from_bytes(raw[i * size : (i + 1) * size], endian, signed=True)
+        for i in range(spec.fre_info_word_count(info))
+    )
+    return (fre.start, fre.info, tuple(fre.words)) == (start, info, words)
+
+
 def _test_name(path: Path) -> str:
     """The test's path in its release's sources, after that release: 2.47/gas/..."""
     return str(path.relative_to(BUILD / "src"))
@@ -719,6 +871,12 @@ def run_release(
         if filter_ and not re.search(filter_, str(data)):
             continue
         outcomes.append(libsframe_case(release, sets, data, fresh()))
+    for program in sorted(
+        (BUILD / "src" / release / "libsframe/testsuite/libsframe.find").glob("*.c")
+    ):
+        if filter_ and not re.search(filter_, str(program)):
+            continue
+        outcomes.append(libsframe_find_case(release, program, fresh()))
     for outcome in outcomes:
         if outcome.verdict not in ("same", "skipped"):
             print(
@@ -757,6 +915,11 @@ def main(argv: list[str] | None = None) -> int:
             counts = Counter(o.verdict for o in outcomes if o.release == release and o.kind == kind)
             if counts:
                 text = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
+                answers = sum(
+                    o.lookups for o in outcomes if o.release == release and o.kind == kind
+                )
+                if answers:
+                    text += f" ({answers} sframe_find_fre answers)"
                 print(f"binutils {release} {kind}: {text}")
     return 1 if any(o.verdict in FAILING for o in outcomes) else 0
 
