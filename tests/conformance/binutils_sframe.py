@@ -62,8 +62,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import fnmatch
 import io
+import os
 import re
 import shlex
 import shutil
@@ -458,8 +460,6 @@ def dump_case(
 
 @contextlib.contextmanager
 def _cwd(path: Path) -> Iterator[None]:
-    import os
-
     before = os.getcwd()
     os.chdir(path)
     try:
@@ -469,8 +469,6 @@ def _cwd(path: Path) -> Iterator[None]:
 
 
 def _diff(expected: str, got: str) -> str:
-    import difflib
-
     return "".join(
         difflib.unified_diff(
             expected.splitlines(True), got.splitlines(True), "binutils", "stackmark", n=1
