@@ -230,6 +230,9 @@ def test_relocatable_objects_dump_as_objdump_2_47(
         assert "pc = 0x0," in expected
         dumped = _stackmark("dump", obj)
         assert (dumped.returncode, dumped.stdout) == (0, expected), obj.name
+        looked_up = _stackmark("lookup", obj, "0x1")
+        assert looked_up.returncode == 0 and ": FDE 0 " in looked_up.stdout
+        assert "[0x0, " in looked_up.stdout, looked_up.stdout
     starts = [fde.start for fde in read_sframe_file(tmp_path / "merged.o").fdes]
     assert starts[0] == 0 and len(set(starts)) == 4  # ld -r put b1, b2 after a1, a2
 
