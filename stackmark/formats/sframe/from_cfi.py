@@ -53,6 +53,7 @@ _DW_OP_DEREF = 0x06
 _X86_64_PLT_EXPR_HEAD = bytes([0x77, 0x08, 0x80, 0x00, 0x3F, 0x1A])  # rsp+8 + ((rip & 15) ...
 _X86_64_PLT_EXPR_TAIL = bytes([0x2A, 0x33, 0x24, 0x22])  # ... >= N) << 3, plus
 _X86_64_PLT_BLOCK = 16
+_MAX_FUNCTION_SIZE = 0xFFFFFFFF  # an FDE's u32 func_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +225,10 @@ class _Converter:
     def function(self, entry: Fde) -> list[FuncDescEntry]:
         start, size = entry.start, entry.size
         cie = entry.cie
+        if size > _MAX_FUNCTION_SIZE:
+            raise _Unsupported(
+                f"the function is {size} bytes long; SFrame function sizes are 32-bit", start
+            )
         if cie.ra_register != self.arch.ra:
             raise _Unsupported(
                 f"the return address column is register {cie.ra_register}, not "
