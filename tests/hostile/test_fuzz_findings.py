@@ -76,6 +76,14 @@ def test_cfi_function_longer_than_sframe_can_say_is_left_out() -> None:
     assert [(f.start, f.size) for f in written] == [(f.start, f.size) for f in result.section.fdes]
 
 
+def test_cfi_expression_cut_inside_its_offset_is_reported() -> None:
+    """DW_OP_bregN whose SLEB128 offset runs off the expression: ValueError
+    escaped; the function is left out and reported."""
+    data = (CRASHES / "cfi" / "breg-offset-truncated").read_bytes()
+    result = generate_from_elf_bytes(data, AbiArch.AMD64_LITTLE, source="damaged.so")
+    assert any("ends inside its offset" in skipped.reason for skipped in result.skipped)
+
+
 def test_dwarf_abbreviation_code_of_two_quadrillion() -> None:
     """A mutated abbreviation code (2.2e15) sized per-code lists: MemoryError in
     both DWARF walks (symbol lookups and GSYM conversion)."""

@@ -509,7 +509,10 @@ def _breg_expression(expr: Sequence[int], pc: int, what: str) -> tuple[int, int,
     data = bytes(expr)
     if not data or not _DW_OP_BREG0 <= data[0] <= _DW_OP_BREG31:
         raise _Unsupported(f"{what} expression other than reg+offset or *(reg+offset)", pc)
-    offset, used = _sleb128(data, 1)
+    try:
+        offset, used = _sleb128(data, 1)
+    except ValueError:
+        raise _Unsupported(f"{what} expression ends inside its offset (damaged)", pc) from None
     rest = data[1 + used :]
     if rest == b"":
         return data[0] - _DW_OP_BREG0, offset, False
