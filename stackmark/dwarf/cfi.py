@@ -72,7 +72,6 @@ DW_CFA_GNU_negative_offset_extended = 0x2F
 DW_EH_PE_omit = 0xFF
 DW_EH_PE_pcrel = 0x10
 DW_EH_PE_datarel = 0x30
-DW_EH_PE_indirect = 0x80
 _EH_PE_FORMATS = {  # low nibble -> (size in bytes, signed); 0 = address size, -1 = LEB128
     0x0: (0, False),
     0x1: (-1, False),
@@ -128,6 +127,9 @@ class CfiRow:
 
 @dataclass(slots=True)
 class Cie:
+    """A Common Information Entry: what its FDEs share (alignment factors, the
+    return-address column, the pointer encoding, the initial instructions)."""
+
     offset: int
     version: int
     augmentation: str
@@ -152,6 +154,9 @@ class Cie:
 
 @dataclass(slots=True)
 class Fde:
+    """A Frame Description Entry: one function's range and instructions; `rows()`
+    runs its CIE's instructions, then its own. Offsets are section offsets."""
+
     offset: int
     cie: Cie
     start: int
@@ -402,7 +407,8 @@ class _Cursor:
         """A DW_EH_PE-encoded pointer; pc-relative ones resolved against `address`.
 
         An indirect pointer (personality routines) gives the address of the
-        pointer: the value is never needed here."""
+        pointer, and a data-relative one its raw value: neither value is needed
+        here (gas writes FDE addresses absolute or pc-relative)."""
         if encoding == DW_EH_PE_omit:
             return 0
         at = self.pos
