@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-22 clang-19 \
                 elfutils debuginfod \
                 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
-                neovim chromium ripgrep libkrb5-dev tmux tcl
+                neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64 tcl
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 
@@ -37,7 +37,7 @@ $(PY): | $(SYS_STAMP)
 
 $(PY_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,lsp]'
+	$(PY) -m pip install -q -e '.[dev,lsp,serve,dask]'
 	@touch $@
 
 setup: $(SYS_STAMP) $(PY_STAMP) editors-setup

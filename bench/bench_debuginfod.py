@@ -48,7 +48,7 @@ bytecode.prepare()
 from tests.support.build import build_id_of, compile_program  # noqa: E402
 from tests.support.debuginfod_servers import ElfutilsServer, server_environment  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
+TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
 WORK = HERE / "work"
 BIG = WORK / "big"
 OUT = WORK / "debuginfod"

@@ -55,7 +55,7 @@ bytecode.prepare()
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
+TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
 WORK = HERE / "work"
 BIG = WORK / "big"
 OUT = WORK / "lsp"

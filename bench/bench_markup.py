@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import Summary, load_average, measure, measure_round_robin, table  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", "/work/shared/tools"))
+TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
 WORK = HERE / "work"
 BIG = WORK / "big"
 OUT = WORK / "markup"

@@ -230,6 +230,41 @@ def process_item(item: BatchItem, processor: FileProcessor, temp_dir: Path) -> I
     return ItemResult(item, status, "".join(messages), output=target)
 
 
+def process_bytes(
+    name: str, data: bytes, processor: FileProcessor
+) -> tuple[int, bytes, str, str | None]:
+    """Process one input held in memory (for workers on other machines, which get
+    the log's bytes and return the output's): (status, output, diagnostics, failure),
+    with the failures `process_item` gives; never raises for a bad input."""
+    import io
+
+    messages: list[str] = []
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return 2, b"", "", "binary data (NUL bytes), not a text log"
+    output = io.BytesIO()
+    try:
+        status = processor(name, io.BytesIO(data), output, messages.append)
+    except Exception as exc:  # a bug must not take the whole batch down
+        return 2, b"", "".join(messages), f"internal error: {type(exc).__name__}: {exc}"
+    return status, output.getvalue(), "".join(messages), None
+
+
+def write_output(target: Path, data: bytes) -> None:
+    """Write `data` to `target` whole or not at all (a temporary file renamed into place)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, part_name = tempfile.mkstemp(
+        prefix=f".{target.name[:100]}.", suffix=".part", dir=target.parent
+    )
+    try:
+        with os.fdopen(fd, "wb") as output:
+            output.write(data)
+        os.replace(part_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part_name)
+        raise
+
+
 def _process_in_worker(item: BatchItem, temp_dir: Path) -> ItemResult:
     assert _processor is not None, "worker started without a processor"
     return process_item(item, _processor, temp_dir)

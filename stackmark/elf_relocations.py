@@ -23,7 +23,8 @@ the address of the place (target sh_addr + r_offset):
     PC-relative   S + A - P     (.eh_frame's pc_begin, a v3 SFrame FDE's start)
 
 written in the file's byte order over `size` bytes, truncated to that size
-as the processor ABIs specify for data relocations. Only the types that
+as the processor ABIs specify for data relocations. RISC-V also adds to or
+subtracts from the value in place V (label differences, kept as pairs). Only the types that
 data and debug sections use are known (below, from each psABI); any other
 raises `FormatError`, as does an entry whose place lies outside the section.
 
@@ -40,13 +41,16 @@ from stackmark.elf import (
     EM_386,
     EM_AARCH64,
     EM_ARM,
+    EM_RISCV,
     EM_S390,
     EM_X86_64,
     ET_REL,
+    SHF_EXECINSTR,
     SHN_ABS,
     SHN_COMMON,
     SHN_UNDEF,
     SHN_XINDEX,
+    SHT_NOBITS,
     ElfFile,
     Section,
 )
@@ -54,6 +58,7 @@ from stackmark.errors import FormatError
 from stackmark.plain import FrozenRecord
 
 SHT_RELA, SHT_REL, SHT_SYMTAB_SHNDX = 4, 9, 18
+EM_PPC64 = 21
 
 
 class Kind(Enum):
@@ -62,6 +67,12 @@ class Kind(Enum):
     NONE = "none"  # nothing to write
     ABSOLUTE = "S + A"
     PC_RELATIVE = "S + A - P"
+    ADD = "V + S + A"  # V: the value in place (RISC-V's label differences)
+    SUB = "V - (S + A)"
+    SUB6 = "V - (S + A), low 6 bits"
+    SET6 = "S + A, low 6 bits"
+    SET_ULEB128 = "S + A, as the ULEB128 in place"  # same length, padded
+    SUB_ULEB128 = "V - (S + A), as the ULEB128 in place"
 
 
 # (machine, r_type) -> (kind, bytes written, name as the psABI spells it)
@@ -105,21 +116,65 @@ _TYPES: dict[tuple[int, int], tuple[Kind, int, str]] = {
     (EM_ARM, 2): (Kind.ABSOLUTE, 4, "R_ARM_ABS32"),
     (EM_ARM, 3): (Kind.PC_RELATIVE, 4, "R_ARM_REL32"),
     (EM_ARM, 55): (Kind.ABSOLUTE, 4, "R_ARM_ABS32_NOI"),
+    # 64-bit ELF V2 ABI (PowerPC), "Relocation Types"
+    (EM_PPC64, 0): (Kind.NONE, 0, "R_PPC64_NONE"),
+    (EM_PPC64, 1): (Kind.ABSOLUTE, 4, "R_PPC64_ADDR32"),
+    (EM_PPC64, 26): (Kind.PC_RELATIVE, 4, "R_PPC64_REL32"),
+    (EM_PPC64, 38): (Kind.ABSOLUTE, 8, "R_PPC64_ADDR64"),
+    (EM_PPC64, 44): (Kind.PC_RELATIVE, 8, "R_PPC64_REL64"),
+    (EM_PPC64, 78): (Kind.ABSOLUTE, 8, "R_PPC64_DTPREL64"),
+    # RISC-V ELF psABI: lengths and line advances are written as pairs
+    # (ADD of the end label, SUB of the start) so that linker relaxation
+    # keeps them right.
+    (EM_RISCV, 0): (Kind.NONE, 0, "R_RISCV_NONE"),
+    (EM_RISCV, 1): (Kind.ABSOLUTE, 4, "R_RISCV_32"),
+    (EM_RISCV, 2): (Kind.ABSOLUTE, 8, "R_RISCV_64"),
+    (EM_RISCV, 33): (Kind.ADD, 1, "R_RISCV_ADD8"),
+    (EM_RISCV, 34): (Kind.ADD, 2, "R_RISCV_ADD16"),
+    (EM_RISCV, 35): (Kind.ADD, 4, "R_RISCV_ADD32"),
+    (EM_RISCV, 36): (Kind.ADD, 8, "R_RISCV_ADD64"),
+    (EM_RISCV, 37): (Kind.SUB, 1, "R_RISCV_SUB8"),
+    (EM_RISCV, 38): (Kind.SUB, 2, "R_RISCV_SUB16"),
+    (EM_RISCV, 39): (Kind.SUB, 4, "R_RISCV_SUB32"),
+    (EM_RISCV, 40): (Kind.SUB, 8, "R_RISCV_SUB64"),
+    (EM_RISCV, 51): (Kind.NONE, 0, "R_RISCV_RELAX"),
+    (EM_RISCV, 52): (Kind.SUB6, 1, "R_RISCV_SUB6"),
+    (EM_RISCV, 53): (Kind.SET6, 1, "R_RISCV_SET6"),
+    (EM_RISCV, 54): (Kind.ABSOLUTE, 1, "R_RISCV_SET8"),
+    (EM_RISCV, 55): (Kind.ABSOLUTE, 2, "R_RISCV_SET16"),
+    (EM_RISCV, 56): (Kind.ABSOLUTE, 4, "R_RISCV_SET32"),
+    (EM_RISCV, 57): (Kind.PC_RELATIVE, 4, "R_RISCV_32_PCREL"),
+    (EM_RISCV, 60): (Kind.SET_ULEB128, 0, "R_RISCV_SET_ULEB128"),
+    (EM_RISCV, 61): (Kind.SUB_ULEB128, 0, "R_RISCV_SUB_ULEB128"),
 }
 
 
 class Relocation(FrozenRecord):
     """One entry of a SHT_REL or SHT_RELA section, its symbol's address resolved."""
 
-    __slots__ = _fields = __match_args__ = ("offset", "type", "symbol", "addend", "entry_at")
+    __slots__ = _fields = __match_args__ = (
+        "offset",
+        "type",
+        "symbol",
+        "addend",
+        "entry_at",
+        "symbol_section",
+    )
     offset: int  # r_offset: the place, relative to the target section
     type: int  # r_type, machine-specific
     symbol: int  # S: the symbol's address (0 when undefined or index 0)
     addend: int | None  # r_addend; None for SHT_REL (the addend is in place)
     entry_at: int  # file offset of the entry itself, for error messages
+    symbol_section: int | None  # index of the section the symbol is in; None: none
 
     def __init__(
-        self, offset: int, type: int, symbol: int, addend: int | None, entry_at: int
+        self,
+        offset: int,
+        type: int,
+        symbol: int,
+        addend: int | None,
+        entry_at: int,
+        symbol_section: int | None = None,
     ) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "offset", offset)
@@ -127,6 +182,7 @@ class Relocation(FrozenRecord):
         setattr_(self, "symbol", symbol)
         setattr_(self, "addend", addend)
         setattr_(self, "entry_at", entry_at)
+        setattr_(self, "symbol_section", symbol_section)
 
 
 def relocation_sections(elf: ElfFile, target: Section) -> list[Section]:
@@ -159,7 +215,7 @@ def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
             offset=rel_section.offset,
             source=elf.name,
         )
-    addresses = _symbol_addresses(elf, rel_section)
+    addresses, in_sections = _symbol_addresses(elf, rel_section)
     data = elf.section_data(rel_section)
     for pos in range(0, len(data) - entry.size + 1, entsize):
         fields = entry.unpack_from(data, pos)
@@ -176,7 +232,14 @@ def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
                 source=elf.name,
             )
         addend = fields[2] if is_rela else None
-        yield Relocation(r_offset, r_type, addresses[sym_index], addend, rel_section.offset + pos)
+        yield Relocation(
+            r_offset,
+            r_type,
+            addresses[sym_index],
+            addend,
+            rel_section.offset + pos,
+            in_sections[sym_index],
+        )
 
 
 def relocated_section_data(elf: ElfFile, section: Section) -> bytes:
@@ -218,6 +281,9 @@ def _apply(
     kind, size, name = known
     if kind is Kind.NONE:
         return
+    if kind in (Kind.SET_ULEB128, Kind.SUB_ULEB128):
+        _apply_uleb128(elf, section, rel_section, reloc, out, kind, name)
+        return
     if reloc.offset < 0 or reloc.offset + size > len(out):
         raise FormatError(
             f"{rel_section.name}: {name} at offset 0x{reloc.offset:x} (+{size}) lies outside "
@@ -226,19 +292,91 @@ def _apply(
             source=elf.name,
         )
     place = slice(reloc.offset, reloc.offset + size)
-    if reloc.addend is not None:
-        addend = reloc.addend
-    else:  # REL: the addend is what the assembler left in place, signed
-        addend = int.from_bytes(out[place], order, signed=True)  # type: ignore[arg-type]
+    in_place = int.from_bytes(out[place], order, signed=True)  # type: ignore[arg-type]
+    # REL: the addend is what the assembler left in place, signed
+    addend = reloc.addend if reloc.addend is not None else in_place
     value = reloc.symbol + addend
     if kind is Kind.PC_RELATIVE:
         value -= section.addr + reloc.offset
+    elif kind is Kind.ADD:
+        value = in_place + value
+    elif kind is Kind.SUB:
+        value = in_place - value
+    elif kind is Kind.SUB6:
+        value = (in_place & 0xC0) | ((in_place - value) & 0x3F)
+    elif kind is Kind.SET6:
+        value = (in_place & 0xC0) | (value & 0x3F)
     mask = (1 << (8 * size)) - 1
     out[place] = (value & mask).to_bytes(size, order)  # type: ignore[arg-type]
 
 
-def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
-    """S for every symbol of the table a relocation section links to (sh_link).
+def _apply_uleb128(
+    elf: ElfFile,
+    section: Section,
+    rel_section: Section,
+    reloc: Relocation,
+    out: bytearray,
+    kind: Kind,
+    name: str,
+) -> None:
+    """Rewrite the ULEB128 at the place with the new value, in as many bytes as
+    it had (the assembler padded it for the largest value it can take)."""
+    end = reloc.offset
+    while end < len(out) and out[end] & 0x80:
+        end += 1
+    if end >= len(out):
+        raise FormatError(
+            f"{rel_section.name}: {name} at offset 0x{reloc.offset:x} finds no complete "
+            f"ULEB128 in {section.name} ({len(out)} bytes)",
+            offset=reloc.entry_at,
+            source=elf.name,
+        )
+    length = end + 1 - reloc.offset
+    old = 0
+    for i in range(length):
+        old |= (out[reloc.offset + i] & 0x7F) << (7 * i)
+    value = reloc.symbol + (reloc.addend or 0)
+    if kind is Kind.SUB_ULEB128:
+        value = old - value
+    value &= (1 << (7 * length)) - 1
+    for i in range(length):
+        more = 0x80 if i < length - 1 else 0
+        out[reloc.offset + i] = ((value >> (7 * i)) & 0x7F) | more
+
+
+def relocated_places(elf: ElfFile, section: Section) -> dict[int, int]:
+    """Offset of each relocated place of `section` -> the index of the section its
+    symbol is in (places whose symbol is in none are left out).
+
+    This is llvm's section index of a relocated address (object::SectionedAddress):
+    in an object file, code addresses of different sections overlap, and a line
+    table's sequences are told apart by it."""
+    places: dict[int, int] = {}
+    if elf.e_type != ET_REL:
+        return places
+    for rel_section in relocation_sections(elf, section):
+        for reloc in relocations(elf, rel_section):
+            if reloc.symbol_section is not None:
+                places[reloc.offset] = reloc.symbol_section
+    return places
+
+
+def code_section_at(elf: ElfFile, address: int) -> int | None:
+    """The index of the first executable section holding `address` in an object
+    file (llvm's getModuleSectionIndexForAddress), or None."""
+    for section in elf.sections:
+        if (
+            section.flags & SHF_EXECINSTR
+            and section.type != SHT_NOBITS
+            and section.addr <= address < section.addr + section.size
+        ):
+            return section.index
+    return None
+
+
+def _symbol_addresses(elf: ElfFile, rel_section: Section) -> tuple[list[int], list[int | None]]:
+    """S for every symbol of the table a relocation section links to (sh_link),
+    and the index of the section each is defined in (None: undefined, absolute).
 
     A defined symbol's address is its section's sh_addr plus st_value (the
     sh_addr of every section of an object file is 0, so st_value alone in
@@ -255,6 +393,7 @@ def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
     symbols = elf.symbols_of(table)
     extended: list[int] | None = None
     addresses = []
+    in_sections: list[int | None] = []
     for index, symbol in enumerate(symbols):
         shndx = symbol.shndx
         if shndx == SHN_XINDEX:
@@ -263,11 +402,14 @@ def _symbol_addresses(elf: ElfFile, rel_section: Section) -> list[int]:
             shndx = extended[index] if index < len(extended) else SHN_UNDEF
         if shndx in (SHN_UNDEF, SHN_COMMON):
             addresses.append(0)
+            in_sections.append(None)
         elif shndx == SHN_ABS or shndx >= len(sections):
             addresses.append(symbol.value)
+            in_sections.append(None)
         else:
             addresses.append(sections[shndx].addr + symbol.value)
-    return addresses
+            in_sections.append(shndx)
+    return addresses, in_sections
 
 
 def _extended_indexes(elf: ElfFile, table: Section) -> list[int]:

@@ -6,7 +6,7 @@ process and thread of the command being run (LLDB hands each command an
 layout and build IDs read from memory, inline folding, pc/ra, output) is
 the shared core, so LLDB and GDB print the same bytes.
 
-LLDB quirks handled here (notes/debuggers.md, section 3):
+LLDB quirks handled here (docs/lldb.md):
 
 - For a concrete frame that has inlined frames above it, `GetPC()` is the
   start of the inlined block, not the frame's pc: the concrete frame gets

@@ -85,9 +85,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "(default: one per core on large inputs)"
         ),
     )
-    convert.add_argument("--quiet", action="store_true", help="print no log")
+    convert.add_argument(
+        "--quiet",
+        action="store_true",
+        help=(
+            "leave out the warnings llvm-gsymutil --quiet leaves out (addresses outside "
+            "the text sections); the summary lines and other warnings are still printed, "
+            "as llvm prints them"
+        ),
+    )
     convert.add_argument(
         "--big-endian", action="store_true", help="write a big-endian file (default: the input's)"
+    )
+    convert.add_argument(
+        "--segment-size",
+        type=_segment_size,
+        metavar="BYTES",
+        help=(
+            "write segments of about BYTES bytes each, as llvm-gsymutil does, named "
+            "OUTPUT-0x<first function address> (no OUTPUT file is written)"
+        ),
     )
 
 
@@ -320,19 +337,32 @@ def _progress_printer() -> Progress:
     return Progress(sys.stderr)
 
 
+def _segment_size(text: str) -> int:
+    """A size as llvm's to_integer reads it: decimal, 0x hex or 0 octal, above 0."""
+    try:
+        octal = len(text) > 1 and text.startswith("0") and text.isdigit()
+        value = int(text, 8) if octal else int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a valid integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("invalid segment size zero")
+    return value
+
+
 def _convert(args: argparse.Namespace) -> int:
     from stackmark.cli.main import keep_until_exit
     from stackmark.formats.gsym.convert import convert_file
 
     output = args.output or args.input + ".gsym"
-    log = None if args.quiet else sys.stdout
     if not os.path.exists(args.input):
         raise StackmarkError(f"{args.input}: no such file")
     result = convert_file(
         args.input,
         output,
-        log=log,
+        log=sys.stdout,
+        quiet=args.quiet,
         jobs=args.jobs,
+        segment_size=args.segment_size,
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),
     )

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lldb-init": ("stackmark.cli.debuggers", "print (or --install) the ~/.lldbinit line for LLDB"),
     "sframe": ("stackmark.cli.sframe", "dump, look up or generate SFrame stack-trace tables"),
     "lsp": ("stackmark.cli.lsp", "run the language server for logs with markup (editors start it)"),
+    "serve": ("stackmark.cli.serve", "run the symbolication service (HTTP; Symbolication API v5)"),
 }
 
 

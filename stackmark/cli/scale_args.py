@@ -34,6 +34,7 @@ DEFAULTS: dict[str, object] = {
     "debuginfod_cache": None,
     "output_dir": None,
     "jobs": None,
+    "dask_scheduler": None,
 }
 """What `add_arguments` gives when none of its options is used (for commands
 that parse their common command lines without argparse)."""
@@ -52,6 +53,12 @@ QUICK_OPTIONS: dict[str, tuple[str, object]] = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--debuginfod-url` and friends, and the batch options `-o` and `-j`."""
+    add_debuginfod_arguments(parser)
+    add_batch_arguments(parser)
+
+
+def add_debuginfod_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--debuginfod-url`, `--offline`, the timeout and the download cache."""
     import argparse
 
     group = parser.add_argument_group(
@@ -95,6 +102,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where downloads are kept (default: DEBUGINFOD_CACHE_PATH, "
         "else ~/.cache/stackmark/debuginfod)",
     )
+
+
+def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    """`-o DIR` and `-j N`, for many logs."""
     many = parser.add_argument_group(
         "many logs",
         "Several FILEs or a directory are symbolized in parallel processes that share "
@@ -114,6 +125,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         metavar="N",
         help="worker processes for many logs (default: the number of CPUs)",
+    )
+    many.add_argument(
+        "--dask-scheduler",
+        metavar="tcp://HOST:PORT",
+        help="run the batch on this Dask cluster's workers instead of local processes "
+        "(one task per log; the workers read symbols where the options say, on their "
+        "machines; needs pip install 'stackmark[dask]')",
     )
 
 
@@ -139,9 +157,14 @@ def _positive(text: str) -> int:
 
 
 def batch_wanted(args: argparse.Namespace) -> bool:
-    """Batch mode: an output directory, a directory input, or several files."""
+    """Batch mode: an output directory, a directory input, several files, or a cluster."""
     files = [f for f in args.files if f != "-"]
-    return args.output_dir is not None or len(files) > 1 or any(os.path.isdir(f) for f in files)
+    return (
+        args.output_dir is not None
+        or getattr(args, "dask_scheduler", None) is not None
+        or len(files) > 1
+        or any(os.path.isdir(f) for f in files)
+    )
 
 
 def debuginfod_wanted(args: argparse.Namespace) -> bool:

@@ -4,14 +4,17 @@
     demangle_symbol(name)   what llvm-symbolizer prints for a function name
 
 Both leave a name alone when LLVM would: versioned names (`_Znwm@GLIBCXX_3.4`,
-`_Z1fv@plt`), names LLVM's demanglers reject, MSVC names (`?f@@YAXXZ`, which
-LLVM's Microsoft demangler handles and stackmark does not). Schemes:
+`_Z1fv@plt`) and names LLVM's demanglers reject. Schemes:
 
 * Itanium C++ (`_Z`, clang block invocations `___Z`): libstdc++ via
   ctypes, rewritten to LLVM's style (`stackmark.demangle.itanium`);
 * Rust v0 (`_R`) and legacy (`_ZN...17h<hash>E`): `stackmark.demangle.rust`;
 * D (`_D`): LLVM 19 demangles only a small subset (qualified names of
   `int` variables and artificial symbols, `_Dmain`); so does this module.
+* Microsoft C++ (`?f@@YAXH@Z`, `.?AUS@@`), when no other scheme reads the
+  name: `stackmark.demangle.msvc`. `demangle` prints the whole declaration
+  (`void __cdecl f(int)`), `demangle_symbol` what llvm-symbolizer prints for a
+  function (`f(int)`).
 
 Nothing is imported until a name needs it, and results are cached.
 """
@@ -24,18 +27,29 @@ from types import ModuleType
 
 @lru_cache(maxsize=1 << 14)
 def demangle_symbol(name: str) -> str:
-    """`name` as llvm-symbolizer prints it (LLVM's nonMicrosoftDemangle, else unchanged)."""
+    """`name` as llvm-symbolizer prints it: LLVM's nonMicrosoftDemangle, else for a
+    name that starts with `?` its Microsoft demangler (no access, calling convention,
+    member type or return type), else unchanged."""
     found = _non_microsoft(name)
+    if found is None and name.startswith("?"):
+        from stackmark.demangle.msvc import demangle_msvc_function
+
+        found = demangle_msvc_function(name)
     return found if found is not None else name
 
 
 @lru_cache(maxsize=1 << 14)
 def demangle(name: str) -> str:
     """`name` as llvm::demangle prints it: like `demangle_symbol`, and a name that fails
-    is retried without one leading underscore (so `__Z3foov` reads `foo()`)."""
+    is retried without one leading underscore (so `__Z3foov` reads `foo()`), then
+    read as a Microsoft name."""
     found = _non_microsoft(name)
     if found is None and name.startswith("_"):
         found = _non_microsoft(name[1:])
+    if found is None and name[:1] in ("?", "."):
+        from stackmark.demangle.msvc import demangle_msvc
+
+        found = demangle_msvc(name)
     return found if found is not None else name
 
 

@@ -14,7 +14,11 @@ DWARFDebugLine exactly, because llvm-symbolizer is the reference:
   below it;
 * inside a sequence the row is the last one whose address is <= the
   address (so of two rows at one address, the second wins);
-* registers wrap like llvm's: line is 32 bits, file and column 16 bits.
+* registers wrap like llvm's: line is 32 bits, file and column 16 bits;
+* in a relocatable object (where each code section starts at 0), each
+  sequence belongs to the section its DW_LNE_set_address was relocated
+  against, and a lookup given a section looks among that section's
+  sequences first, then among those of no section (llvm's SectionedAddress).
 
 File names are resolved the way llvm-symbolizer prints them by default
 (absolute: comp_dir / include directory / name, llvm's path joining).
@@ -311,8 +315,11 @@ class LineTable:
         flat: array[int],
         sequences: list[Sequence],
         comp_dir: str | None,
+        sequence_sections: list[int | None] | None = None,
     ):
         self.header = header
+        # The section of each sequence, in a relocatable object only (None: none).
+        self.sequence_sections = sequence_sections
         self._flat = flat
         self.rows = Rows(flat)  # tuples in LineRow's field order
         self.sequences = sequences  # ordered by high
@@ -336,9 +343,27 @@ class LineTable:
         # last row in [first, end - 1) whose address is <= address
         return bisect_right(self._addresses, address, seq.first + 1, seq.end - 1) - 1
 
-    def lookup(self, address: int) -> LineRow | None:
-        index = self.row_index(address)
+    def lookup(self, address: int, section: int | None = None) -> LineRow | None:
+        """The row describing `address`; `section`: the object-file section it is in
+        (see the module docstring), looked at only where sequences have sections."""
+        if section is None or self.sequence_sections is None:
+            index = self.row_index(address)
+        else:
+            index = self._sectioned_row_index(address, section)
+            if index is None:
+                index = self._sectioned_row_index(address, None)
         return LineRow(*_row(self._flat, index)) if index is not None else None
+
+    def _sectioned_row_index(self, address: int, section: int | None) -> int | None:
+        """llvm's lookupAddressImpl: the first of the section's sequences (by end
+        address) that ends above `address`, if it starts at or below it."""
+        assert self.sequence_sections is not None
+        for seq, seq_section in zip(self.sequences, self.sequence_sections, strict=True):
+            if seq_section == section and address < seq.high:
+                if not seq.low <= address:
+                    return None
+                return bisect_right(self._addresses, address, seq.first + 1, seq.end - 1) - 1
+        return None
 
     def row(self, index: int) -> LineRow:
         return LineRow(*self.rows[index])
@@ -439,17 +464,24 @@ def parse_line_table(
     section = reader.line
     header = _read_header(reader, section, offset, unit_addr_size)
     try:
-        flat, sequences = _run_program(section, header, reader.endian)
+        flat, sequences, address_at = _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
-    sequences.sort(key=lambda s: s.high)
-    return LineTable(header, flat, sequences, comp_dir)
+    places = reader.relocated_places(section.name)
+    if not places:
+        sequences.sort(key=lambda s: s.high)
+        return LineTable(header, flat, sequences, comp_dir)
+    order = sorted(range(len(sequences)), key=lambda i: sequences[i].high)
+    sections = [places.get(address_at[i]) for i in order]
+    return LineTable(header, flat, [sequences[i] for i in order], comp_dir, sections)
 
 
 def _run_program(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[array[int], list[Sequence]]:
-    """The line number state machine (DWARF 5 6.2.2), producing rows and sequences.
+) -> tuple[array[int], list[Sequence], list[int]]:
+    """The line number state machine (DWARF 5 6.2.2), producing rows and sequences,
+    and for each sequence the section offset of its last DW_LNE_set_address
+    operand (-1: none), where a relocatable object's relocation says its section.
 
     This is the hottest loop of a lookup, so it is written for CPython: opcode
     numbers are literals (DW_LNS_* in comments), one-byte LEB128 operands are
@@ -494,6 +526,8 @@ def _run_program(
     is_stmt = default_is_stmt
     discriminator = 0
     seq_first = 0  # index (in rows) of the first row of the current sequence
+    address_at = -1  # section offset of the last DW_LNE_set_address operand
+    sequence_address_at: list[int] = []
     tombstoned = False  # the last DW_LNE_set_address was the tombstone
     tomb_first = 0  # rows from this index on were emitted while tombstoned
 
@@ -567,6 +601,8 @@ def _run_program(
                     low = flat[seq_first * WIDTH] & _MASK64
                     if low < address & _MASK64:
                         sequences.append(Sequence(low, address & _MASK64, seq_first, rows))
+                        sequence_address_at.append(address_at)
+                address_at = -1
                 seq_first = rows
                 tomb_first = rows
                 address = op_index = column = discriminator = 0
@@ -576,6 +612,7 @@ def _run_program(
                 size = length - 1
                 if size in (1, 2, 4, 8):
                     address = int.from_bytes(buf[pos + 1 : pos + 1 + size], order)
+                    address_at = pos + 1 - section.start
                     op_index = 0
                     # llvm drops every row from a tombstone address to the next set_address.
                     if address == (1 << (8 * size)) - 1:
@@ -610,7 +647,7 @@ def _run_program(
                 _, pos = read_uleb(buf, pos)
     if tombstoned:
         del flat[tomb_first * WIDTH :]
-    return _packed(flat), sequences
+    return _packed(flat), sequences, sequence_address_at
 
 
 def _packed(flat: list[int]) -> array[int]:

@@ -26,6 +26,7 @@ parts are published only once complete.
 
 Split DWARF: a skeleton unit's `functions()` come from its .dwo file
 (found through DW_AT_dwo_name and DW_AT_comp_dir, or next to the binary),
+or from the package FILE.dwp beside the binary when there is one,
 read with the skeleton's address table and line table. dwz: names and
 abstract instances moved to a supplementary file (.gnu_debugaltlink) are
 read from it. Relocatable objects (.o, .ko): each debug section is read
@@ -42,21 +43,28 @@ from collections.abc import Iterator
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
+from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
-from stackmark.elf_relocations import relocated_section_data, relocation_sections
+from stackmark.elf_relocations import (
+    relocated_places,
+    relocated_section_data,
+    relocation_sections,
+)
 from stackmark.errors import FormatError
 
 
 class DwarfReader:
     """Lazy access to the DWARF sections of one ELF file (or one .dwo file)."""
 
-    def __init__(self, elf: ElfFile, *, is_dwo: bool = False):
+    def __init__(self, elf: ElfFile, *, is_dwo: bool = False, windows: Contributions | None = None):
+        """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp)."""
         self.elf = elf
         self.name = elf.name
         self.endian = elf.endian
         self.is_dwo = is_dwo
+        self._windows = windows or {}
         suffix = ".dwo" if is_dwo else ""
         self.info = self._section(".debug_info" + suffix)
         self.abbrev = self._section(".debug_abbrev" + suffix)
@@ -73,6 +81,9 @@ class DwarfReader:
         self._units: dict[int, Unit] = {}
         self._address_ranges: AddressRanges | None = None
         self._dwo_readers: dict[str, DwarfReader | None] = {}
+        self._dwp: tuple[ElfFile, UnitIndex] | None = None
+        self._places: dict[str, dict[int, int]] = {}
+        self._dwp_loaded = False
         self._type_units: dict[int, int] | None = None
         self._supplementary: DwarfReader | None = None
         self._supplementary_loaded = False
@@ -86,13 +97,37 @@ class DwarfReader:
         section = self.elf.section(name)
         if section is None:
             return Section.empty(name, self.name)
-        if self.elf.e_type == ET_REL and relocation_sections(self.elf, section):
+        elf = self.elf
+        if isinstance(elf, ElfFile) and elf.e_type == ET_REL and relocation_sections(elf, section):
             # A relocatable object's addresses and cross-section offsets are
             # completed by its relocations (.rela.debug_info, ...), as llvm does.
-            data = relocated_section_data(self.elf, section)
+            data = relocated_section_data(elf, section)
             return Section(name, data, 0, len(data), self.name)
         buf, start, end = self.elf.section_buffer(section)
+        window = self._windows.get(name)
+        if window is not None:
+            offset, size = window
+            if offset + size > end - start:
+                raise FormatError(
+                    f".debug_cu_index gives {name} 0x{offset:x} (+{size}), past its end "
+                    f"({end - start} bytes)",
+                    source=self.name,
+                )
+            start, end = start + offset, start + offset + size
         return Section(name, buf, start, end, self.name)
+
+    def relocated_places(self, name: str) -> dict[int, int]:
+        """In a relocatable object: offset of each relocated place of section `name`
+        -> the index of the section its symbol is in (empty for other files)."""
+        places = self._places.get(name)
+        if places is None:
+            elf = self.elf
+            section = None
+            if isinstance(elf, ElfFile) and elf.e_type == ET_REL:
+                section = elf.section(name)
+            places = relocated_places(elf, section) if section is not None else {}
+            self._places[name] = places
+        return places
 
     @property
     def has_info(self) -> bool:
@@ -245,7 +280,21 @@ class DwarfReader:
     # -- split DWARF --------------------------------------------------------------
 
     def load_split_unit(self, skeleton: Unit) -> Unit | None:
-        """The split unit matching `skeleton` (by DWO id) from its .dwo file, or None."""
+        """The split unit matching `skeleton` (by DWO id), or None.
+
+        As llvm looks: in the package FILE.dwp beside this file when there is
+        one (and then only there), else in the .dwo file the skeleton names."""
+        dwp = self._dwp_file()
+        if dwp is not None:
+            elf, index = dwp
+            contributions = (
+                None if skeleton.dwo_id is None else index.contributions(skeleton.dwo_id)
+            )
+            if contributions is None:
+                return None
+            return _matching_split_unit(
+                DwarfReader(elf, is_dwo=True, windows=contributions), skeleton
+            )
         name = skeleton.dwo_name
         if not name:
             return None
@@ -253,15 +302,28 @@ class DwarfReader:
             reader = self._dwo_reader(path)
             if reader is None:
                 continue
-            for unit in reader.all_units():
-                if unit.unit_type in (C.DW_UT_split_compile, C.DW_UT_compile) and (
-                    skeleton.dwo_id is None or unit.dwo_id == skeleton.dwo_id
-                ):
-                    unit.adopt_skeleton(skeleton)
-                    return unit
+            unit = _matching_split_unit(reader, skeleton)
+            if unit is not None:
+                return unit
         return None
 
+    def _dwp_file(self) -> tuple[ElfFile, UnitIndex] | None:
+        """FILE.dwp and its unit index, when it exists and can be read."""
+        if not self._dwp_loaded:
+            path = self.name + ".dwp"
+            if os.path.isfile(path):
+                try:
+                    elf = ElfFile.open(path)
+                    index = UnitIndex(elf.section_data(".debug_cu_index"), elf.endian, path)
+                    self._dwp = (elf, index)
+                except FormatError:
+                    self._dwp = None
+            self._dwp_loaded = True
+        return self._dwp
+
     def _dwo_candidates(self, name: str, comp_dir: str | None) -> list[str]:
+        """Where a .dwo file named `name` may be: at its absolute path, or under
+        the compilation directory, or beside this file."""
         candidates = []
         if os.path.isabs(name):
             candidates.append(name)
@@ -284,3 +346,15 @@ class DwarfReader:
                     reader = None
             self._dwo_readers[path] = reader
         return self._dwo_readers[path]
+
+
+def _matching_split_unit(reader: DwarfReader, skeleton: Unit) -> Unit | None:
+    """The split unit of `reader` with the skeleton's DWO id (any, when it has none),
+    set to read through the skeleton's bases."""
+    for unit in reader.all_units():
+        if unit.unit_type in (C.DW_UT_split_compile, C.DW_UT_compile) and (
+            skeleton.dwo_id is None or unit.dwo_id == skeleton.dwo_id
+        ):
+            unit.adopt_skeleton(skeleton)
+            return unit
+    return None

@@ -1,8 +1,8 @@
 """Compact Backtrace Format (CBF): Swift's byte encoding of a backtrace.
 
-Read this beside swift/docs/CompactBacktraceFormat.md and the research note
-/work/shared/notes/cbf.md, which records where the Swift runtime's encoder
-and decoder (CompactBacktrace.swift) differ from that document. We follow the
+Read this beside swift/docs/CompactBacktraceFormat.md and the Swift runtime's
+encoder and decoder (CompactBacktrace.swift), which differ from that document
+in places (docs/sframe-cbf-unwind.md lists them). We follow the
 code, so that our bytes are the bytes Swift writes and we read what Swift
 reads:
 

@@ -1,7 +1,7 @@
 """Compact Image Map format (CIF): the list of loaded images that goes with a CBF backtrace.
 
-Read this beside swift/docs/CompactImageMapFormat.md and section 6 of the
-research note /work/shared/notes/cbf.md. We write what Swift's encoder
+Read this beside swift/docs/CompactImageMapFormat.md. Where the document and
+the code differ we follow the code: we write what Swift's encoder
 (CompactImageMap.swift, the version with the platform field) writes, and
 read what its newest decoder reads:
 

@@ -8,7 +8,7 @@ where `imageMap` is present only when the images are known. Swift's base64
 (Base64.swift) writes the standard alphabet without `=` padding, and reads
 leniently: `-`/`_` stand for `+`/`/`, reading stops at the first `=`, and
 any other character (or a dangling single character) ends the data with
-the bytes decoded so far. See section 7 of /work/shared/notes/cbf.md.
+the bytes decoded so far.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Field syntax of symbolizer markup, exactly as llvm-symbolizer 19 accepts it.
 
 Each reader returns the value, or None when the field is malformed (the
-caller then reports `expected <what>; found '<field>'`). The rules, from
-/work/shared/notes/markup.md section 2:
+caller then reports `expected <what>; found '<field>'`). The rules, as
+LLVM 19's llvm/lib/DebugInfo/Symbolize/MarkupFilter.cpp applies them:
 
 * `%p` address: `0x` + hex digits (any case, at most 64 bits); a string of
   only `0`s is accepted without `0x`.

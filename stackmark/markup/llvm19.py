@@ -1,8 +1,8 @@
 """`--compat=llvm19`: llvm-symbolizer 19's `--filter-markup`, byte for byte.
 
 This reproduces what LLVM 19.1 prints, including what it gets wrong, so
-its output and stackmark's can be compared side by side (see
-/work/shared/notes/markup.md, sections 3-7):
+its output and stackmark's can be compared side by side (LLVM's
+llvm/lib/DebugInfo/Symbolize/MarkupFilter.cpp; README, `--compat=llvm19`):
 
 * a line holding a contextual element (`reset`, `module`, `mmap`) loses
   everything after that element; the text before it is kept only when the

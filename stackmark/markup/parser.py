@@ -4,8 +4,8 @@ Parsing is per line so that an editor can re-parse just the lines that
 changed; the only state carried from one line to the next is an open
 multi-line element (`Pending`), which the caller passes back in.
 
-The element syntax follows llvm-symbolizer 19 exactly (see
-docs in /work/shared/notes/markup.md, section 2):
+The element syntax follows llvm-symbolizer 19 exactly (LLVM's
+llvm/lib/DebugInfo/Symbolize/Markup.cpp, beside llvm/docs/SymbolizerMarkupFormat.rst):
 
 * an element runs from `{{{` to the first `}}}` after it;
 * the tag is everything up to the first `:`; an empty tag means the braces

@@ -6,8 +6,10 @@ Code addresses are answered the way llvm-symbolizer 19 answers them
 1. the compile unit comes from .debug_aranges (merged with unit ranges);
 2. the chain is the innermost subroutine DIE containing the address and
    its enclosing inlined subroutines, up to the subprogram;
-3. the innermost frame takes file/line/column from the line table; each
-   outer frame takes them from the DW_AT_call_* of the frame inside it;
+3. the innermost frame takes file/line/column from the line table (in a
+   relocatable object, from the sequences of the first code section holding
+   the address: llvm's section index); each outer frame takes them from the
+   DW_AT_call_* of the frame inside it;
 4. with no subroutine DIE, the line table alone gives one nameless frame;
 5. finally the outermost frame's raw name is replaced by the symbol-table
    symbol covering the address, when there is one (so a hot/cold split
@@ -26,7 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stackmark.elf import ElfFile
+from stackmark.elf import ET_REL, ElfFile
+from stackmark.elf_relocations import code_section_at
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.source import ModuleFiles
 from stackmark.symbols.symtab import SymbolTable
@@ -111,8 +114,11 @@ class ElfSymbolSource:
             return []
         chain = unit.code_unit.inline_chain(address)
         table = unit.line_table()
+        section = None
+        if self._binary.e_type == ET_REL:
+            section = code_section_at(self._binary, address)
         if not chain:
-            row = table.lookup(address) if table is not None else None
+            row = table.lookup(address, section) if table is not None else None
             if row is None or table is None or not table.has_file(row.file):
                 return []
             path = table.file_name(row.file, relative=self._relative)
@@ -123,7 +129,7 @@ class ElfSymbolSource:
             file: str | None = None
             line = column = 0
             if i == 0:
-                row = table.lookup(address) if table is not None else None
+                row = table.lookup(address, section) if table is not None else None
                 if row is not None and table is not None and table.has_file(row.file):
                     file = table.file_name(row.file, relative=self._relative)
                     line, column = row.line, row.column

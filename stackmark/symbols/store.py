@@ -31,6 +31,7 @@ reason, so a front end can say why nothing was found.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -187,6 +188,37 @@ class SymbolStore:
             yield module_path, "module path"
 
     # -- lookups ----------------------------------------------------------------
+
+    def build_ids_starting_with(self, prefix: str) -> list[str]:
+        """The build IDs (sorted) that start with `prefix` (lower-case hex) among the
+        local places: --obj files, `.build-id` trees and the ELF files of symbol paths.
+
+        For callers that know a build ID by its start only (a Breakpad debug ID keeps
+        16 bytes); each one found is then looked up by `find` as usual."""
+        prefix = prefix.lower()
+        if len(prefix) < 2 or not _HEX_DIGITS.issuperset(prefix):
+            return []  # it becomes part of a path below
+        found = {b for b in self._objects_by_build_id() if b.startswith(prefix)}
+        head, rest = prefix[:2], prefix[2:]
+        trees: list[tuple[str, tuple[str, ...]]] = [
+            (d, (".debug",)) for d in self.debug_file_directories
+        ]
+        trees += [(root, (".debug", "")) for root in self.symbol_paths]
+        for top, suffixes in trees:
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(os.path.join(top, ".build-id", head)):
+                    for suffix in suffixes:
+                        stem = entry.name[: len(entry.name) - len(suffix)]
+                        if (
+                            entry.name.endswith(suffix)
+                            and stem.startswith(rest)
+                            and _HEX_DIGITS.issuperset(stem)
+                        ):
+                            found.add(head + stem)
+                            break
+        for root in self.symbol_paths:
+            found.update(b for b in self._symbol_path_index(root) if b.startswith(prefix))
+        return sorted(found)
 
     def find(self, build_id: str, module_path: str | None = None) -> Lookup:
         """The files for `build_id` (lower-case hex); `module_path` is a last resort."""

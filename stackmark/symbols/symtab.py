@@ -6,7 +6,7 @@ llvm (SymbolizableObjectFile) keeps the symbols of `.symtab`, or of
 * are defined in a real section (not undefined, absolute or common),
 * have type NOTYPE, FUNC, OBJECT or GNU_IFUNC (so no TLS, section or
   file symbols), and are not the null symbol or an ARM/AArch64/RISC-V
-  mapping symbol (`$x`, `$d`, ...);
+  mapping symbol (`$x`, `$d`, ...) or RISC-V's fake label `.L0 `;
 
 sorts them by address then size (stably, so symbol-table order breaks
 ties) and keeps, for each address, the last one: the largest. An address
@@ -80,6 +80,12 @@ def _is_mapping_symbol(name: str) -> bool:
     return name.startswith("$") and (len(name) == 2 or name[2] == ".")
 
 
+RISCV_FAKE_LABEL = ".L0 "
+"""The label RISC-V assemblers keep in an object's symbol table as the anchor
+of relocated label differences; llvm (ELFObjectFile::getSymbolFlags) marks it
+format-specific, and the symbolizer skips it like a mapping symbol."""
+
+
 class SymbolTable:
     """llvm's view of a file's symbol table (see the module docstring).
 
@@ -106,6 +112,7 @@ class SymbolTable:
         if section is not None and section.type in (SHT_SYMTAB, SHT_DYNSYM):
             self._read_columns(elf, section)
         self._mapping = elf.machine in _MAPPING_MACHINES
+        self._riscv = elf.machine == EM_RISCV
         self._scans = 0
         self._kept: list[int] | None = None  # symbol indexes, sorted, one per address
         self._kept_addresses: list[int] = []
@@ -172,7 +179,10 @@ class SymbolTable:
             return False
         if (word >> 32) & 0xF not in _KEPT_TYPES:
             return False
-        return not (self._mapping and _is_mapping_symbol(self._name(word & 0xFFFFFFFF)))
+        if not self._mapping:
+            return True
+        name = self._name(word & 0xFFFFFFFF)
+        return not (_is_mapping_symbol(name) or (self._riscv and name == RISCV_FAKE_LABEL))
 
     def _build_index(self) -> list[int]:
         if self._kept is None:

@@ -4,9 +4,9 @@ When a handler returns, it returns into a small trampoline that calls
 rt_sigreturn (glibc's `__restore_rt` on AMD64, the vDSO's
 `__kernel_rt_sigreturn` on AArch64). The kernel left the interrupted
 thread's registers in a `ucontext` on the stack, at a fixed distance from
-the trampoline frame's SP. SFrame cannot describe that (notes/sframe.md,
-1.6), so the unwinder recognises the trampoline by its instructions, as
-GDB does (amd64-linux-tdep.c, aarch64-linux-tdep.c), and reads the saved
+the trampoline frame's SP. SFrame cannot describe that (a row gives a few
+offsets from the CFA, not a saved register set), so the unwinder recognises the trampoline by its
+instructions, as GDB does (amd64-linux-tdep.c, aarch64-linux-tdep.c), and reads the saved
 registers from the `ucontext`:
 
     AMD64    SP -> struct ucontext; uc_mcontext.gregs at +40, in the order

@@ -50,7 +50,7 @@ SP_FROM_CFA = {Arch.AMD64: 0, Arch.AARCH64: 0, Arch.S390X: -160}
 
 PAC_FALLBACK_MASK = 0xFFFF_0000_0000_0000
 """AArch64 pointer-authentication bits to clear when the target does not say
-(user space with 48-bit virtual addresses; notes/sframe.md 3.2)."""
+(user space with 48-bit virtual addresses, as Linux gives it)."""
 
 # How a caller was found (notes of the frames; also `Step.method`).
 BY_SFRAME = "sframe"

@@ -1,7 +1,7 @@
 """Hand-written markup logs through llvm-symbolizer-19 and `stackmark symbolize`.
 
-Every element, every error and every context rule of
-/work/shared/notes/markup.md, written against a real program (the `pie`
+Every element, every error and every context rule of llvm-symbolizer 19's
+markup filter (llvm/docs/SymbolizerMarkupFormat.rst), written against a real program (the `pie`
 fixture and its library) placed at fixed addresses. `--compat=llvm19`
 must match llvm byte for byte (stdout and stderr, with and without
 colour); the default mode must agree on every line llvm gets right.
@@ -243,8 +243,10 @@ SYMBOLS = [
     "_ZZN3geo4mainEvENKUlPKNS_5ShapeEE_clES3_",
     "_ZN3std2rt10lang_start17h0123456789abcdefE",
     "_RNvCs1234_7mycrate4main",
-    # (MSVC names such as ?foo@@YAXXZ are left out: stackmark.demangle documents that
-    # it does not demangle them, where LLVM does.)
+    "?foo@@YAXXZ",
+    "??_7Circle@geo@@6B@",
+    "?f@@YAXXZ)",
+    ".?AUBase@@",
     "_ZN3geo6SquareC2Ed",
     "_D3foo3barFZv",
     "_Zinvalid",
@@ -257,7 +259,8 @@ SYMBOLS = [
 
 
 def log_symbols(_p: Layout) -> list[str]:
-    return [" ".join(el("symbol", name) for name in SYMBOLS[i : i + 4]) for i in range(0, 16, 4)]
+    rows = range(0, len(SYMBOLS), 4)
+    return [" ".join(el("symbol", name) for name in SYMBOLS[i : i + 4]) for i in rows]
 
 
 CASES: dict[str, Callable[[Layout], list[str]]] = {

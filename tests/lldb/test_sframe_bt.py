@@ -6,7 +6,7 @@ both debuggers), shown folded into physical frames by the GDB plugin's
 `stackmark bt --markup` (the binary has CFI, so the GDB plugin's own SFrame
 unwinder leaves its frames to GDB), and GDB's `bt` for the names.
 
-The case LLDB 19 gets wrong (notes/sframe.md, 4.2): the v3 fixture whose
+The case LLDB 19 gets wrong: the v3 fixture whose
 `drap` realigns its stack through a DRAP register (an SFrame v3 flex
 FDE), with `.eh_frame` stripped, stopped in `realign` called from `drap`
 called from a SIGUSR1 handler: LLDB's backtrace breaks after the

@@ -1,7 +1,7 @@
 """Run a debugger (or anything that spawns helpers) and leave nothing behind.
 
 A debugger starts the inferior in a process group of its own, and LLDB's
-lldb-server even starts a new session for it (notes/debuggers.md, 5), so
+lldb-server even starts a new session for it, so
 killing the child or its process group is not enough. Each command runs in
 a new session (`start_new_session=True`); on timeout and after a normal
 exit, every process whose /proc/<pid>/stat session ID is that session is

@@ -1,4 +1,5 @@
-"""CBF vectors worked out by hand from the rules (notes/cbf.md sections 2-5),
+"""CBF vectors worked out by hand from the rules (swift/docs/CompactBacktraceFormat.md and
+CompactBacktrace.swift),
 for every opcode and word size, in both directions, and malformed input.
 
 Each vector's bytes were derived on paper from the rule it is named after,

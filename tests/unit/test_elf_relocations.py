@@ -156,3 +156,21 @@ def test_relocation_past_the_end_of_its_section_is_a_format_error() -> None:
 def test_relocation_naming_a_missing_symbol_is_a_format_error() -> None:
     with pytest.raises(FormatError, match="names symbol 7, past the end of its symbol table"):
         _debug_info(_object(">", EM_S390, [(0, 7, 22, 0)]))
+
+
+EM_RISCV = 243
+
+
+def test_riscv_label_differences_add_and_subtract_in_place() -> None:
+    # A length written as ADD32 (f + 8 = 0x28) then SUB32 (.text + 0x10): 0x28 - 0x10 = 0x18,
+    # and a ULEB128 padded to 2 bytes: SET_ULEB128 (f = 0x20) then SUB_ULEB128 (.text + 4)
+    # = 0x1c, written as 0x9c 0x00.
+    relocations = [
+        (0, 2, 35, 8),  # R_RISCV_ADD32
+        (0, 1, 39, 0x10),  # R_RISCV_SUB32
+        (4, 2, 60, 0),  # R_RISCV_SET_ULEB128
+        (4, 1, 61, 4),  # R_RISCV_SUB_ULEB128
+    ]
+    target = bytes(4) + b"\x80\x00" + bytes(10)
+    out = _debug_info(_object("<", EM_RISCV, relocations, target=target))
+    assert out[:6] == bytes([0x18, 0, 0, 0, 0x9C, 0x00])

@@ -1,7 +1,7 @@
 """GSYM records, writer rules and reader robustness, without external tools.
 
-The expected values here are worked out by hand from the format (see
-../shared/notes/gsym.md); llvm-gsymutil itself is the oracle in
+The expected values here are worked out by hand from the format (LLVM's
+llvm/include/llvm/DebugInfo/GSYM/ headers; docs/gsym.md); llvm-gsymutil itself is the oracle in
 tests/integration/test_gsym_oracle.py.
 """
 

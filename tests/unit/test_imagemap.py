@@ -1,5 +1,5 @@
-"""Compact Image Map vectors (notes/cbf.md section 6.5, worked out by hand
-from the Swift encoder's rules), edge cases, rejections and round trips."""
+"""Compact Image Map vectors (worked out by hand from the Swift
+encoder's rules, CompactImageMap.swift), edge cases, rejections and round trips."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stackmark.cli import symbolize
+from stackmark.markup import stream
 from stackmark.markup.filter import StackmarkFilter
 from stackmark.markup.llvm19 import Llvm19Filter
 from stackmark.markup.naming import NameOptions, Naming
@@ -130,13 +131,13 @@ def test_blocks_split_anywhere(lines: list[str], size: int, crlf: bool) -> None:
     """Blocks that end mid-line, mid-element or between `\\r` and `\\n`."""
     eol = "\r\n" if crlf else "\n"
     raw = "".join(text + eol for text in lines).encode("utf-8", "surrogateescape")
-    saved = symbolize.READ_SIZE
-    symbolize.READ_SIZE = size
+    saved = stream.READ_SIZE
+    stream.READ_SIZE = size
     try:
         for compat in (False, True):
             assert through_cli(raw, compat) == general(lines, compat, eol)
     finally:
-        symbolize.READ_SIZE = saved
+        stream.READ_SIZE = saved
 
 
 def test_last_line_without_a_line_feed() -> None:

@@ -78,6 +78,8 @@ class ConversionResult:
     warnings: dict[str, int] = field(default_factory=dict)
     arch: str = ""
     functions: list[FunctionInfo] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # warning lines, printed as llvm does
+    segments: list[tuple[int, bytes]] | None = None  # (first address, bytes) with segment_size
 
 
 def convert_elf(
@@ -87,14 +89,24 @@ def convert_elf(
     progress: ProgressSink | None = None,
     little: bool | None = None,
     extras: ExtrasCollector | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
 
     With `extras`, also collects what the cache's extras file needs; the
-    final functions, in file order, are in `result.functions`.
+    final functions, in file order, are in `result.functions`. With
+    `segment_size`, the bytes are cut into `result.segments` instead
+    (stackmark.formats.gsym.segments).
     """
     with gc_paused():
-        return _convert_elf(path, jobs=jobs, progress=progress, little=little, extras=extras)
+        return _convert_elf(
+            path,
+            jobs=jobs,
+            progress=progress,
+            little=little,
+            extras=extras,
+            segment_size=segment_size,
+        )
 
 
 def _convert_elf(
@@ -104,6 +116,7 @@ def _convert_elf(
     progress: ProgressSink | None,
     little: bool | None,
     extras: ExtrasCollector | None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
 
@@ -120,6 +133,7 @@ def _convert_elf(
         report = convert_dwarf(elf, creator, jobs=jobs, progress=progress, extras=extras)
         result.dwarf_functions = report.functions
         result.warnings.update(report.warnings)
+        result.messages += report.messages
         creator.uuid = build_id_uuid(elf)
         result.symbol_functions = add_symbol_table(creator, elf)
         if little is None:
@@ -128,7 +142,7 @@ def _convert_elf(
         elf.close()
     from stackmark.formats.gsym.parallel_records import records_in_parallel
 
-    _finish(creator, result, little, progress, records_in_parallel(jobs))
+    _finish(creator, result, little, progress, records_in_parallel(jobs), segment_size)
     return result
 
 
@@ -137,6 +151,7 @@ def convert_breakpad(
     *,
     progress: ProgressSink | None = None,
     little: bool | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the Breakpad .sym file at `path`."""
     module = read_breakpad(path)
@@ -147,7 +162,7 @@ def convert_breakpad(
     result.symbol_functions = publics
     if little is None:
         little = breakpad_is_little_endian(module)
-    _finish(creator, result, little, progress)
+    _finish(creator, result, little, progress, segment_size=segment_size)
     return result
 
 
@@ -157,8 +172,10 @@ def _finish(
     little: bool,
     progress: ProgressSink | None,
     records: RecordEncoder | None = None,
+    segment_size: int | None = None,
 ) -> None:
-    """Finalize and encode (the records with `records`, else in this process)."""
+    """Finalize and encode (the records with `records`, else in this process;
+    in segments of about `segment_size` bytes when given)."""
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
@@ -166,6 +183,13 @@ def _finish(
     for key, count in report.warnings.items():
         result.warnings[key] = result.warnings.get(key, 0) + count
     total = len(creator.functions)
+    if segment_size is not None:
+        from stackmark.formats.gsym.segments import encode_segments
+
+        result.segments = encode_segments(creator, segment_size, little=little)
+        if progress is not None:
+            progress.finish()
+        return
 
     def encode_progress(done: int) -> None:
         if progress is not None:
@@ -188,17 +212,24 @@ def _finish(
         progress.finish()
 
 
-def log_text(result: ConversionResult, *, breakpad: bool = False) -> str:
+QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
+"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
+(the summary lines, the categories, the DWO warnings) all the same."""
+
+
+def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = False) -> str:
     """llvm-gsymutil's lines after "Output file (...): NAME"."""
     first = "FUNC records" if breakpad else "DWARF"
     second = "PUBLIC records" if breakpad else "symbol table"
     lines = [
+        *result.messages,
         f"Loaded {result.dwarf_functions} functions from {first}.",
         f"Loaded {result.symbol_functions} functions from {second}.",
         f"Pruned {result.pruned} functions, ended with {result.total} total",
     ]
     for category in sorted(result.warnings):
-        lines.append(f"{category} occurred {result.warnings[category]} time(s)")
+        if not (quiet and category in QUIET_CATEGORIES):
+            lines.append(f"{category} occurred {result.warnings[category]} time(s)")
     return "\n".join(lines) + "\n"
 
 
@@ -223,28 +254,46 @@ def convert_file(
     output_path: str,
     *,
     log: TextIO | None = None,
+    quiet: bool = False,
     jobs: int = 0,
     big_endian: bool | None = None,
     progress: ProgressSink | None = None,
+    segment_size: int | None = None,
 ) -> ConversionResult:
-    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log."""
+    """Convert `input_path` (ELF or Breakpad), write `output_path`, print llvm's log
+    (with `quiet`, as llvm-gsymutil --quiet prints it). With `segment_size`, write
+    the segment files `output_path-0x<first address>` instead, as llvm does."""
     little = None if big_endian is None else not big_endian
     breakpad = is_breakpad(input_path)
     try:
         if breakpad:
-            result = convert_breakpad(input_path, progress=progress, little=little)
+            result = convert_breakpad(
+                input_path, progress=progress, little=little, segment_size=segment_size
+            )
         elif is_elf(input_path):
-            result = convert_elf(input_path, jobs=jobs, progress=progress, little=little)
+            result = convert_elf(
+                input_path,
+                jobs=jobs,
+                progress=progress,
+                little=little,
+                segment_size=segment_size,
+            )
         else:
             raise StackmarkError(f"{input_path}: neither an ELF file nor a Breakpad .sym file")
     except GsymWriteError as exc:
         hint = " (no DWARF functions and no function symbols)" if "no functions" in str(exc) else ""
         raise GsymWriteError(f"{input_path}: {exc}{hint}") from None
-    write_atomically(output_path, result.data)
+    if result.segments is not None:
+        from stackmark.formats.gsym.segments import segment_path
+
+        for first_address, data in result.segments:
+            write_atomically(segment_path(output_path, first_address), data)
+    else:
+        write_atomically(output_path, result.data)
     if log is not None:
         log.write(f"Input file: {input_path}\n")
         log.write(f"Output file ({result.arch}): {output_path}\n")
-        log.write(log_text(result, breakpad=breakpad))
+        log.write(log_text(result, breakpad=breakpad, quiet=quiet))
     return result
 
 

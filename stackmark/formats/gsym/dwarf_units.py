@@ -25,7 +25,12 @@ from stackmark.dwarf.reader import DwarfReader
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.extras import NodeExtra
-from stackmark.formats.gsym.from_dwarf import DwarfReport, ExtrasCollector, UnitConverter
+from stackmark.formats.gsym.from_dwarf import (
+    DwarfReport,
+    ExtrasCollector,
+    UnitConverter,
+    unit_to_convert,
+)
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
@@ -74,7 +79,8 @@ def convert_dwarf(
     names = NameBuilder()
     valid: Callable[[int], bool] = creator.is_valid_text_address
     for done, unit in enumerate(units):
-        converter = UnitConverter(unit, creator, names, valid, report, extras)
+        code = unit_to_convert(unit, report)
+        converter = UnitConverter(code, creator, names, valid, report, extras)
         creator.functions.extend(converter.convert())
         if progress is not None:
             progress.update("converting DWARF units", done + 1, len(units))
@@ -186,7 +192,7 @@ def _convert_units(
         names = NameBuilder()
         functions: list[FunctionInfo] = []
         for offset in offsets:
-            unit = dwarf.unit_at(offset)
+            unit = unit_to_convert(dwarf.unit_at(offset), chunk.report)
             converter = UnitConverter(
                 unit, recorder, names, validity.is_valid_text_address, chunk.report, collector
             )

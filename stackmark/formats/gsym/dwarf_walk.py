@@ -154,10 +154,19 @@ class DieFunction:
         return self._int((C.DW_AT_decl_line,))
 
     @property
+    def decl_file_index(self) -> int | None:
+        """DW_AT_decl_file's number (found recursively), None when absent."""
+        return self._int((C.DW_AT_decl_file,))
+
+    @property
     def decl_file(self) -> str | None:
         """The declaration's file, resolved in the line table of the unit holding it."""
         found = self._find((C.DW_AT_decl_file,))
         if found is None:
+            return None
+        if any(a == found[3] and f == C.DW_FORM_implicit_const for a, f, _ in found[1].specs):
+            # llvm 19 (DWARFFormValue::getAsFile) resolves no file for an implicit
+            # constant: such a value is made without its unit, and so without a table.
             return None
         value = found[2].get(found[3])
         inner = getattr(value, "value", value)

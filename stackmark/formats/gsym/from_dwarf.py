@@ -14,7 +14,8 @@ the range start up to the range end (LLVM's lookupAddressRange), with
 - a row with the file and line of the row kept before it skipped;
 - an end_sequence row not kept (it only resets the "previous row");
 - an address going backwards ending the table (a duplicated table);
-- no rows at all replaced by a single row from DW_AT_decl_file/decl_line.
+- no rows at all replaced by a single row from DW_AT_decl_file/decl_line
+  (always the case in a relocatable object: see `rows_unreachable`).
 
 Files are inserted as the unit first uses them (a per-unit cache from DWARF
 file index to GSYM file index); a DWARF index past the file list drops the
@@ -44,6 +45,7 @@ from stackmark.dwarf import constants as C
 from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
+from stackmark.elf import ET_REL, ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
@@ -66,10 +68,12 @@ class StringSink(Protocol):
 
 @dataclass(slots=True)
 class DwarfReport:
-    """Counts for the converter log (LLVM's warning categories)."""
+    """Counts for the converter log (LLVM's warning categories), and the
+    warning lines llvm prints as it converts (`messages`, in unit order)."""
 
     functions: int = 0
     warnings: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
 
     def warn(self, category: str) -> None:
         self.warnings[category] = self.warnings.get(category, 0) + 1
@@ -78,6 +82,32 @@ class DwarfReport:
         self.functions += other.functions
         for key, count in other.warnings.items():
             self.warnings[key] = self.warnings.get(key, 0) + count
+        self.messages += other.messages
+
+
+DWO_MISSING = (
+    "warning: Unable to retrieve DWO .debug_info section for some object files. "
+    "(Remove the --quiet flag for full output)"
+)
+"""llvm-gsymutil 19's category for skeleton units whose split unit is not found."""
+
+
+def unit_to_convert(unit: Unit, report: DwarfReport) -> Unit:
+    """The unit whose DIEs are converted for a compile unit of the file.
+
+    Split DWARF, as llvm's DwarfTransformer does it: a unit with a DWO id
+    (a skeleton) is converted from its split unit, found in the .dwo file
+    it names; when none is found, its own (childless) DIE is, with llvm's
+    warning and category."""
+    if unit.dwo_id is None:
+        return unit
+    split = unit.split_unit
+    if split is not None:
+        return split
+    report.warn(DWO_MISSING)
+    name = unit.dwo_name or ""
+    report.messages.append(f"warning: Unable to retrieve DWO .debug_info section for {name}")
+    return unit
 
 
 _FLAT_WIDTH: int | None = getattr(dwarf_lines, "WIDTH", None)
@@ -213,10 +243,19 @@ class UnitConverter:
         self.names = names
         self.is_valid_text_address = is_valid_text_address
         self.report = report
-        language = unit.top.get(DW_AT_language)
+        # llvm's CUInfo takes the language of the unit the file lists: for a
+        # split unit, its skeleton's (which usually has none).
+        listed = unit.skeleton if unit.skeleton is not None else unit
+        language = listed.top.get(DW_AT_language)
         self.language = language if isinstance(language, int) else 0
         self.highest = (1 << (8 * unit.header.addr_size)) - 1
         self.lines: LineTable | None = unit.line_table()
+        # llvm-gsymutil looks rows up by address alone (UndefSection); in a
+        # relocatable object every sequence belongs to a section (its
+        # DW_LNE_set_address is relocated against one), so llvm finds no rows
+        # there and every function falls back to DW_AT_decl_file/decl_line.
+        elf = listed.reader.elf
+        self.rows_unreachable = isinstance(elf, ElfFile) and elf.e_type == ET_REL
         self._file_cache: dict[int, int] = {}
         self._file_limit = 0
         if self.lines is not None:
@@ -337,6 +376,8 @@ class UnitConverter:
         """The rows for [low, high) (see the module docstring); the loop runs
         for every row of every function, so it does no more than it must."""
         assert self.lines is not None
+        if self.rows_unreachable:
+            return self._decl_line_table(function, low)
         rows: list[LineEntry] = []
         append = rows.append
         new_entry = _new_line_entry
@@ -381,6 +422,13 @@ class UnitConverter:
         path = function.decl_file
         if not path:
             self.report.warn("Invalid file index in DW_AT_decl_file")
+            index = function.decl_file_index
+            self.report.messages.append(
+                f"error: function DIE at 0x{function.offset:08x} has an invalid file index "
+                f"{0xFFFFFFFF if index is None else index} in its DW_AT_decl_file attribute, "
+                "unable to create a single line entry from the DW_AT_decl_file/DW_AT_decl_line "
+                "attributes."
+            )
             return None
         line = function.decl_line
         if line is None:

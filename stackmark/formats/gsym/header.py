@@ -31,7 +31,7 @@ class Header(Record):
     """Version-1 header fields (`uuid` holds only the valid bytes).
 
     A plain record, not a dataclass: every warm lookup reads a header, and
-    `dataclasses` costs a start-up ~12 ms to import (see stackmark.plain)."""
+    `dataclasses` would cost start-up time (stackmark.plain says how much)."""
 
     __slots__ = _fields = __match_args__ = (
         "version",
