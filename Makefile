@@ -11,7 +11,7 @@ APT_PACKAGES := gcc g++ make binutils gdb lldb-19 python3-lldb-19 llvm-19 llvm-2
                 clang-19 libclang-rt-19-dev lld-19 \
                 elfutils debuginfod python3-venv \
                 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6-dbg dwz \
-                neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64
+                neovim chromium ripgrep libkrb5-dev tmux linux-headers-amd64 tcl
 SYS_STAMP := $(VENV)/.system-packages
 PY_STAMP  := $(VENV)/.python-packages
 NATIVE_STAMP := $(VENV)/.native
@@ -27,7 +27,8 @@ PURE_TESTS := tests/unit tests/hostile tests/fuzz \
               tests/integration/test_gsym_breakpad.py \
               tests/integration/test_gsym_cache.py
 
-.PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz conformance
+.PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz \
+        conformance conformance-llvm conformance-binutils
 
 all: test
 
@@ -98,11 +99,19 @@ FUZZ_SECONDS ?= 300
 fuzz: setup
 	$(PY) -m tests.fuzz.run --all --seconds $(FUZZ_SECONDS)
 
+# Other projects' own testsuites run against stackmark (README): both, or one.
+conformance: conformance-llvm conformance-binutils
+
 # LLVM 19's own lit tests (symbolizer markup, llvm-gsymutil) with stackmark in
 # place of llvm's tools; fetched once into build/llvm-conformance (README).
 # LLVM_SRC=PATH uses a local llvm-toolchain-19 orig tarball or source tree.
-conformance: $(PY_STAMP)
+conformance-llvm: $(PY_STAMP)
 	$(PY) -m tests.conformance.llvm_lit $(if $(LLVM_SRC),--llvm-src $(LLVM_SRC))
+
+# binutils' SFrame tests (2.40, 2.44, 2.47: gas, ld, objdump/readelf, libsframe)
+# against stackmark sframe dump/generate; fetched once into build/binutils-conformance.
+conformance-binutils: $(SYS_STAMP) $(PY_STAMP)
+	$(PY) -m tests.conformance.binutils_sframe
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,7 @@
 """`stackmark sframe`: dump, look up and generate SFrame stack-trace tables.
 
-stackmark sframe dump BINARY [--style 2.40|2.44|2.47]
-stackmark sframe lookup BINARY PC [PC ...]
+stackmark sframe dump BINARY [--section NAME] [--style 2.40|2.44|2.47] [--like readelf]
+stackmark sframe lookup BINARY PC [PC ...] [--section NAME]
 stackmark sframe generate BINARY -o OUT [--raw] [--sframe-version 1|2|3]
 """
 
@@ -23,15 +23,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     dump.add_argument(
         "--style",
         choices=("2.40", "2.44", "2.47"),
-        help="the binutils release to imitate (default: the one that emits the "
-        "section's version: v1 2.40, v2 2.44, v3 2.47; s390x 2.47)",
+        help="the binutils release to imitate byte for byte (default: one that can show "
+        "the section: the release that writes its version, v1 2.40, v2 2.44, v3 2.47; "
+        "2.47 for s390x and for v2 with FUNC_START_PCREL)",
     )
+    dump.add_argument(
+        "--like",
+        choices=("objdump", "readelf"),
+        default="objdump",
+        help="print what 'objdump --sframe' (default) or 'readelf --sframe' prints",
+    )
+    _section_argument(dump)
 
     lookup = sub.add_parser("lookup", help="the unwind rules that hold at a PC")
     lookup.add_argument("binary", help="ELF file with an .sframe section")
     lookup.add_argument(
         "pcs", nargs="+", metavar="PC", type=_address, help="address (hex with 0x, or decimal)"
     )
+    _section_argument(lookup)
 
     generate = sub.add_parser(
         "generate", help="build SFrame from the binary's DWARF CFI (.eh_frame/.debug_frame)"
@@ -56,6 +65,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _section_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--section",
+        default=".sframe",
+        metavar="NAME",
+        help="the SFrame section to read (default .sframe), as objdump --sframe=NAME",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "dump":
         return _dump(args)
@@ -65,29 +83,52 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from stackmark.formats.sframe.dump import objdump_text
-    from stackmark.formats.sframe.reader import read_sframe_file
+    from stackmark.elf import ElfFile
+    from stackmark.formats.sframe import dump
+    from stackmark.formats.sframe.reader import EmptySFrameSection, read_sframe_file
+    from stackmark.formats.sframe.spec import abi_for_elf
 
-    section = read_sframe_file(args.binary)
-    sys.stdout.write(objdump_text(section, args.binary, style=args.style))
+    try:
+        section = read_sframe_file(args.binary, name=args.section)
+    except EmptySFrameSection:
+        # binutils 2.47 (the release with ld --discard-sframe): readelf says the
+        # section has no data; objdump prints the file line and complains on stderr
+        if args.like == "readelf":
+            sys.stdout.write(dump.readelf_empty_section_text(args.section))
+            return 0
+        with ElfFile.open(args.binary) as elf:
+            abi = abi_for_elf(elf.machine, elf.endian)
+        if abi is None:
+            raise
+        sys.stdout.write(dump.empty_section_text(args.binary, abi))
+        print(f"stackmark sframe: {args.section}: {dump.EMPTY_SECTION_ERROR}", file=sys.stderr)
+        return 0
+    if args.like == "readelf":
+        text = dump.readelf_text(section, style=args.style, section_name=args.section)
+    else:
+        text = dump.objdump_text(section, args.binary, style=args.style, section_name=args.section)
+    sys.stdout.write(text)
     return 0
 
 
 def _lookup(args: argparse.Namespace) -> int:
     from stackmark.elf import STT_FUNC, ElfFile
     from stackmark.formats.sframe.lookup import SFrameTable
+    from stackmark.formats.sframe.reader import EmptySFrameSection
 
     pcs: list[int] = args.pcs
-    table = SFrameTable.from_elf(args.binary)
+    try:
+        table: SFrameTable | None = SFrameTable.from_elf(args.binary, name=args.section)
+    except EmptySFrameSection:
+        table = None  # no functions: no PC is covered
     with ElfFile.open(args.binary) as elf:
         functions = sorted(
             (s.value, s.size, s.name) for s in elf.symbols() if s.type == STT_FUNC and s.is_defined
         )
-    arch = table.header.arch
     missing = 0
     for pc in pcs:
-        match = table.find(pc)
-        if match is None:
+        match = None if table is None else table.find(pc)
+        if table is None or match is None:
             print(f"0x{pc:x}: no SFrame row covers this address")
             missing += 1
             continue
@@ -99,7 +140,7 @@ def _lookup(args: argparse.Namespace) -> int:
             f"0x{pc:x}: FDE {fde.index}{where} [0x{fde.start:x}, 0x{fde.end:x}), {fre_text}, "
             f"row [0x{match.row.start:x}, 0x{match.row.end:x})"
         )
-        print(f"  {describe_row(match.row, arch)}")
+        print(f"  {describe_row(match.row, table.header.arch)}")
     return 1 if missing else 0
 
 

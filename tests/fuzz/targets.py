@@ -492,7 +492,7 @@ TARGETS: dict[str, Target] = {
         Target("breakpad", run_breakpad, _prepare_breakpad, 8192, "Breakpad reader"),
         Target("elf", run_elf, _prepare_elf, 1 << 17, "ELF, DWARF, symbol table"),
         Target("macho", run_macho, _prepare_macho, 1 << 16, "Mach-O, universal, gsym convert"),
-        Target("cfi", run_cfi, _prepare_cfi, 1 << 17, "SFrame from CFI (pyelftools)"),
+        Target("cfi", run_cfi, _prepare_cfi, 1 << 17, "SFrame from CFI (dwarf/cfi.py)"),
         Target("debuginfod", run_debuginfod, _prepare_debuginfod, 1 << 17, "debuginfod"),
     )
 }

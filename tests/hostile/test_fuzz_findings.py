@@ -17,7 +17,9 @@ from stackmark.formats import cbf
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.imagemap import decode_image_map
 from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes
+from stackmark.formats.sframe.reader import parse_sframe
 from stackmark.formats.sframe.spec import AbiArch
+from stackmark.formats.sframe.writer import encode_sframe
 from stackmark.symbols.elf_source import ElfSymbolSource
 from stackmark.symbols.source import ModuleFiles
 
@@ -57,11 +59,29 @@ def test_cbf_longest_swift_backtrace_still_decodes() -> None:
 
 
 def test_cfi_of_a_damaged_elf_is_a_format_error() -> None:
-    """A section header whose offset overflows pyelftools' seek (OverflowError)."""
+    """A section header whose offset overflowed pyelftools' seek (OverflowError)."""
     data = (CRASHES / "cfi" / "section-header-offset-overflow").read_bytes()
-    with pytest.raises(FormatError, match="cannot read the call-frame information") as caught:
+    with pytest.raises(FormatError, match="runs past the end of the file") as caught:
         generate_from_elf_bytes(data, AbiArch.AMD64_LITTLE, source="damaged.so")
     assert caught.value.source == "damaged.so"
+
+
+def test_cfi_function_longer_than_sframe_can_say_is_left_out() -> None:
+    """An FDE whose address range passes 4 GiB reached the SFrame writer's u32
+    func_size field (struct.error): the function is left out and reported."""
+    data = (CRASHES / "cfi" / "fde-range-past-4-gib").read_bytes()
+    result = generate_from_elf_bytes(data, AbiArch.AMD64_LITTLE, source="damaged.so")
+    assert any("sizes are 32-bit" in skipped.reason for skipped in result.skipped)
+    written = parse_sframe(encode_sframe(result.section)).fdes
+    assert [(f.start, f.size) for f in written] == [(f.start, f.size) for f in result.section.fdes]
+
+
+def test_cfi_expression_cut_inside_its_offset_is_reported() -> None:
+    """DW_OP_bregN whose SLEB128 offset runs off the expression: ValueError
+    escaped; the function is left out and reported."""
+    data = (CRASHES / "cfi" / "breg-offset-truncated").read_bytes()
+    result = generate_from_elf_bytes(data, AbiArch.AMD64_LITTLE, source="damaged.so")
+    assert any("ends inside its offset" in skipped.reason for skipped in result.skipped)
 
 
 def test_dwarf_abbreviation_code_of_two_quadrillion() -> None:

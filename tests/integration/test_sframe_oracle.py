@@ -34,7 +34,6 @@ from tests.support.s390x_binutils import s390x_binutils
 
 GSFRAME = ("-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
 PLAIN = ("-O2", "-fomit-frame-pointer")
-TOOLCHAINS = REPO / "build" / "toolchains"
 
 
 def _objdump(objdump: str, binary: Path) -> str:
@@ -85,24 +84,6 @@ def test_generated_v1_read_back_by_system_objdump(program: str, tmp_path: Path) 
     assert objdump_text(section, out.name) == _objdump(objdump, out)
     # the copy still runs
     assert subprocess.run([str(out)], check=False).returncode == 0
-
-
-@pytest.fixture(scope="session")
-def newer_binutils() -> Path:
-    """binutils 2.44 (bin-trixie) and 2.47 (bin-sid), fetched once per checkout."""
-    if (
-        not (TOOLCHAINS / "bin-sid" / "objdump").exists()
-        or not (TOOLCHAINS / "bin-trixie" / "objdump").exists()
-    ):
-        script = REPO.parent / "shared" / "tools" / "get-binutils.sh"
-        if not script.exists():
-            pytest.fail(f"{script} is missing: it fetches binutils 2.44/2.47 for these tests")
-        proc = subprocess.run(
-            ["bash", str(script), str(TOOLCHAINS)], capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"get-binutils.sh failed:\n{proc.stdout}{proc.stderr}")
-    return TOOLCHAINS
 
 
 @pytest.mark.slow

@@ -14,12 +14,13 @@ import subprocess
 from pathlib import Path
 from urllib.parse import unquote
 
-TOOLS = ("as", "ld", "objdump", "objcopy")
+TOOLS = ("as", "ld", "objdump", "objcopy", "readelf")
 PACKAGE = "binutils-s390x-linux-gnu"
 
 
 def s390x_binutils(toolchains: Path) -> Path:
-    """TOOLCHAINS/bin-sid-s390x with as, ld, objdump and objcopy for s390x (fetched once)."""
+    """TOOLCHAINS/bin-sid-s390x with as, ld, objdump, objcopy and readelf for s390x
+    (fetched once)."""
     out = toolchains / "bin-sid-s390x"
     if all((out / tool).exists() for tool in TOOLS):
         return out

@@ -34,12 +34,28 @@ _FORMAT_NAMES = {
 _ERR = -1  # what libsframe's getters return for a missing word
 
 
-def default_style(version: int, abi: spec.AbiArch | None = None) -> str:
-    """The binutils release whose objdump matches a section version (s390x: 2.47,
-    since SFrame for s390x came with 2.45)."""
-    if abi is spec.AbiArch.S390X_BIG:
+def default_style(version: int, abi: spec.AbiArch | None = None, flags: int = 0) -> str:
+    """The binutils release whose objdump shows a section: the one that writes its
+    version (v1 2.40, v2 2.44, v3 2.47), or 2.47 where 2.44 cannot show it: s390x
+    (SFrame for s390x came with 2.45) and v2 with FUNC_START_PCREL (2.45's errata)."""
+    if abi is spec.AbiArch.S390X_BIG or flags & ~_FLAGS_BEFORE_2_45:
         return "2.47"
     return {spec.VERSION_1: "2.40", spec.VERSION_2: "2.44"}.get(version, "2.47")
+
+
+_FLAGS_BEFORE_2_45 = spec.F_FDE_SORTED | spec.F_FRAME_POINTER
+"""The header flags objdump 2.40 and 2.44 know."""
+
+
+def empty_section_text(file_name: str, abi: spec.AbiArch) -> str:
+    """What objdump 2.47 prints on stdout for an empty SFrame section
+    (`ld --discard-sframe`): the file line, no contents. It reports
+    "SFrame decode failure: Corrupt SFrame." on stderr and exits 0."""
+    return f"\n{file_name}:     file format {bfd_format_name(abi)}\n\n"
+
+
+EMPTY_SECTION_ERROR = "SFrame decode failure: Corrupt SFrame."
+"""objdump's and readelf's complaint about an empty SFrame section."""
 
 
 def bfd_format_name(abi: spec.AbiArch) -> str:
@@ -61,9 +77,21 @@ def objdump_text(
     )
 
 
+def readelf_text(
+    section: SFrameSection, *, style: str | None = None, section_name: str = ".sframe"
+) -> str:
+    """The whole `readelf --sframe FILE` output: objdump's without the file line."""
+    return f"Contents of the SFrame section {section_name}:" + dump_sframe(section, style=style)
+
+
+def readelf_empty_section_text(section_name: str) -> str:
+    """What readelf 2.47 prints for an empty SFrame section (and exits 0)."""
+    return f"\nSection '{section_name}' has no debugging data.\n"
+
+
 def dump_sframe(section: SFrameSection, *, style: str | None = None) -> str:
     """libsframe's dump of the section (what objdump prints after "Contents of ...:")."""
-    style = style or default_style(section.version, section.abi_arch)
+    style = style or default_style(section.version, section.abi_arch, section.header.flags)
     if style not in STYLES:
         raise StackmarkError(f"unknown dump style {style!r} (use one of {', '.join(STYLES)})")
     if section.abi_arch is spec.AbiArch.S390X_BIG and style != "2.47":
@@ -77,9 +105,7 @@ def dump_sframe(section: SFrameSection, *, style: str | None = None) -> str:
             f"objdump {style} cannot display SFrame version {version} "
             f"(try --style={default_style(version)})"
         )
-    if style in ("2.40", "2.44") and section.header.flags & ~(
-        spec.F_FDE_SORTED | spec.F_FRAME_POINTER
-    ):
+    if style in ("2.40", "2.44") and section.header.flags & ~_FLAGS_BEFORE_2_45:
         raise StackmarkError(
             f"objdump {style} cannot display a section with flags 0x{section.header.flags:x} "
             "(it knows only FDE_SORTED and FRAME_POINTER; try --style=2.47)"

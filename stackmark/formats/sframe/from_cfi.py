@@ -7,8 +7,13 @@ an FRE when its CFA, RA and FP rules can be said in SFrame:
   value loaded from `*(reg + offset)` (FLEX FDE, e.g. DRAP prologues);
 - RA at CFA-8 on AMD64 (the header's fixed offset), at CFA+n on AArch64,
   still in LR (AArch64, no word), undefined (outermost: an FRE without
-  words, v2 errata 2 and v3);
-- FP unchanged, or at CFA+n; on v3 also at/equal to reg+offset.
+  words, v2 errata 2 and v3); on v3 also at another CFA offset or kept in
+  a register (flex FDE, as gas 2.47 writes them);
+- FP unchanged, or at CFA+n; on v3 also at/equal to reg+offset;
+- SP = CFA (s390x: CFA-160), as SFrame assumes: a function with another
+  rule for SP, with no CFA register, with a return-address column other
+  than the architecture's, or with the PC-diversified return-address
+  signing of PAuth_LR is left out (as gas 2.47 leaves it out).
 
 s390x (SFrame v2 and v3 only, as gas 2.45+ writes it): the CFA offset is
 stored as (offset - 160) / 8; an RA word 0 is padding (RA still in r14,
@@ -23,18 +28,19 @@ FDE, as ld makes one. Other callee-saved registers are not SFrame's
 business and are ignored. Functions with a rule that cannot be expressed
 are left out and reported, with the reason and the first PC concerned.
 
-pyelftools is imported only here, lazily (it is slow to import).
+The CFI is read by `stackmark.dwarf.cfi`, which takes everything gas writes.
 """
 
 from __future__ import annotations
 
-import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import assert_never
 
-from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64, STT_FUNC, ElfFile
+from stackmark.dwarf.cfi import CfaRule, CfiRow, Fde, RegisterRule, RuleKind, read_cfi
+from stackmark.elf import SHT_NOBITS, STT_FUNC, ElfFile
+from stackmark.elf_relocations import relocated_section_data
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
@@ -47,13 +53,7 @@ _DW_OP_DEREF = 0x06
 _X86_64_PLT_EXPR_HEAD = bytes([0x77, 0x08, 0x80, 0x00, 0x3F, 0x1A])  # rsp+8 + ((rip & 15) ...
 _X86_64_PLT_EXPR_TAIL = bytes([0x2A, 0x33, 0x24, 0x22])  # ... >= N) << 3, plus
 _X86_64_PLT_BLOCK = 16
-
-# DW_CFA opcodes that move the location (pyelftools decodes their arguments).
-_DW_CFA_SET_LOC, _DW_CFA_ADVANCE_LOC1, _DW_CFA_ADVANCE_LOC2, _DW_CFA_ADVANCE_LOC4 = 1, 2, 3, 4
-_DW_CFA_ADVANCE_LOC, _DW_CFA_MIPS_ADVANCE_LOC8 = 0x40, 0x1D
-_DW_CFA_REMEMBER_STATE, _DW_CFA_RESTORE_STATE = 0x0A, 0x0B
-_DW_CFA_AARCH64_NEGATE_RA_STATE = 0x2D
-_DW_CFA_GNU_ARGS_SIZE = 0x2E
+_MAX_FUNCTION_SIZE = 0xFFFFFFFF  # an FDE's u32 func_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,31 +88,13 @@ class _Unsupported(Exception):
         self.pc = pc
 
 
-_ABI_FOR_MACHINE = {
-    (EM_X86_64, "<"): spec.AbiArch.AMD64_LITTLE,
-    (EM_AARCH64, "<"): spec.AbiArch.AARCH64_LITTLE,
-    (EM_AARCH64, ">"): spec.AbiArch.AARCH64_BIG,
-    (EM_S390, ">"): spec.AbiArch.S390X_BIG,
-}
-
-
 def generate_from_file(
     path: str | os.PathLike[str], *, version: int = spec.VERSION_3, address: int = 0
 ) -> GenerationResult:
     """SFrame (as `version`, for a section placed at `address`) from the CFI of an ELF file."""
     name = os.fspath(path)
     with ElfFile.open(name) as elf:
-        abi = _ABI_FOR_MACHINE.get((elf.machine, elf.endian))
-        if abi is None:
-            raise StackmarkError(
-                f"{name}: SFrame describes AMD64, AArch64 and s390x code; this file is "
-                f"{elf.machine_name} ({'little' if elf.endian == '<' else 'big'}-endian)"
-            )
-        names = _function_names(elf)
-        image = elf.read(0, elf.size)
-    return generate_from_elf_bytes(
-        image, abi, version=version, address=address, names=names, source=name
-    )
+        return generate_from_elf(elf, version=version, address=address)
 
 
 def generate_from_elf_bytes(
@@ -124,28 +106,52 @@ def generate_from_elf_bytes(
     names: dict[int, str] | None = None,
     source: str = "<memory>",
 ) -> GenerationResult:
-    """Like `generate_from_file`, for an ELF image already in memory."""
+    """Like `generate_from_file`, for an ELF image already in memory (of ABI `abi`)."""
+    elf = ElfFile.from_bytes(image, source)
+    return generate_from_elf(elf, version=version, address=address, abi=abi, names=names)
+
+
+def generate_from_elf(
+    elf: ElfFile,
+    *,
+    version: int = spec.VERSION_3,
+    address: int = 0,
+    abi: spec.AbiArch | None = None,
+    names: dict[int, str] | None = None,
+) -> GenerationResult:
+    """SFrame from the CFI of an opened ELF file."""
+    source = elf.name
+    abi = abi or spec.abi_for_elf(elf.machine, elf.endian)
+    if abi is None:
+        raise StackmarkError(
+            f"{source}: SFrame describes AMD64, AArch64 and s390x code; this file is "
+            f"{elf.machine_name} ({'little' if elf.endian == '<' else 'big'}-endian)"
+        )
     if abi is spec.AbiArch.S390X_BIG and version < spec.VERSION_2:
         raise StackmarkError(
             f"{source}: s390x has SFrame from version 2 on (binutils 2.45); "
             f"version {version} cannot describe it"
         )
-    entries, cfi_source = _cfi_entries(image, source)
+    names = _function_names(elf) if names is None else names
+    fdes_in, cfi_source = _cfi_fdes(elf)
     converter = _Converter(abi, version)
     fdes: list[FuncDescEntry] = []
     skipped: list[SkippedFunction] = []
-    for entry in entries:
-        if not hasattr(entry, "cie") or entry.cie is None:
-            continue  # CIEs and terminators
-        start = entry.header["initial_location"]
-        size = entry.header["address_range"]
-        if size == 0:
+    for entry in fdes_in:
+        if entry.size == 0:
             continue
         try:
-            fdes.extend(converter.function(entry, start, size))
+            fdes.extend(converter.function(entry))
         except _Unsupported as why:
             skipped.append(
-                SkippedFunction(start, size, why.reason, why.pc, (names or {}).get(start))
+                SkippedFunction(entry.start, entry.size, why.reason, why.pc, names.get(entry.start))
+            )
+        except FormatError as damaged:  # one FDE's instructions: the others still count
+            reason = f"its call-frame instructions are malformed: {damaged}"
+            skipped.append(
+                SkippedFunction(
+                    entry.start, entry.size, reason, entry.start, names.get(entry.start)
+                )
             )
     fdes.sort(key=lambda fde: fde.start)
     # v2 without FUNC_START_PCREL: binutils 2.41-2.44 reject the flag, 2.45+ read both.
@@ -153,47 +159,40 @@ def generate_from_elf_bytes(
     return GenerationResult(SFrameSection(header, fdes, address), cfi_source, skipped)
 
 
-def _cfi_entries(image: bytes, source: str) -> tuple[list[Any], str]:
-    """pyelftools' CIEs and FDEs, and the section(s) they come from.
+def _cfi_fdes(elf: ElfFile) -> tuple[list[Fde], str]:
+    """The FDEs to convert, and the section(s) they come from.
 
     `.eh_frame` first; `.debug_frame` adds the functions `.eh_frame` does not
     describe (built with -fno-asynchronous-unwind-tables -g, a program's own
     functions are only in `.debug_frame`, and only the C runtime's startup
     code in `.eh_frame`).
-
-    pyelftools has no single error type for a damaged file (ELFError,
-    DWARFError, struct and construct errors, OverflowError, ...): whatever it
-    raises here becomes a FormatError naming the file.
     """
-    from elftools.elf.elffile import ELFFile  # lazy: slow to import
-
-    entries: list[Any] = []
+    address_size = 8 if elf.is_64 else 4
+    fdes: list[Fde] = []
     sections: list[str] = []
-    try:
-        dwarf = ELFFile(io.BytesIO(image)).get_dwarf_info(relocate_dwarf_sections=False)
-        if dwarf.has_EH_CFI():
-            entries = list(dwarf.EH_CFI_entries())
-            sections.append(".eh_frame")
-        if dwarf.has_CFI():
-            described = {_fde_start(e) for e in entries} - {None}
-            more = [e for e in dwarf.CFI_entries() if _fde_start(e) not in described]
-            if any(_fde_start(e) is not None for e in more):
-                entries += more
-                sections.append(".debug_frame")
-    except Exception as exc:  # the pyelftools boundary (see above)
-        raise FormatError(
-            f"cannot read the call-frame information: {type(exc).__name__}: {exc}", source=source
-        ) from None
+    for name in (".eh_frame", ".debug_frame"):
+        section = elf.section(name)
+        if section is None or section.type == SHT_NOBITS or section.size == 0:
+            continue
+        try:
+            found = read_cfi(
+                relocated_section_data(elf, section),  # a .o's FDE starts are relocations
+                name,
+                address=section.addr,
+                endian=elf.endian,
+                address_size=address_size,
+                source=elf.name,
+            )
+        except FormatError as exc:
+            raise exc.with_source(elf.name) if exc.source is None else exc from None
+        described = {fde.start for fde in fdes}
+        more = [fde for fde in found if fde.start not in described]
+        if more or not fdes:
+            fdes += more
+            sections.append(name)
     if not sections:
-        raise StackmarkError(f"{source}: no .eh_frame or .debug_frame to generate SFrame from")
-    return entries, " and ".join(sections)
-
-
-def _fde_start(entry: Any) -> int | None:
-    """An FDE's first address; None for CIEs and terminators."""
-    if getattr(entry, "cie", None) is None:
-        return None
-    return int(entry.header["initial_location"])
+        raise StackmarkError(f"{elf.name}: no .eh_frame or .debug_frame to generate SFrame from")
+    return fdes, " and ".join(sections)
 
 
 def _function_names(elf: ElfFile) -> dict[int, str]:
@@ -223,24 +222,31 @@ class _Converter:
         self.fixed_ra = abi.default_fixed_ra_offset
         self.s390x = self.arch is Arch.S390X
 
-    def function(self, entry: Any, start: int, size: int) -> list[FuncDescEntry]:
-        augmentation = bytes(entry.cie.header.get("augmentation") or b"")
-        signal = b"S" in augmentation
-        pauth_key = spec.PAUTH_KEY_B if b"B" in augmentation else spec.PAUTH_KEY_A
-        table = _decoded_table(entry, start)
-        mangled_at = self._ra_state_changes(entry, start) if self.arch is Arch.AARCH64 else []
-
+    def function(self, entry: Fde) -> list[FuncDescEntry]:
+        start, size = entry.start, entry.size
+        cie = entry.cie
+        if size > _MAX_FUNCTION_SIZE:
+            raise _Unsupported(
+                f"the function is {size} bytes long; SFrame function sizes are 32-bit", start
+            )
+        if cie.ra_register != self.arch.ra:
+            raise _Unsupported(
+                f"the return address column is register {cie.ra_register}, not "
+                f"{self.arch.ra} ({self._ra_name()}); SFrame knows only the latter",
+                start,
+            )
+        pauth_key = spec.PAUTH_KEY_B if cie.pauth_b_key else spec.PAUTH_KEY_A
         rows: list[tuple[int, _RowRules]] = []
         plt_from: tuple[int, int] | None = None
-        for row in table:
-            pc = row["pc"]
+        for row in entry.rows():
+            pc = row.pc
             if pc >= start + size:
                 break
-            threshold = _plt_threshold(row["cfa"])
+            threshold = _plt_threshold(row.cfa)
             if threshold is not None:
                 plt_from = (pc, threshold)
                 break
-            rules = self._row(row, pc, _state_at(mangled_at, pc))
+            rules = self._row(row, pc)
             if rows and rows[-1][1] == rules:
                 continue
             rows.append((pc, rules))
@@ -249,8 +255,9 @@ class _Converter:
         if flex and self.version < spec.VERSION_3:
             pc = next(pc for pc, rules in rows if rules.flex)
             raise _Unsupported(
-                "the CFA is not SP/FP-based, or FP is saved relative to another register; "
-                f"only SFrame v3 (flex FDEs) can express it, not v{self.version}",
+                "the CFA is not SP/FP-based, or the return address or FP is kept in a "
+                "register or at an offset SFrame's default rows cannot say; only SFrame v3 "
+                f"(flex FDEs) can express it, not v{self.version}",
                 pc,
             )
         result = []
@@ -263,7 +270,7 @@ class _Converter:
                     end - start,
                     fres,
                     pauth_key=pauth_key,
-                    signal=signal and self.version >= spec.VERSION_3,
+                    signal=cie.signal_frame and self.version >= spec.VERSION_3,
                     flex=flex,
                 )
             )
@@ -271,12 +278,23 @@ class _Converter:
             result.append(self._plt_fde(plt_from[0], start + size - plt_from[0], plt_from[1]))
         return result
 
+    def _ra_name(self) -> str:
+        return {Arch.AMD64: "rip", Arch.AARCH64: "x30", Arch.S390X: "r14"}[self.arch]
+
     # -- one row ------------------------------------------------------------------------
 
-    def _row(self, row: dict[Any, Any], pc: int, mangled: bool) -> _RowRules:
+    def _row(self, row: CfiRow, pc: int) -> _RowRules:
         arch = self.arch
-        ra_rule = row.get(arch.ra)
-        if ra_rule is not None and ra_rule.type == "UNDEFINED":
+        self._check_sp_rule(row.registers.get(arch.sp), pc)
+        if row.ra_signed_with_pc:
+            raise _Unsupported(
+                "the return address is signed with the PC as a diversifier "
+                "(DW_CFA_AARCH64_negate_ra_state_with_pc, PAuth_LR), which SFrame cannot say",
+                pc,
+            )
+        mangled = row.ra_signed and arch is Arch.AARCH64
+        ra_rule = row.registers.get(arch.ra)
+        if ra_rule is not None and ra_rule.kind is RuleKind.UNDEFINED:
             if self.version < spec.VERSION_2:
                 raise _Unsupported(
                     "the return address is undefined (outermost frame); SFrame v1 cannot say so",
@@ -284,35 +302,41 @@ class _Converter:
                 )
             return _RowRules(False, False, (), (), False)  # gas leaves the base bit clear
 
-        cfa = row["cfa"]
+        cfa = row.cfa
         flex = False
-        if cfa.expr is not None:
-            base, offset, deref = _breg_expression(cfa.expr, pc, "CFA")
+        if cfa.expression is not None:
+            base, offset, deref = _breg_expression(cfa.expression, pc, "CFA")
             if not deref:
                 raise _Unsupported("CFA expression other than reg+offset or *(reg+offset)", pc)
             cfa_reg, cfa_offset, cfa_deref = base, offset, True
             flex = True
+        elif cfa.register is None:
+            raise _Unsupported(
+                "the CFA has no base register (a CIE without an initial CFA rule, as "
+                "'.cfi_startproc simple' leaves it)",
+                pc,
+            )
         else:
-            cfa_reg, cfa_offset, cfa_deref = cfa.reg, cfa.offset, False
+            cfa_reg, cfa_offset, cfa_deref = cfa.register, cfa.offset, False
             if cfa_reg not in (arch.sp, arch.fp):
                 flex = True
 
         cfa_word = self._cfa_word(cfa_offset, pc)
-        ra_word: int | None
-        ra_flex: tuple[int, int] | None = None
+        ra_word, ra_flex = self._ra(ra_rule, pc)
+        if ra_flex is not None or (
+            self.fixed_ra and ra_word is not None and ra_word != self.fixed_ra
+        ):
+            flex = True
         fp_plain: int | None
         fp_flex: tuple[int, int] | None
-        ra_register = self._s390x_register(ra_rule)
-        if ra_register is None:
-            ra_word = self._ra_offset(ra_rule, pc)
-        elif self.version < spec.VERSION_3:
-            ra_word = spec.s390x_v2_regnum_word(ra_register)
-        else:
-            ra_word, ra_flex, flex = None, (spec.flex_control(ra_register, False), 0), True
-        fp_rule = row.get(arch.fp)
-        fp_register = self._s390x_register(fp_rule)
-        if fp_register is not None and self.version < spec.VERSION_3:
-            fp_plain, fp_flex = spec.s390x_v2_regnum_word(fp_register), None
+        fp_rule = row.registers.get(arch.fp)
+        if (
+            self.s390x
+            and fp_rule is not None
+            and fp_rule.kind is RuleKind.REGISTER
+            and (self.version < spec.VERSION_3)
+        ):
+            fp_plain, fp_flex = spec.s390x_v2_regnum_word(fp_rule.register), None
         else:
             fp_plain, fp_flex = self._fp(fp_rule, pc)
         if fp_flex is not None:
@@ -342,11 +366,6 @@ class _Converter:
 
         words = [cfa_word]
         if self.fixed_ra:
-            if ra_word is not None and ra_word != self.fixed_ra:
-                raise _Unsupported(
-                    f"return address saved at CFA{ra_word:+d}, not at CFA{self.fixed_ra:+d}",
-                    pc,
-                )
             if fp_plain is not None:
                 words.append(fp_plain)
         else:
@@ -360,6 +379,20 @@ class _Converter:
                 raise _Unsupported("FP is saved but the return address is still in LR", pc)
         return _RowRules(False, cfa_reg == arch.sp, tuple(words), (), mangled)
 
+    def _check_sp_rule(self, rule: RegisterRule | None, pc: int) -> None:
+        """SFrame takes the caller's SP to be the CFA; any other rule for SP cannot be
+        said (gas 2.47 leaves such functions out too). On s390x the ABI fixes the
+        caller's SP at CFA-160 whatever the CFI says of r15 (it saves r15 in the
+        register save area, or in a floating-point register), and gas keeps them."""
+        if self.s390x or rule is None or rule.kind is RuleKind.SAME_VALUE:
+            return
+        if rule.kind is RuleKind.VAL_OFFSET and rule.offset == 0:
+            return
+        raise _Unsupported(
+            f"the stack pointer is {_rule_text(rule)}; SFrame takes the caller's SP to be the CFA",
+            pc,
+        )
+
     def _cfa_word(self, offset: int, pc: int) -> int:
         """The stored CFA offset: s390x keeps (offset - 160) / 8."""
         if not self.s390x:
@@ -372,38 +405,42 @@ class _Converter:
             )
         return spec.s390x_encode_cfa_offset(offset)
 
-    def _s390x_register(self, rule: Any) -> int | None:
-        """On s390x, the register an RA/FP rule says the value is kept in, else None."""
-        if self.s390x and rule is not None and rule.type == "REGISTER":
-            return int(rule.arg)
-        return None
-
-    def _ra_offset(self, rule: Any, pc: int) -> int | None:
-        """CFA offset of the saved RA; None when the RA is still in its register."""
-        if rule is None or rule.type == "SAME_VALUE":
+    def _ra(self, rule: RegisterRule | None, pc: int) -> tuple[int | None, tuple[int, int] | None]:
+        """(CFA offset of the saved RA, or a flex (control, offset) pair); (None, None)
+        when the RA is still in its register."""
+        if rule is None or rule.kind is RuleKind.SAME_VALUE:
             if self.fixed_ra:
-                return self.fixed_ra  # AMD64: the CIE always says CFA-8
-            return None
-        if rule.type == "OFFSET":
-            return int(rule.arg)
-        raise _Unsupported(f"return address rule {rule.type} has no SFrame form", pc)
-
-    def _fp(self, rule: Any, pc: int) -> tuple[int | None, tuple[int, int] | None]:
-        """(CFA offset of the saved FP, or a flex (control, offset) pair)."""
-        if rule is None or rule.type in ("SAME_VALUE", "UNDEFINED"):
+                return self.fixed_ra, None  # AMD64: the CIE always says CFA-8
             return None, None
-        if rule.type == "OFFSET":
-            return int(rule.arg), None
-        if rule.type == "VAL_OFFSET":
-            return None, (spec.flex_control(None, False), int(rule.arg))
-        if rule.type in ("EXPRESSION", "VAL_EXPRESSION"):
-            base, offset, deref = _breg_expression(rule.arg, pc, "FP")
+        if rule.kind is RuleKind.OFFSET:
+            return rule.offset, None
+        if rule.kind is RuleKind.REGISTER:
+            if self.s390x and self.version < spec.VERSION_3:
+                return spec.s390x_v2_regnum_word(rule.register), None
+            return None, (spec.flex_control(rule.register, False), 0)
+        raise _Unsupported(f"the return address is {_rule_text(rule)}: no SFrame form", pc)
+
+    def _fp(self, rule: RegisterRule | None, pc: int) -> tuple[int | None, tuple[int, int] | None]:
+        """(CFA offset of the saved FP, or a flex (control, offset) pair)."""
+        if rule is None or rule.kind in (RuleKind.SAME_VALUE, RuleKind.UNDEFINED):
+            return None, None
+        if rule.kind is RuleKind.OFFSET:
+            return rule.offset, None
+        if rule.kind is RuleKind.VAL_OFFSET:
+            # FP = CFA+N would be the flex control word 0, which means padding
+            raise _Unsupported(
+                f"the frame pointer is {_rule_text(rule)}: no SFrame form (the flex "
+                "control word for a CFA-based value is 0, the padding word)",
+                pc,
+            )
+        if rule.kind in (RuleKind.EXPRESSION, RuleKind.VAL_EXPRESSION):
+            base, offset, deref = _breg_expression(rule.expression, pc, "FP")
             if deref:
                 raise _Unsupported("FP expression reads memory twice", pc)
-            return None, (spec.flex_control(base, rule.type == "EXPRESSION"), offset)
-        if rule.type == "REGISTER":
-            return None, (spec.flex_control(int(rule.arg), False), 0)
-        raise _Unsupported(f"frame pointer rule {rule.type} has no SFrame form", pc)
+            return None, (spec.flex_control(base, rule.kind is RuleKind.EXPRESSION), offset)
+        if rule.kind is RuleKind.REGISTER:
+            return None, (spec.flex_control(rule.register, False), 0)
+        raise _Unsupported(f"the frame pointer is {_rule_text(rule)}: no SFrame form", pc)
 
     def _fre(self, offset: int, rules: _RowRules, flex: bool) -> FrameRowEntry:
         if flex and not rules.flex and rules.words:
@@ -446,67 +483,25 @@ class _Converter:
         ]
         return build_fde(start, size, fres, pc_mask=True, rep_size=_X86_64_PLT_BLOCK)
 
-    # -- AArch64 return-address signing state ---------------------------------------------
 
-    def _ra_state_changes(self, entry: Any, start: int) -> list[tuple[int, bool]]:
-        """(pc, signed) after each change of the RA-signing state, in pc order."""
-        factor = entry.cie["code_alignment_factor"]
-        pc, state = start, False
-        saved: list[bool] = []
-        changes: list[tuple[int, bool]] = []
-        for instruction in _cie_then_fde(entry):
-            op, args = instruction.opcode, instruction.args
-            if op == _DW_CFA_ADVANCE_LOC or op in (
-                _DW_CFA_ADVANCE_LOC1,
-                _DW_CFA_ADVANCE_LOC2,
-                _DW_CFA_ADVANCE_LOC4,
-                _DW_CFA_MIPS_ADVANCE_LOC8,
-            ):
-                pc += args[0] * factor
-            elif op == _DW_CFA_SET_LOC:
-                pc = args[0]
-            elif op == _DW_CFA_AARCH64_NEGATE_RA_STATE:
-                state = not state
-                changes.append((pc, state))
-            elif op == _DW_CFA_REMEMBER_STATE:
-                saved.append(state)
-            elif op == _DW_CFA_RESTORE_STATE and saved:
-                state = saved.pop()
-                changes.append((pc, state))
-        return changes
-
-
-def _decoded_table(entry: Any, start: int) -> list[dict[Any, Any]]:
-    """pyelftools' rows for one FDE, or `_Unsupported` when they cannot be decoded.
-
-    DW_CFA_GNU_args_size (bytes of outgoing arguments at a call site, for
-    landing pads) changes no CFA or register rule, but pyelftools 0.33 cannot
-    decode a table that contains it (and its error message then fails to
-    format), so it is dropped first: glibc's libc.so.6 has it.
-    """
-    for owner in (entry.cie, entry):
-        owner.instructions = [i for i in owner.instructions if i.opcode != _DW_CFA_GNU_ARGS_SIZE]
-    try:
-        rows: list[dict[Any, Any]] = entry.get_decoded().table
-    except Exception as exc:  # the pyelftools boundary, as in _cfi_entries
-        raise _Unsupported(
-            f"its call-frame instructions cannot be decoded: {type(exc).__name__}: {exc}", start
-        ) from None
-    return rows
-
-
-def _cie_then_fde(entry: Any) -> Iterable[Any]:
-    yield from entry.cie.instructions
-    yield from entry.instructions
-
-
-def _state_at(changes: Sequence[tuple[int, bool]], pc: int) -> bool:
-    state = False
-    for at, value in changes:
-        if at > pc:
-            break
-        state = value
-    return state
+def _rule_text(rule: RegisterRule) -> str:
+    """A register rule in words, for the reasons a function is left out."""
+    match rule.kind:
+        case RuleKind.OFFSET:
+            return f"saved at CFA{rule.offset:+d}"
+        case RuleKind.VAL_OFFSET:
+            return f"CFA{rule.offset:+d}"
+        case RuleKind.REGISTER:
+            return f"kept in register {rule.register} (DW_CFA_register)"
+        case RuleKind.EXPRESSION:
+            return "saved where a DWARF expression says (DW_CFA_expression)"
+        case RuleKind.VAL_EXPRESSION:
+            return "computed by a DWARF expression (DW_CFA_val_expression)"
+        case RuleKind.UNDEFINED:
+            return "undefined (DW_CFA_undefined)"
+        case RuleKind.SAME_VALUE:
+            return "unchanged"
+    assert_never(rule.kind)
 
 
 def _breg_expression(expr: Sequence[int], pc: int, what: str) -> tuple[int, int, bool]:
@@ -514,7 +509,10 @@ def _breg_expression(expr: Sequence[int], pc: int, what: str) -> tuple[int, int,
     data = bytes(expr)
     if not data or not _DW_OP_BREG0 <= data[0] <= _DW_OP_BREG31:
         raise _Unsupported(f"{what} expression other than reg+offset or *(reg+offset)", pc)
-    offset, used = _sleb128(data, 1)
+    try:
+        offset, used = _sleb128(data, 1)
+    except ValueError:
+        raise _Unsupported(f"{what} expression ends inside its offset (damaged)", pc) from None
     rest = data[1 + used :]
     if rest == b"":
         return data[0] - _DW_OP_BREG0, offset, False
@@ -523,11 +521,11 @@ def _breg_expression(expr: Sequence[int], pc: int, what: str) -> tuple[int, int,
     raise _Unsupported(f"{what} expression other than reg+offset or *(reg+offset)", pc)
 
 
-def _plt_threshold(cfa: Any) -> int | None:
+def _plt_threshold(cfa: CfaRule) -> int | None:
     """N of the x86-64 PLT CFA expression rsp+8+(((rip&15)>=N)<<3), else None."""
-    if cfa.expr is None:
+    if cfa.expression is None:
         return None
-    data = bytes(cfa.expr)
+    data = cfa.expression
     head, tail = _X86_64_PLT_EXPR_HEAD, _X86_64_PLT_EXPR_TAIL
     if len(data) == len(head) + 1 + len(tail) and data.startswith(head) and data.endswith(tail):
         literal = data[len(head)]

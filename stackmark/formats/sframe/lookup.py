@@ -18,11 +18,9 @@ import itertools
 import os
 from dataclasses import dataclass
 
-from stackmark.elf import ElfFile
-from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
-from stackmark.formats.sframe.reader import parse_sframe, read_elf_sframe
+from stackmark.formats.sframe.reader import SECTION_NAME, parse_sframe, read_sframe_file
 from stackmark.formats.sframe.rules import RowInterpreter
 from stackmark.unwind.rules import UnwindRow
 
@@ -63,13 +61,12 @@ class SFrameTable:
         return cls(parse_sframe(data, address, source=source, lazy=True))
 
     @classmethod
-    def from_elf(cls, path: str | os.PathLike[str]) -> SFrameTable:
-        """The table of the ELF file at `path`; FormatError when it has no SFrame data."""
-        with ElfFile.open(path) as elf:
-            section = read_elf_sframe(elf, lazy=True)
-            if section is None:
-                raise FormatError("no .sframe section or PT_GNU_SFRAME segment", source=elf.name)
-        return cls(section)
+    def from_elf(cls, path: str | os.PathLike[str], *, name: str = SECTION_NAME) -> SFrameTable:
+        """The table of the SFrame section `name` of the ELF file at `path`.
+
+        FormatError when it has none, `EmptySFrameSection` when it is empty.
+        """
+        return cls(read_sframe_file(path, name=name, lazy=True))
 
     @property
     def binary_search(self) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from stackmark.elf import PT_GNU_SFRAME, SHT_NOBITS, ElfFile, Section
+from stackmark.elf_relocations import relocated_section_data
 from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import (
@@ -317,23 +318,37 @@ class _SectionReader:
 # --- from ELF files ---------------------------------------------------------------------
 
 
-def find_sframe_section(elf: ElfFile) -> Section | None:
-    """The `.sframe` section (PROGBITS before binutils 2.45, SHT_GNU_SFRAME since)."""
-    return elf.section(SECTION_NAME)
+class EmptySFrameSection(FormatError):
+    """The SFrame section is there but holds no bytes (`ld --discard-sframe`).
+
+    libsframe calls that corrupt; for a lookup it is a section without
+    functions, and an unwinder treats the module as having no SFrame.
+    """
 
 
-def read_elf_sframe(elf: ElfFile, *, lazy: bool = False) -> SFrameSection | None:
+def find_sframe_section(elf: ElfFile, name: str = SECTION_NAME) -> Section | None:
+    """The SFrame section called `name` (PROGBITS before binutils 2.45, SHT_GNU_SFRAME since)."""
+    return elf.section(name)
+
+
+def read_elf_sframe(
+    elf: ElfFile, *, lazy: bool = False, name: str = SECTION_NAME
+) -> SFrameSection | None:
     """The SFrame section of an opened ELF file, or None when it has none.
 
-    Uses the `.sframe` section; files without section headers fall back to
-    the PT_GNU_SFRAME segment, sized from the SFrame header (ld writes a
-    p_memsz larger than the section).
+    Uses the section called `name` (`.sframe` unless the file was renamed, as
+    `objcopy --rename-section` does); for `.sframe`, files without section
+    headers fall back to the PT_GNU_SFRAME segment, sized from the SFrame
+    header (ld writes a p_memsz larger than the section). An empty section
+    counts as none.
     """
-    section = find_sframe_section(elf)
-    if section is not None and section.type == SHT_NOBITS:
-        return None  # a separate debug file: the data stays in the stripped binary
+    section = find_sframe_section(elf, name)
+    if section is not None and (section.type == SHT_NOBITS or section.size == 0):
+        return None  # a separate debug file (the data stays in the stripped binary), or discarded
+    if section is None and name != SECTION_NAME:
+        return None
     if section is not None:
-        data = elf.section_data(section)
+        data = _section_bytes(elf, section)
         file_offset, address = section.offset, section.addr
     else:
         segment = next((s for s in elf.segments if s.type == PT_GNU_SFRAME), None)
@@ -354,17 +369,39 @@ def read_elf_sframe(elf: ElfFile, *, lazy: bool = False) -> SFrameSection | None
                 source=elf.name,
             )
         data, file_offset, address = loaded, segment.offset, segment.vaddr
-    reader = _SectionReader(data, address, elf.name, lazy, file_offset, f"{SECTION_NAME}: ")
+    reader = _SectionReader(data, address, elf.name, lazy, file_offset, f"{name}: ")
     return reader.read()
 
 
-def read_sframe_file(path: str | os.PathLike[str]) -> SFrameSection:
-    """The SFrame section of the ELF file at `path`; FormatError when it has none."""
+def _section_bytes(elf: ElfFile, section: Section) -> bytes:
+    """The section's bytes; in a relocatable file (.o, ld -r) with its relocations
+    applied when its FDE starts are PC-relative (FUNC_START_PCREL: v3, and v2 from
+    binutils 2.45), as objdump 2.45+ does. Earlier sections store section-relative
+    starts, to which gas 2.40-2.44 attach a PC-relative relocation that does not
+    fit them: objdump 2.40 and 2.44 show the field unrelocated, and so do we."""
+    data = elf.section_data(section)
+    if len(data) > 3 and data[3] & spec.F_FDE_FUNC_START_PCREL:
+        return relocated_section_data(elf, section)
+    return data
+
+
+def read_sframe_file(
+    path: str | os.PathLike[str], *, name: str = SECTION_NAME, lazy: bool = False
+) -> SFrameSection:
+    """The SFrame section `name` of the ELF file at `path`.
+
+    FormatError when it has none; `EmptySFrameSection` when it is empty.
+    """
     with ElfFile.open(path) as elf:
-        section = read_elf_sframe(elf)
+        section = read_elf_sframe(elf, lazy=lazy, name=name)
         if section is None:
-            raise FormatError(
-                "no .sframe section (build with -Wa,--gsframe, or run 'stackmark sframe generate')",
-                source=elf.name,
+            found = find_sframe_section(elf, name)
+            if found is not None and found.type != SHT_NOBITS:
+                raise EmptySFrameSection(f"the {name} section is empty", source=elf.name)
+            hint = (
+                "build with -Wa,--gsframe, or run 'stackmark sframe generate'"
+                if name == SECTION_NAME
+                else "name another section with --section"
             )
+            raise FormatError(f"no {name} section ({hint})", source=elf.name)
         return section

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 
+from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64
 from stackmark.unwind.rules import Arch
 
 MAGIC = 0xDEE2
@@ -98,6 +99,19 @@ class AbiArch(enum.IntEnum):
     def default_fixed_ra_offset(self) -> int:
         """What gas writes as `cfa_fixed_ra_offset` (AMD64 keeps its RA at CFA-8)."""
         return -8 if self is AbiArch.AMD64_LITTLE else 0
+
+
+_ABI_FOR_MACHINE = {
+    (EM_X86_64, "<"): AbiArch.AMD64_LITTLE,
+    (EM_AARCH64, "<"): AbiArch.AARCH64_LITTLE,
+    (EM_AARCH64, ">"): AbiArch.AARCH64_BIG,
+    (EM_S390, ">"): AbiArch.S390X_BIG,
+}
+
+
+def abi_for_elf(machine: int, endian: str) -> AbiArch | None:
+    """The `abi_arch` for an ELF file's e_machine and byte order; None if SFrame has none."""
+    return _ABI_FOR_MACHINE.get((machine, endian))
 
 
 # --- FDE info byte -------------------------------------------------------------

@@ -200,6 +200,10 @@ def _check_fde(fde: FuncDescEntry, version: int, index: int) -> None:
         )
     if fde.fre_type not in spec.FRE_START_SIZE:
         raise SFrameEncodeError(f"FDE {index} has unknown FRE type {fde.fre_type}")
+    if not 0 <= fde.size <= 0xFFFFFFFF:
+        raise SFrameEncodeError(
+            f"FDE {index} (0x{fde.start:x}) is {fde.size} bytes long; SFrame sizes are 32-bit"
+        )
 
 
 def _encode_fre(fre: FrameRowEntry, fde: FuncDescEntry, endian: str, index: int) -> bytes:

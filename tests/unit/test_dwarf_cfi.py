@@ -1,0 +1,95 @@
+"""stackmark.dwarf.cfi on `.eh_frame` bytes written out by hand."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from stackmark.dwarf.cfi import CfaRule, RegisterRule, RuleKind, read_cfi
+from stackmark.errors import FormatError
+
+SECTION_ADDRESS = 0x2000
+FUNCTION = 0x1000
+
+
+def _entry(body: bytes) -> bytes:
+    """u32 length, then the body padded with DW_CFA_nop to a multiple of 4."""
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<I", len(body)) + body
+
+
+def _cie(instructions: bytes, augmentation: bytes = b"zR") -> bytes:
+    # id 0, version 1, augmentation, code align 1, data align -8 (sleb 0x78),
+    # RA column 16 (rip), "zR": one byte of augmentation data, 0x1b = pcrel|sdata4
+    data = b"\x01\x1b" if augmentation == b"zR" else b""
+    return _entry(
+        struct.pack("<IB", 0, 1) + augmentation + b"\0" + b"\x01\x78\x10" + data + instructions
+    )
+
+
+def _fde(at: int, instructions: bytes, size: int = 0x10) -> bytes:
+    # CIE pointer: the distance back from this field (at + 4) to the CIE at 0;
+    # pc_begin: pcrel sdata4 = FUNCTION - (SECTION_ADDRESS + at + 8)
+    pointer = at + 4
+    begin = FUNCTION - (SECTION_ADDRESS + at + 8)
+    return _entry(struct.pack("<Iii", pointer, begin, size) + b"\0" + instructions)
+
+
+# CIE: DW_CFA_def_cfa rsp+8 (0c 07 08), DW_CFA_offset rip at 1*-8 (90 01),
+# DW_CFA_restore rbp (c6): a restore in the CIE itself, which gas writes
+CIE = _cie(bytes.fromhex("0c07089001c6"))
+# FDE: advance 1 (41); def_cfa_offset 16 (0e 10); offset rbp 2*-8 (86 02);
+# advance 3 (43); restore r12, which the CIE has no rule for (cc); remember (0a);
+# def_cfa_register rbp (0d 06); advance 2 (42); restore_state (0b)
+FDE_CODE = bytes.fromhex("410e10860243cc0a0d06420b")
+
+
+def test_rows_follow_the_instructions() -> None:
+    data = CIE + _fde(len(CIE), FDE_CODE)
+    (fde,) = read_cfi(data, ".eh_frame", address=SECTION_ADDRESS)
+    assert (fde.start, fde.size) == (FUNCTION, 0x10)
+    ra = {16: RegisterRule(RuleKind.OFFSET, -8)}
+    rbp = {6: RegisterRule(RuleKind.OFFSET, -16)}
+    assert [(row.pc - FUNCTION, row.cfa, row.registers) for row in fde.rows()] == [
+        (0, CfaRule(7, 8), ra),
+        (1, CfaRule(7, 16), ra | rbp),
+        (4, CfaRule(6, 16), ra | rbp),  # after remember_state, def_cfa_register
+        (6, CfaRule(7, 16), ra | rbp),  # restore_state
+    ]
+
+
+def test_pauth_lr_signing_is_read() -> None:
+    # advance 1; DW_CFA_AARCH64_negate_ra_state_with_pc (2c); advance 1; the same again
+    data = CIE + _fde(len(CIE), bytes.fromhex("412c412c"))
+    rows = read_cfi(data, ".eh_frame", address=SECTION_ADDRESS)[0].rows()
+    assert [(row.ra_signed, row.ra_signed_with_pc) for row in rows] == [
+        (False, False),
+        (True, True),
+        (False, False),
+    ]
+
+
+def test_a_location_moving_back_is_a_format_error_at_its_instruction() -> None:
+    # a CIE without augmentation: FDE addresses and set_loc are 8-byte absolute
+    cie = _cie(bytes.fromhex("0c0708"), augmentation=b"")
+    at = len(cie)
+    # advance 4 (44), then DW_CFA_set_loc (01) FUNCTION + 2: behind FUNCTION + 4
+    code = bytes.fromhex("44") + b"\x01" + struct.pack("<Q", FUNCTION + 2)
+    fde = _entry(struct.pack("<IQQ", at + 4, FUNCTION, 0x10) + code)
+    (entry,) = read_cfi(cie + fde, ".eh_frame", source="hand")
+    with pytest.raises(FormatError, match="moves back from 0x1004 to 0x1002") as caught:
+        entry.rows()
+    # length 4 + pointer 4 + two addresses 16, then the advance: set_loc is 25 bytes in
+    assert caught.value.offset == at + 25 and caught.value.source == "hand"
+
+
+def test_every_cut_of_the_section_is_a_format_error_or_fewer_entries() -> None:
+    data = CIE + _fde(len(CIE), FDE_CODE)
+    for cut in range(len(data)):
+        try:
+            for fde in read_cfi(data[:cut], ".eh_frame", address=SECTION_ADDRESS):
+                fde.rows()
+        except FormatError as exc:
+            assert exc.offset is not None and exc.offset <= cut
+            assert exc.reason.startswith(".eh_frame: ")
