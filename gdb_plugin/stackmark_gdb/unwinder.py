@@ -50,7 +50,6 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable
 from stackmark.model import Module
 from stackmark.unwind import sigframe
-from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 from stackmark.unwind.tables import NoTable, TableCache, UnwindTable
 from stackmark.unwind.target import (
     BYTE_ORDER,
@@ -60,6 +59,7 @@ from stackmark.unwind.target import (
     word_reader,
 )
 from stackmark.unwind.unwinder import BY_SFRAME, BY_SIGNAL, SP_FROM_CFA, FrameState, Unwinder
+from stackmark.unwind_rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 from stackmark_gdb.backend import PC_NAMES, UNSIGNED_64, GdbBackend
 from stackmark_gdb.events import connect_once
 

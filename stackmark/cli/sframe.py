@@ -12,7 +12,7 @@ import os
 import sys
 
 from stackmark.errors import StackmarkError
-from stackmark.unwind.rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
+from stackmark.unwind_rules import CFA, Arch, RuleKind, UnwindRow, ValueRule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

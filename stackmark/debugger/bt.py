@@ -42,7 +42,7 @@ from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module
 from stackmark.symbols.api import SymbolizerAPI
 from stackmark.unwind.emit import context_lines, frame_lines
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 PLATFORM = "linux"
 """The platform string of the image maps (Swift records the OS it ran on)."""

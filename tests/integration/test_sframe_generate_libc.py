@@ -20,7 +20,7 @@ from stackmark.formats.sframe.from_cfi import generate_from_elf_bytes
 from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import parse_sframe
 from stackmark.formats.sframe.spec import AbiArch
-from stackmark.unwind.rules import RuleKind, ValueRule
+from stackmark.unwind_rules import RuleKind, ValueRule
 from tests.conftest import require_tool
 from tests.support.build import compile_program
 

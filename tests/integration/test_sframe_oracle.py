@@ -27,7 +27,7 @@ from stackmark.formats.sframe.from_cfi import generate_from_file
 from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import read_sframe_file
 from stackmark.formats.sframe.spec import AbiArch
-from stackmark.unwind.rules import RuleKind, ValueRule
+from stackmark.unwind_rules import RuleKind, ValueRule
 from tests.conftest import require_tool
 from tests.support.build import REPO, compile_program
 from tests.support.s390x_binutils import s390x_binutils

@@ -85,14 +85,6 @@ LAUNCHERS = {
 # Today's forbidden arrows, each with the reason it is wrong. Remove an entry when its
 # arrow is gone (a test below fails until it is removed); never add one.
 KNOWN_ARROWS: dict[tuple[str, str], str] = {
-    **{
-        (f"stackmark.formats.sframe.{name}", "stackmark.unwind.rules"): (
-            "formats are not leaves: SFrame took Arch, UnwindRow, CFA, RuleKind and "
-            "ValueRule from unwind/rules.py; they now live in stackmark/unwind_rules.py, "
-            "and this module still imports them through the old name's re-export"
-        )
-        for name in ("dump", "from_cfi", "lookup", "spec")
-    },
     ("stackmark.debugger.sframe", "stackmark.cli.sframe"): (
         "front ends lean on the CLI: describe_row belongs in the core"
     ),
@@ -112,9 +104,7 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
 }
 # Modules kept only to re-export names that moved, for modules not changed yet: each
 # goes when nothing imports it any more (a test below says when).
-TEMPORARY_REEXPORTS: dict[str, str] = {
-    "stackmark.unwind.rules": "the unwind vocabulary moved to stackmark/unwind_rules.py",
-}
+TEMPORARY_REEXPORTS: dict[str, str] = {}
 # Today's import cycles, each by its modules (the same rule: remove, never add).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"stackmark.formats.gsym.convert", "stackmark.formats.gsym.dwarf_units"}): (
@@ -257,7 +247,7 @@ def test_the_import_reader_sees_imports_inside_functions_and_type_checking() -> 
     # its arrow to index.py under TYPE_CHECKING: both kinds must count.
     assert "stackmark_lsp.server" in ARROWS["stackmark_lsp.command"]
     assert "stackmark_lsp.epochs" in ARROWS["stackmark_lsp.document"]  # TYPE_CHECKING
-    assert "stackmark.unwind.rules" in ARROWS["stackmark.formats.sframe.spec"]
+    assert "stackmark.unwind_rules" in ARROWS["stackmark.formats.sframe.spec"]
     assert len(ARROWS) > 150  # all four packages were read
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from stackmark.errors import StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 STYLES = ("2.40", "2.44", "2.47")
 

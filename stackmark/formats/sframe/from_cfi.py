@@ -45,7 +45,7 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
 from stackmark.formats.sframe.writer import build_fde, build_fre, new_header
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 # DWARF expression opcodes used by the patterns below.
 _DW_OP_BREG0, _DW_OP_BREG31 = 0x70, 0x8F

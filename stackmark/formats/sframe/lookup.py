@@ -22,7 +22,7 @@ from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.model import FrameRowEntry, FuncDescEntry, SFrameSection
 from stackmark.formats.sframe.reader import SECTION_NAME, parse_sframe, read_sframe_file
 from stackmark.formats.sframe.rules import RowInterpreter
-from stackmark.unwind.rules import UnwindRow
+from stackmark.unwind_rules import UnwindRow
 
 V1_PCMASK_BLOCK = 16
 """Repeat-block size assumed for v1 PCMASK FDEs (AMD64 and AArch64 PLT entries)."""

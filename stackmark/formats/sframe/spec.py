@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 
 from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64
-from stackmark.unwind.rules import Arch
+from stackmark.unwind_rules import Arch
 
 MAGIC = 0xDEE2
 HEADER_SIZE = 28
