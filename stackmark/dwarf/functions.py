@@ -27,6 +27,7 @@ then inside the one found, to its inline tree.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
@@ -46,7 +47,7 @@ from stackmark.dwarf.abbrev import (
     skip_attributes,
 )
 from stackmark.dwarf.sections import Buffer, read_uleb
-from stackmark.errors import FormatError
+from stackmark.errors import FormatError, StackmarkError
 
 if TYPE_CHECKING:
     from stackmark.dwarf.unit import AddressRange, Unit
@@ -180,19 +181,38 @@ class Function:
     def name(self) -> str | None:
         """DW_AT_name, found through abstract origins and specifications (once)."""
         if self._name is False:
+            self._resolve_names()
+        if self._name is False:  # the shared walk met damage: this name's own walk
             found = find_recursively(self.unit, self._abbrev, self._values, (C.DW_AT_name,))
-            self._name = found[0].string_attr(found[1], found[2], found[3]) if found else None
+            self._name = _string_of(found)
         return self._name  # type: ignore[return-value]
 
     @property
     def linkage_name(self) -> str | None:
         """DW_AT_linkage_name (or DW_AT_MIPS_linkage_name), found the same way (once)."""
         if self._linkage_name is False:
+            self._resolve_names()
+        if self._linkage_name is False:
             found = find_recursively(self.unit, self._abbrev, self._values, _LINKAGE_ATTRS)
-            self._linkage_name = (
-                found[0].string_attr(found[1], found[2], found[3]) if found else None
-            )
+            self._linkage_name = _string_of(found)
         return self._linkage_name  # type: ignore[return-value]
+
+    def _resolve_names(self) -> None:
+        """Both names from one walk over the DIEs they may come from: a frame asks for
+        both, and two walks decoded the same DIEs twice. Where the walk or a string
+        meets damage, that name is left to its own walk, which reports it as before."""
+        try:
+            found_name, found_linkage = find_recursively_each(
+                self.unit, self._abbrev, self._values, ((C.DW_AT_name,), _LINKAGE_ATTRS)
+            )
+        except StackmarkError:
+            return
+        if self._name is False:
+            with contextlib.suppress(StackmarkError):
+                self._name = _string_of(found_name)
+        if self._linkage_name is False:
+            with contextlib.suppress(StackmarkError):
+                self._linkage_name = _string_of(found_linkage)
 
     @property
     def decl_line(self) -> int:
@@ -261,20 +281,45 @@ def _int(value: object) -> int:
     return inner if isinstance(inner, int) else 0
 
 
+_Found = tuple["Unit", Abbrev, dict[int, object], int]
+
+
+def _string_of(found: _Found | None) -> str | None:
+    return found[0].string_attr(found[1], found[2], found[3]) if found else None
+
+
 def find_recursively(
     unit: Unit, abbrev: Abbrev, values: dict[int, object], attrs: tuple[int, ...]
-) -> tuple[Unit, Abbrev, dict[int, object], int] | None:
+) -> _Found | None:
     """The first of `attrs` on this DIE or, failing that, on the DIEs it refers to through
     DW_AT_abstract_origin / DW_AT_specification / DW_AT_signature (llvm's worklist
     order), with the unit
     holding it. None when no DIE along the way has one."""
+    return find_recursively_each(unit, abbrev, values, (attrs,))[0]
+
+
+def find_recursively_each(
+    unit: Unit, abbrev: Abbrev, values: dict[int, object], groups: tuple[tuple[int, ...], ...]
+) -> list[_Found | None]:
+    """`find_recursively` for each group of attributes, in one walk: the walk's order
+    does not depend on what it finds, so each group's answer is the one its own walk
+    gives (this one goes on until every group has one, or the DIEs run out)."""
+    answers: list[_Found | None] = [None] * len(groups)
+    missing = len(groups)
     work: list[tuple[Unit, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
     seen: set[tuple[int, int]] = set()
     while work:
         u, ab, vals = work.pop()
-        for attr in attrs:
-            if attr in vals:
-                return u, ab, vals, attr
+        for index, attrs in enumerate(groups):
+            if answers[index] is not None:
+                continue
+            for attr in attrs:
+                if attr in vals:
+                    answers[index] = (u, ab, vals, attr)
+                    missing -= 1
+                    break
+        if not missing:
+            return answers
         for ref_attr in _FOLLOW_ATTRS:
             if ref_attr not in vals:
                 continue
@@ -292,7 +337,7 @@ def find_recursively(
             target_abbrev, target_values, _ = target_unit.die(target)
             if target_abbrev is not None:
                 work.append((target_unit, target_abbrev, target_values))
-    return None
+    return answers
 
 
 class _AddressMap:
