@@ -472,7 +472,10 @@ def parse_line_table(
         _run_program_compiled(section, header, reader.endian) if _native and not places else None
     )
     try:
-        flat, sequences, address_at = compiled or _run_program(section, header, reader.endian)
+        if compiled is not None:
+            flat, sequences = compiled
+        else:
+            flat, sequences, address_at = _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
     if not places:
@@ -485,7 +488,7 @@ def parse_line_table(
 
 def _run_program_compiled(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[array[int], list[Sequence], list[int]] | None:
+) -> tuple[array[int], list[Sequence]] | None:
     """`_run_program` by the compiled kernel (without the sequences' address
     offsets, which only relocatable objects need); None when the reference must run."""
     assert _native is not None
@@ -507,7 +510,7 @@ def _run_program_compiled(
     rows, sequences = found
     flat = array("Q")
     flat.frombytes(rows)
-    return flat, [Sequence(*seq) for seq in sequences], []
+    return flat, [Sequence(*seq) for seq in sequences]
 
 
 def _run_program(

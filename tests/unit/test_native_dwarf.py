@@ -202,7 +202,9 @@ def test_line_programs_of_random_bytes_run_the_same_in_the_kernel_and_the_refere
         header.program_end = max(len(buf) - rng.randrange(3), 0)
         compiled = lines._run_program_compiled(section, header, "<")
         try:
-            reference: Any = lines._run_program(section, header, "<")
+            # (rows and sequences; the kernel leaves the addresses' offsets to the
+            # reference, which relocatable objects alone need)
+            reference: Any = lines._run_program(section, header, "<")[:2]
         except (IndexError, struct.error):
             reference = "error"
         if compiled is not None:
