@@ -102,7 +102,10 @@ class StackmarkFilter:
         fast_paths: bool = True,
         records: list[records.Record] | None = None,
         unresolved_hint: str | None = None,
+        first_line: int = 0,
     ) -> None:
+        """`first_line` is the 0-based number of the first line fed: diagnostics
+        and records of a chunk of a larger log name the whole log's lines."""
         self.resolver = resolver
         self.unresolved_hint = unresolved_hint  # a front end's advice, after "looked for it in"
         self.unresolved = 0  # pc/bt/data elements printed without a name
@@ -118,7 +121,7 @@ class StackmarkFilter:
         self._held_lines: dict[int, tuple[str, str]] = {}  # lines of an open multi-line element
         self._info: _InfoLine | None = None
         self._warned: set[tuple[int, int]] = set()  # (context generation, module id)
-        self._line_no = -1
+        self._line_no = first_line - 1
         self._text = ""
         self._eol = "\n"
         self._notes: list[str] = []
