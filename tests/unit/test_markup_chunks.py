@@ -1,0 +1,46 @@
+"""Where `stackmark.markup.chunks` cuts a log: the boundary rules, by hand."""
+
+from __future__ import annotations
+
+from stackmark.markup.chunks import LogChunk, boundary_offsets, split_log, splittable
+
+
+def test_a_boundary_is_a_line_whose_first_element_is_a_reset() -> None:
+    data = (
+        b"{{{reset}}}\n"  # 0: the first line is never a boundary
+        b"a\n"  # 12
+        b"{{{reset}}}\n"  # 14: a boundary
+        b"[1.5] {{{reset}}}\r\n"  # 26: after a timestamp, a boundary
+        b"x {{{pc:0x1}}} {{{reset}}}\n"  # 45: another element first: none
+        b"}}} {{{reset}}}\n"  # 72: could close a multi-line element first: none
+        b"\x1b[31mred\n"  # 88
+        b"{{{reset}}}\n"  # 97: after a line with ESC: none
+        b"{{{reset:x}}}\n"  # 109: a reset with fields: none
+        b"  {{{reset}}}"  # 123: the last line, without a line feed: a boundary
+    )
+    assert boundary_offsets(data) == [14, 26, 123]
+
+
+def test_chunks_are_at_least_the_size_asked_and_count_their_lines() -> None:
+    report = b"{{{reset}}}\nline\nline\n"  # 22 bytes, 3 lines
+    data = report * 10
+    assert split_log(data, 50) == [
+        LogChunk(0, 66, 0),  # the first boundary at least 50 bytes on: report 3
+        LogChunk(66, 132, 9),
+        LogChunk(132, 198, 18),
+        LogChunk(198, 220, 27),  # the 22-byte tail: not under 50 // 4 = 12 bytes
+    ]
+    # A tail under a quarter of the size rides with the chunk before it:
+    # cut at 198 (the first boundary 190 bytes on), 22 < 190 // 4 = 47.
+    assert split_log(data, 190) == [LogChunk(0, 220, 0)]
+
+
+def test_small_logs_logs_without_boundaries_and_size_zero_stay_whole() -> None:
+    report = b"{{{reset}}}\nline\n"
+    assert split_log(report * 10, len(report) * 10) == [LogChunk(0, 170, 0)]
+    assert split_log(report * 10, 0) == [LogChunk(0, 170, 0)]
+    assert split_log(b"line\n" * 100, 10) == [LogChunk(0, 500, 0)]
+
+
+def test_llvm19_logs_are_not_cut() -> None:
+    assert splittable(llvm19=False) and not splittable(llvm19=True)
