@@ -145,7 +145,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         "--dask-chunk-size",
         type=_size,
         metavar="SIZE",
-        help="with --dask-scheduler, a log larger than SIZE is cut into chunks of about "
+        help="with --dask-scheduler, a log larger than SIZE is cut into chunks of at least "
         "SIZE at the lines where a crash report starts ({{{reset}}}), one task each "
         f"(default {DASK_CHUNK_SIZE_TEXT}; 0: never cut; 500K, 4M, 1MiB...)",
     )

@@ -153,6 +153,15 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path, program: Path
     assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in done.stderr
 
 
+def test_a_chunk_size_without_a_scheduler_is_a_usage_error(tmp_path: Path, program: Path) -> None:
+    logs = write_logs(tmp_path, program, 1)
+    env = cli_environment(tmp_path / "cache")
+    done = symbolize("--dask-chunk-size", "1M", logs / "sub" / "000.log", env=env)
+    assert isinstance(done, subprocess.CompletedProcess)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "--dask-chunk-size needs --dask-scheduler" in done.stderr
+
+
 # --- large logs cut into chunks ----------------------------------------------------
 
 GONE_BUILD_ID = "deadbeef" * 5
