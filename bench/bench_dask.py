@@ -40,8 +40,8 @@ LOGS = 40
 FRAMES = 2000
 EMPTY_TASKS = 400
 BIG_REPORTS = 100
-BIG_FRAMES = 2000
-CHUNK_SIZES = ("4M", "1M", "250K")
+BIG_FRAMES = 2400
+CHUNK_SIZES = ("1M", "500K", "250K", "100K")
 
 
 def overhead(address: str, settings: dict[str, object]) -> tuple[float, float]:
@@ -95,9 +95,19 @@ def filter_cost_per_chunk(log: Path, args: object, size: int) -> tuple[int, floa
         return time.perf_counter() - start
 
     run([(data, 0)])  # warm: the module's symbols open
-    whole = min(run([(data, 0)]) for _ in range(2))
-    cut = min(run([(data[c.start : c.end], c.first_line) for c in chunks]) for _ in range(2))
+    whole = min(run([(data, 0)]) for _ in range(3))
+    cut = min(run([(data[c.start : c.end], c.first_line) for c in chunks]) for _ in range(3))
     return len(chunks), whole, cut
+
+
+def task_in_process(log: Path, settings: dict[str, object]) -> float:
+    """Seconds for the whole log through `symbolize_task` here (warm): the work a
+    worker does, without the cluster's transport."""
+    data = log.read_bytes()
+    symbolize_task(settings, "big.log", data)
+    start = time.perf_counter()
+    symbolize_task(settings, "big.log", data)
+    return time.perf_counter() - start
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -154,6 +164,7 @@ def main() -> int:
         from stackmark.markup.chunks import split_log
         from stackmark.symbols.cache_admin import parse_size
 
+        in_process = task_in_process(big, settings)
         per_chunk = [
             (size, *filter_cost_per_chunk(big, args, parse_size(size))) for size in CHUNK_SIZES
         ]
@@ -171,6 +182,8 @@ def main() -> int:
         print("| run | chunks | wall |")
         print("|---|---:|---:|")
         print(f"| local `stackmark symbolize FILE -o DIR` | 1 | {big_local:.2f} s |")
+        work_alone = "`symbolize_task` in this process, warm (the work alone)"
+        print(f"| {work_alone} | 1 | {in_process:.2f} s |")
         for size in ("0", *CHUNK_SIZES):
             count = len(split_log(big.read_bytes(), parse_size(size)))
             print(f"| cluster, `--dask-chunk-size {size}` | {count} | {big_remote[size]:.2f} s |")

@@ -25,11 +25,12 @@ SEED_ATTRIBUTE = "debuginfod_seed"
 the arguments under this name; `make_client` seeds the worker's client."""
 
 
-DASK_CHUNK_SIZE_TEXT = "4M"
-DASK_CHUNK_SIZE = 4_000_000
-"""Logs larger than this are cut into chunks for the Dask workers: a few seconds of
-filtering per chunk, against a few ms of scheduler overhead per task
-(docs/benchmarks.md, "Batches on a Dask cluster")."""
+DASK_CHUNK_SIZE_TEXT = "1M"
+DASK_CHUNK_SIZE = 1_000_000
+"""Logs larger than this are cut into chunks for the Dask workers: about 0.3 s of
+filtering per chunk against tens of ms of overhead per task, and enough chunks
+per large log to keep several workers busy (docs/benchmarks.md, "Batches on a
+Dask cluster")."""
 
 
 DEFAULTS: dict[str, object] = {
