@@ -44,3 +44,32 @@ def test_small_logs_logs_without_boundaries_and_size_zero_stay_whole() -> None:
 
 def test_llvm19_logs_are_not_cut() -> None:
     assert splittable(llvm19=False) and not splittable(llvm19=True)
+
+
+def test_a_chunk_filtered_with_its_first_line_names_the_whole_logs_lines() -> None:
+    import io
+    import json
+
+    from stackmark.markup.naming import NameOptions
+    from stackmark.markup.stream import FilterSettings, filter_streams, make_naming
+    from tests.support.fake_symbolizer import FakeSymbolizer
+
+    def run(data: bytes, first_line: int, **settings: object) -> tuple[bytes, str]:
+        out, err = io.BytesIO(), io.StringIO()
+        filter_streams(
+            [("app.log", io.BytesIO(data))],
+            out,
+            err.write,
+            FilterSettings(color="never", **settings),  # type: ignore[arg-type]
+            FakeSymbolizer(),
+            make_naming(NameOptions()),
+            first_line=first_line,
+        )
+        return out.getvalue(), err.getvalue()
+
+    chunk = b"{{{reset}}}\nx {{{pc:zz}}}\n"
+    _out, err = run(chunk, 41)
+    # Line 41 (0-based) + 1 is the reset, so the pc is on line 43, column 9 (1-based).
+    assert err.startswith("app.log:43:9: error: expected address; found 'zz'\n")
+    records, _err = run(chunk, 41, json=True)
+    assert [json.loads(r)["line"] for r in records.splitlines()] == [42, 43]
