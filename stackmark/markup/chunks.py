@@ -71,8 +71,8 @@ def boundary_offsets(data: bytes) -> list[int]:
         if line_start == 0:
             continue  # the first line: nothing before it to cut off
         before = data[line_start:at]
-        if b"{{{" in before or b"}}}" in before or b"\x1b" in before:
-            continue
+        if b"{{{" in before or b"}}}" in before or b"\x1b" in before or before.endswith(b"{"):
+            continue  # `{{{{reset}}}` is an element with the bad tag `{reset`
         previous = data.rfind(b"\n", 0, line_start - 1) + 1
         if b"\x1b" in data[previous:line_start]:
             continue

@@ -172,7 +172,8 @@ def write_crash_log(path: Path, program: Path, reports: int, frames: int = 40) -
     a cut must carry right: CRLF reports, bytes that are not UTF-8, malformed
     elements and frames in no mmap (diagnostics with line and column), a module
     whose symbols are missing (a warning and a note once per report), a module
-    info line still open at the next reset, a hexdict left open across a reset,
+    info line still open at the next reset, a hexdict over three lines with its
+    notes, another left open at the next reset,
     a timestamped reset, and resets that are no boundary (after a coloured line,
     after another element)."""
     build_id = build_id_of(program).encode()
@@ -185,6 +186,8 @@ def write_crash_log(path: Path, program: Path, reports: int, frames: int = 40) -
         if n % 8 == 7:
             lines.append(b"\x1b[31mcoloured line before a reset\x1b[0m")
         lines.append(b"[%05d.125] {{{reset}}}" % n if n % 4 == 2 else b"{{{reset}}}")
+        if n % 6 == 5:
+            lines.append(b"}}} after the reset")  # the previous report's hexdict was given up
         lines.append(b"{{{module:0:%s:elf:%s}}}" % (program.name.encode(), build_id))
         lines.append(b"{{{mmap:%#x:0x100000:load:0:rx:0x0}}}" % base)
         if n % 6 == 5:
@@ -205,12 +208,12 @@ def write_crash_log(path: Path, program: Path, reports: int, frames: int = 40) -
             lines.append(b"{{{bt:%d:%#x}}}" % (i, base + start + (n + i) % 200))
         if n % 9 == 4:
             lines.append(b"text then {{{pc:%#x}}} {{{reset}}} not a boundary" % (base + start))
+        if n % 6 == 3:  # a hexdict over three lines, closed: notes after it
+            lines += [b"  {{{hexdict:", b"    pc: %#x" % (base + start + 8), b"  }}}"]
         if n % 6 == 4:
             lines.append(b"  {{{hexdict:")
             lines.append(b"    pc: %#x" % (base + start + 4))
         out.extend(line + eol for line in lines)
-        if n % 6 == 4:
-            out.append(b"}}} after the reset")  # joins the next report's first line
     path.write_bytes(b"".join(out) + b"last line without a line feed \xff")
 
 
@@ -238,7 +241,10 @@ def test_a_large_log_cut_into_chunks_comes_out_as_the_whole_log_does(
     log = tmp_path / "crashes.log"
     write_crash_log(log, program, 60)
     data = log.read_bytes()
-    assert len(split_log(data, 4000)) >= 10  # the cluster gets many chunks
+    chunks = split_log(data, 4000)
+    assert len(chunks) >= 10  # the cluster gets many chunks
+    # Some chunk starts where a hexdict was left open.
+    assert any(b"{{{hexdict:" in data[c.start - 60 : c.start] for c in chunks[1:])
     assert b"\r\n" in data and b"\xff" in data
     with DaskCluster(tmp_path / "cluster") as cluster:
         local, remote = run_both(log, program, tmp_path, cluster)

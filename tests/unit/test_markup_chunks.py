@@ -16,9 +16,10 @@ def test_a_boundary_is_a_line_whose_first_element_is_a_reset() -> None:
         b"\x1b[31mred\n"  # 88
         b"{{{reset}}}\n"  # 97: after a line with ESC: none
         b"{{{reset:x}}}\n"  # 109: a reset with fields: none
-        b"  {{{reset}}}"  # 123: the last line, without a line feed: a boundary
+        b"{{{{reset}}}\n"  # 123: the element's tag is `{reset`: none
+        b"  {{{reset}}}"  # 136: the last line, without a line feed: a boundary
     )
-    assert boundary_offsets(data) == [14, 26, 123]
+    assert boundary_offsets(data) == [14, 26, 136]
 
 
 def test_chunks_are_at_least_the_size_asked_and_count_their_lines() -> None:
