@@ -173,9 +173,8 @@ def write_crash_log(path: Path, program: Path, reports: int, frames: int = 40) -
     elements and frames in no mmap (diagnostics with line and column), a module
     whose symbols are missing (a warning and a note once per report), a module
     info line still open at the next reset, a hexdict over three lines with its
-    notes, another left open at the next reset,
-    a timestamped reset, and resets that are no boundary (after a coloured line,
-    after another element)."""
+    notes, another left open at the next reset, a timestamped reset, and resets
+    that are no boundary (after a coloured line, after another element)."""
     build_id = build_id_of(program).encode()
     start = symbol_address(program, "compute")
     out: list[bytes] = [b"service starting \xff\xfe\n"]
