@@ -194,13 +194,18 @@ def _start_worker(factory: ProcessorFactory) -> None:
     _processor = factory()
 
 
+def is_binary(start: bytes) -> bool:
+    """Whether a file starting with `start` is binary data rather than a text log."""
+    return b"\0" in start[:BINARY_SNIFF_BYTES]
+
+
 def process_item(item: BatchItem, processor: FileProcessor, temp_dir: Path) -> ItemResult:
     """Process one item in this process; any failure is in the result, never raised."""
     messages: list[str] = []
     target = item.output
     try:
         with open(item.source, "rb") as source:
-            if b"\0" in source.read(BINARY_SNIFF_BYTES):
+            if is_binary(source.read(BINARY_SNIFF_BYTES)):
                 return ItemResult(item, 2, failure="binary data (NUL bytes), not a text log")
             source.seek(0)
             if target is None:
@@ -231,15 +236,16 @@ def process_item(item: BatchItem, processor: FileProcessor, temp_dir: Path) -> I
 
 
 def process_bytes(
-    name: str, data: bytes, processor: FileProcessor
+    name: str, data: bytes, processor: FileProcessor, *, check_binary: bool = True
 ) -> tuple[int, bytes, str, str | None]:
     """Process one input held in memory (for workers on other machines, which get
     the log's bytes and return the output's): (status, output, diagnostics, failure),
-    with the failures `process_item` gives; never raises for a bad input."""
+    with the failures `process_item` gives; never raises for a bad input.
+    `check_binary=False` for a later chunk of a log whose start was checked."""
     import io
 
     messages: list[str] = []
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+    if check_binary and is_binary(data):
         return 2, b"", "", "binary data (NUL bytes), not a text log"
     output = io.BytesIO()
     try:

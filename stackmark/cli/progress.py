@@ -62,8 +62,16 @@ class StatusLine:
             shown = self._shown
             if self.enabled and shown:
                 self._write("")
-            self.stream.write(text + "\n")
-            self.stream.flush()
+            buffer = getattr(self.stream, "buffer", None)
+            if buffer is not None:
+                # Diagnostics quote log lines that may not be UTF-8: their bytes
+                # go out as they came (surrogateescape), as `stackmark symbolize FILE` does.
+                self.stream.flush()
+                buffer.write((text + "\n").encode("utf-8", "surrogateescape"))
+                buffer.flush()
+            else:
+                self.stream.write(text + "\n")
+                self.stream.flush()
             if self.enabled and shown:
                 self._write(shown)
 

@@ -25,6 +25,14 @@ SEED_ATTRIBUTE = "debuginfod_seed"
 the arguments under this name; `make_client` seeds the worker's client."""
 
 
+DASK_CHUNK_SIZE_TEXT = "1M"
+DASK_CHUNK_SIZE = 1_000_000
+"""Logs larger than this are cut into chunks for the Dask workers: about 0.3 s of
+filtering per chunk against tens of ms of overhead per task, and enough chunks
+per large log to keep several workers busy (docs/benchmarks.md, "Batches on a
+Dask cluster")."""
+
+
 DEFAULTS: dict[str, object] = {
     "debuginfod_url": [],
     "no_debuginfod": False,
@@ -35,6 +43,7 @@ DEFAULTS: dict[str, object] = {
     "output_dir": None,
     "jobs": None,
     "dask_scheduler": None,
+    "dask_chunk_size": None,
 }
 """What `add_arguments` gives when none of its options is used (for commands
 that parse their common command lines without argparse)."""
@@ -130,8 +139,16 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         "--dask-scheduler",
         metavar="tcp://HOST:PORT",
         help="run the batch on this Dask cluster's workers instead of local processes "
-        "(one task per log; the workers read symbols where the options say, on their "
-        "machines; needs pip install 'stackmark[dask]')",
+        "(one task per log, or per chunk of a large log; the workers read symbols where "
+        "the options say, on their machines; needs pip install 'stackmark[dask]')",
+    )
+    many.add_argument(
+        "--dask-chunk-size",
+        type=_size,
+        metavar="SIZE",
+        help="with --dask-scheduler, a log larger than SIZE is cut into chunks of at least "
+        "SIZE at the lines where a crash report starts ({{{reset}}}), one task each "
+        f"(default {DASK_CHUNK_SIZE_TEXT}; 0: never cut; 500K, 4M, 1MiB...)",
     )
 
 
@@ -142,6 +159,17 @@ def _seconds(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+
+
+def _size(text: str) -> int:
+    import argparse
+
+    from stackmark.symbols.cache_admin import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive(text: str) -> int:

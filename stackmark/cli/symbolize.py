@@ -398,6 +398,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if getattr(args, "dask_chunk_size", None) is not None and args.dask_scheduler is None:
+        print(
+            "stackmark symbolize: error: --dask-chunk-size needs --dask-scheduler",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if scale_args.batch_wanted(args):
         if getattr(args, "dask_scheduler", None) is not None:
             from stackmark.cli import symbolize_dask

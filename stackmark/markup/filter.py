@@ -89,6 +89,14 @@ class _Applied:
         self.ok = True
 
 
+def fileless_note(name: str) -> str:
+    """What is said, once per input, about a module that never has a file (the vDSO)."""
+    return (
+        f'ELF module "{name}" is mapped by the kernel and has no file: '
+        "its addresses stay unresolved"
+    )
+
+
 class StackmarkFilter:
     """Feeds lines (without their terminator); returns the output for each."""
 
@@ -102,7 +110,10 @@ class StackmarkFilter:
         fast_paths: bool = True,
         records: list[records.Record] | None = None,
         unresolved_hint: str | None = None,
+        first_line: int = 0,
     ) -> None:
+        """`first_line` is the 0-based number of the first line fed: diagnostics
+        and records of a chunk of a larger log name the whole log's lines."""
         self.resolver = resolver
         self.unresolved_hint = unresolved_hint  # a front end's advice, after "looked for it in"
         self.unresolved = 0  # pc/bt/data elements printed without a name
@@ -119,7 +130,7 @@ class StackmarkFilter:
         self._info: _InfoLine | None = None
         self._warned: set[tuple[int, int]] = set()  # (context generation, module id)
         self._noted_fileless: set[str] = set()  # names of modules with no file, said once
-        self._line_no = -1
+        self._line_no = first_line - 1
         self._text = ""
         self._eol = "\n"
         self._notes: list[str] = []
@@ -296,8 +307,7 @@ class StackmarkFilter:
         as a note, since there is nothing to look for."""
         diag = Diagnostic(
             Severity.NOTE,
-            f'ELF module "{module.name}" is mapped by the kernel and has no file: '
-            "its addresses stay unresolved",
+            fileless_note(module.name),
             self._line_no,
             None,
             None,

@@ -63,7 +63,9 @@ class Llvm19Filter:
         *,
         colour: bool = False,
         fast_paths: bool = True,
+        first_line: int = 0,
     ) -> None:
+        """`first_line`: the 0-based number of the first line fed (as `StackmarkFilter`)."""
         self.resolver = resolver
         self.naming = naming
         self.printer = printer
@@ -74,7 +76,7 @@ class Llvm19Filter:
         self._bt_lines = BtLines(resolver, naming, show_invalid=True)
         self._parser = MarkupParser(frozenset())
         self._info: _InfoLine | None = None
-        self._line_no = -1
+        self._line_no = first_line - 1
         self._text = ""
         self._eol = "\n"
 

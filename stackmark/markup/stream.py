@@ -128,10 +128,16 @@ def filter_streams(
     settings: FilterSettings,
     symbolizer: SymbolizerAPI,
     naming: Naming,
+    *,
+    first_line: int = 0,
 ) -> int:
     """Filter each input (a separate log: the context starts empty) to `out`;
     diagnostics go to `err_write`. Returns the exit status `stackmark symbolize`
-    gives (EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_UNRESOLVED or EXIT_USAGE)."""
+    gives (EXIT_OK, EXIT_ELEMENT_ERRORS, EXIT_UNRESOLVED or EXIT_USAGE).
+
+    `first_line` is the 0-based line number, in the whole log, of each input's
+    first line: a chunk of a log (`stackmark.markup.chunks`) is filtered with its
+    diagnostics and records naming the lines a run over the whole log names."""
     compat = settings.llvm19
     colour = not settings.json and (
         settings.color == "always"
@@ -148,7 +154,9 @@ def filter_streams(
         if compat:
             from stackmark.markup.llvm19 import Llvm19Filter
 
-            line_filter = Llvm19Filter(resolver, naming, printer, colour=colour)
+            line_filter = Llvm19Filter(
+                resolver, naming, printer, colour=colour, first_line=first_line
+            )
         else:
             from stackmark.markup.filter import StackmarkFilter
 
@@ -159,6 +167,7 @@ def filter_streams(
                 colour=colour,
                 records=records,
                 unresolved_hint=settings.unresolved_hint,
+                first_line=first_line,
             )
         try:
             if records is not None:
