@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
+from typing import assert_never
 
 from lsprotocol import types
 
@@ -33,8 +34,12 @@ from stackmark.markup.elements import (
     BtElement,
     DataElement,
     DumpfileElement,
+    HexdictElement,
     MmapElement,
+    ModuleElement,
+    OtherElement,
     PcElement,
+    ResetElement,
     SymbolElement,
 )
 from stackmark.model import Module, SourceFrame
@@ -66,22 +71,37 @@ class Navigator:
     async def definition(self, target: Target, line: int, column: int) -> list[types.LocationLink]:
         typed = target.typed
         origin = self.log.element_range(target.element)
-        if isinstance(typed, BtElement | PcElement) and typed.ok:
-            placement = target.placement()
-            if placement is None:
-                return []
-            lookup = await self.lookups.code_of(placement.module, placement.module_relative)
-            return await self._frames(lookup.frames, placement.module, origin)
-        if isinstance(typed, DataElement) and typed.ok:
-            placement = target.placement()
-            if placement is None:
-                return []
-            return await self._variable(placement, origin)
-        if isinstance(typed, SymbolElement) and typed.ok:
-            return await self._symbol(target, typed.name, origin)
-        if isinstance(typed, MmapElement) and typed.ok:
-            return self._module_of(target, typed, line, column)
-        return []
+        match typed:
+            case BtElement() | PcElement() if typed.ok:
+                placement = target.placement()
+                if placement is None:
+                    return []
+                lookup = await self.lookups.code_of(placement.module, placement.module_relative)
+                return await self._frames(lookup.frames, placement.module, origin)
+            case DataElement() if typed.ok:
+                placement = target.placement()
+                if placement is None:
+                    return []
+                return await self._variable(placement, origin)
+            case SymbolElement() if typed.ok:
+                return await self._symbol(target, typed.name, origin)
+            case MmapElement() if typed.ok:
+                return self._module_of(target, typed, line, column)
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | MmapElement()
+                | ResetElement()
+                | ModuleElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                return []  # not decoded, or nothing to go to
+            case _:
+                assert_never(typed)
 
     def _module_of(
         self, target: Target, typed: MmapElement, line: int, column: int
