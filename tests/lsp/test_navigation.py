@@ -124,7 +124,7 @@ def test_an_undeclared_symbol_goes_to_the_code_at_its_address() -> None:
     fake = lookups()
     assert definitions(7, 6, fake) == [("file:///checkout/src/crash.c", 27, 0)]
     assert fake.asked[:2] == [
-        ("declaration", "abcd", "_Z4mainv", "0x0"),
+        ("declaration", "abcd", "_Z4mainv", "-"),
         ("address", "abcd", "_Z4mainv"),
     ]
     assert fake.symbolizer.calls == [("code", "abcd", 0x1200)]

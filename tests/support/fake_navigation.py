@@ -30,7 +30,8 @@ class FakeNavigationLookups(FakeLookups):
     async def declaration_of(
         self, module: Module, name: str, address: int | None = None
     ) -> Declaration | None:
-        self.asked.append(("declaration", module.build_id, name, hex(address or 0)))
+        where = "-" if address is None else hex(address)
+        self.asked.append(("declaration", module.build_id, name, where))
         return self.declarations.get((module.build_id, name, address))
 
     async def address_of(self, module: Module, name: str) -> int | None:
