@@ -1,10 +1,11 @@
 """The questions a feature module asks about addresses, from the event loop.
 
-Feature modules (hover.py, hints.py) take this protocol rather than the
+Feature modules (hover.py, hints.py, navigation.py) take these protocols rather than the
 server's `SymbolService`, so that they can be tested without a server and
 without binaries, over an in-memory symbolizer. `SymbolService`
-(symbolization.py) answers them in the server: from remembered answers or
-GSYM lookups at once, otherwise in its worker threads.
+(symbolization.py) answers `Lookups` in the server: from remembered answers or
+GSYM lookups at once, otherwise in its worker threads; `NavigationService`
+(navigation_service.py) adds the questions of go to definition.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol
 
 from stackmark.model import Module
 from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.declarations import Declaration
 
 
 class Lookups(Protocol):
@@ -33,4 +35,24 @@ class Lookups(Protocol):
 
     async def codes_of(self, places: Sequence[tuple[Module, int]]) -> list[CodeLookup]:
         """`code_of` for each (module, address), in one trip (a screenful of hints)."""
+        ...
+
+
+class NavigationLookups(Lookups, Protocol):
+    """`Lookups` and the questions of go to definition (navigation.py): where a name is
+    declared, a function's address by its symbol, and a readable copy of a source file."""
+
+    async def declaration_of(
+        self, module: Module, name: str, address: int | None = None
+    ) -> Declaration | None:
+        """`Symbolizer.declaration_of`: the variable at `address` when given, else the
+        function named `name` (None without DWARF)."""
+        ...
+
+    async def address_of(self, module: Module, name: str) -> int | None:
+        """The address of the function whose symbol is `name`, from the symbol table."""
+        ...
+
+    async def source_of(self, path: str, build_id: str) -> str | None:
+        """A readable copy of source file `path` of build `build_id` (may download)."""
         ...

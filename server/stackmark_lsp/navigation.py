@@ -3,15 +3,17 @@
 Definitions:
 * `pc`/`bt`: the source location of every frame of the inline chain,
   innermost first (an editor shows several targets as a list);
-* `data`: where the variable is declared (variables.py);
+* `data`: where the variable is declared; for an address in code, the first
+  line of the function;
 * `symbol`: where the function of that linkage name is declared, in a
-  module of the process (stackmark.dwarf.declarations); failing that, the first line
-  of the code at its symbol;
+  module of the process; failing that, the first line of the code at its
+  symbol;
 * the module ID of an `mmap`: the `module` element that declared it.
 
-Source paths go through the `sourcePathMap` prefix map; a file that is not
-on this machine is fetched from debuginfod (by the module's build ID) when
-servers are configured.
+Declarations, symbol addresses and source files are questions of
+`NavigationLookups` (lookups.py): the server answers them from the core
+symbolizer (`Symbolizer.declaration_of`) and debuginfod
+(navigation_service.py), a test from an in-memory fake.
 
 Links: a `dumpfile` element to the dump next to the log, and source
 locations written in the log text (`/path/file.c:12[:3]`) to that line.
@@ -21,32 +23,31 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
+from typing import assert_never
 
 from lsprotocol import types
 
-from stackmark.dwarf.declarations import DeclarationIndex
-from stackmark.elf import ElfFile
-from stackmark.errors import StackmarkError
 from stackmark.markup.context import Placement
 from stackmark.markup.elements import (
     BtElement,
     DataElement,
     DumpfileElement,
+    HexdictElement,
     MmapElement,
+    ModuleElement,
+    OtherElement,
     PcElement,
+    ResetElement,
     SymbolElement,
 )
 from stackmark.model import Module, SourceFrame
-from stackmark.symbols.symtab import SymbolTable
 from stackmark_lsp.hover import dump_path
 from stackmark_lsp.index import F_DUMPFILE
 from stackmark_lsp.logs import OpenLog, Target
+from stackmark_lsp.lookups import NavigationLookups
 from stackmark_lsp.messages import Messages
-from stackmark_lsp.settings import Settings
-from stackmark_lsp.symbolization import SymbolService
 
 # A source location written in a log: an absolute path with an extension, a line,
 # maybe a column ("/src/a.c:12:3", "at /src/a.c:12", "[/src/a.c:12]").
@@ -60,93 +61,73 @@ def file_uri(path: str) -> str:
     return PurePosixPath(os.path.abspath(path)).as_uri()
 
 
-class SourceFinder:
-    """Source files of a build, here or through debuginfod (thread-safe, remembered)."""
-
-    def __init__(self, settings: Settings, service: SymbolService) -> None:
-        self.settings = settings
-        self.service = service
-        self._found: dict[tuple[str, str], str | None] = {}
-        self._lock = threading.Lock()
-
-    def local(self, path: str) -> str | None:
-        mapped = self.settings.map_source(path)
-        return mapped if os.path.isfile(mapped) else None
-
-    def find(self, path: str, build_id: str) -> str | None:
-        """A readable copy of source file `path` of build `build_id` (may download)."""
-        local = self.local(path)
-        if local is not None:
-            return local
-        key = (build_id, path)
-        with self._lock:
-            if key in self._found:
-                return self._found[key]
-        found: str | None = None
-        client = self.service.debuginfod
-        if client is not None and build_id and os.path.isabs(path):
-            result = client.find_source(build_id, path)
-            found = str(result.path) if result.path is not None else None
-        with self._lock:
-            self._found[key] = found
-        return found
-
-
 class Navigator:
     """Definitions for one request (see the module docstring)."""
 
-    def __init__(
-        self,
-        log: OpenLog,
-        service: SymbolService,
-        sources: SourceFinder,
-        symbols: SymbolTables,
-        declarations: Declarations,
-    ) -> None:
+    def __init__(self, log: OpenLog, lookups: NavigationLookups) -> None:
         self.log = log
-        self.service = service
-        self.sources = sources
-        self.symbols = symbols
-        self.declarations = declarations
+        self.lookups = lookups
 
     async def definition(self, target: Target, line: int, column: int) -> list[types.LocationLink]:
         typed = target.typed
         origin = self.log.element_range(target.element)
-        if isinstance(typed, BtElement | PcElement) and typed.ok:
-            placement = target.placement()
-            if placement is None:
-                return []
-            lookup = await self.service.code_of(placement.module, placement.module_relative)
-            return await self._frames(lookup.frames, placement.module, origin)
-        if isinstance(typed, DataElement) and typed.ok:
-            placement = target.placement()
-            if placement is None:
-                return []
-            return await self._variable(placement, origin)
-        if isinstance(typed, SymbolElement) and typed.ok:
-            return await self._symbol(target, typed.name, origin)
-        if isinstance(typed, MmapElement) and typed.ok:
-            field = target.element.fields[3]
-            if not (field.line == line and field.start <= column <= field.end):
-                return []
-            where = target.epoch.module_position(typed.module_id)
-            if where is None or target.epoch.module(typed.module_id, target.where) is None:
-                return []
-            info, start = where
-            module_line = info.chunk.start + info.local
-            for element, _ in self.log.index.elements(module_line).elements:
-                if element.start == start:
-                    span = self.log.element_range(element)
-                    return [
-                        types.LocationLink(
-                            target_uri=self.log.uri,
-                            target_range=span,
-                            target_selection_range=span,
-                            origin_selection_range=self.log.range(
-                                field.line, field.start, field.line, field.end
-                            ),
-                        )
-                    ]
+        match typed:
+            case BtElement() | PcElement() if typed.ok:
+                placement = target.placement()
+                if placement is None:
+                    return []
+                lookup = await self.lookups.code_of(placement.module, placement.module_relative)
+                return await self._frames(lookup.frames, placement.module, origin)
+            case DataElement() if typed.ok:
+                placement = target.placement()
+                if placement is None:
+                    return []
+                return await self._variable(placement, origin)
+            case SymbolElement() if typed.ok:
+                return await self._symbol(target, typed.name, origin)
+            case MmapElement() if typed.ok:
+                return self._module_of(target, typed, line, column)
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | MmapElement()
+                | ResetElement()
+                | ModuleElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                return []  # not decoded, or nothing to go to
+            case _:
+                assert_never(typed)
+
+    def _module_of(
+        self, target: Target, typed: MmapElement, line: int, column: int
+    ) -> list[types.LocationLink]:
+        """From the module ID of an `mmap` (under the cursor) to its `module` element."""
+        field = target.element.fields[3]
+        if not (field.line == line and field.start <= column <= field.end):
+            return []
+        where = target.epoch.module_position(typed.module_id)
+        if where is None or target.epoch.module(typed.module_id, target.where) is None:
+            return []
+        info, start = where
+        module_line = info.chunk.start + info.local
+        for element, _ in self.log.index.elements(module_line).elements:
+            if element.start == start:
+                span = self.log.element_range(element)
+                return [
+                    types.LocationLink(
+                        target_uri=self.log.uri,
+                        target_range=span,
+                        target_selection_range=span,
+                        origin_selection_range=self.log.range(
+                            field.line, field.start, field.line, field.end
+                        ),
+                    )
+                ]
         return []
 
     async def _frames(
@@ -164,7 +145,7 @@ class Navigator:
     async def _link(
         self, path: str, line: int, column: int, module: Module, origin: types.Range
     ) -> types.LocationLink | None:
-        found = await self.service.run(self.sources.find, path, module.build_id)
+        found = await self.lookups.source_of(path, module.build_id)
         if found is None:
             return None
         position = types.Position(line=line - 1, character=max(column - 1, 0))
@@ -181,20 +162,17 @@ class Navigator:
     ) -> list[types.LocationLink]:
         """A variable's declaration; for an address in code, the function's first line."""
         module = placement.module
-        lookup = await self.service.data_of(module, placement.module_relative)
-        binary = lookup.resolution.binary
-        if lookup.symbol is None or binary is None:
+        lookup = await self.lookups.data_of(module, placement.module_relative)
+        if lookup.symbol is None or lookup.resolution.binary is None:
             return []
         start = lookup.symbol.start
-        place = await self.service.run(
-            self.declarations.variable, binary, start, lookup.symbol.name
-        )
+        place = await self.lookups.declaration_of(module, lookup.symbol.name, start)
         if place is None:
             if "x" not in placement.segment.mode:
                 return []
-            code = await self.service.run(self.service.code, module, start)
+            code = await self.lookups.code_of(module, start)
             return await self._frames(code.frames[-1:], module, origin)
-        link = await self._link(place[0], place[1], 0, module, origin)
+        link = await self._link(place.file, place.line, 0, module, origin)
         return [link] if link is not None else []
 
     async def _symbol(
@@ -205,76 +183,29 @@ class Navigator:
             module = target.epoch.module(module_id, target.where)
             if module is None:
                 continue
-            resolution = await self.service.run(self.service.resolve, module)
+            resolution = await self.lookups.resolution_of(module)
             if resolution.binary is None:
                 continue
-            place = await self.service.run(self.declarations.function, resolution.binary, name)
+            place = await self.lookups.declaration_of(module, name)
             if place is not None:
-                link = await self._link(place[0], place[1], 0, module, origin)
+                link = await self._link(place.file, place.line, 0, module, origin)
                 return [link] if link is not None else []
-            address = await self.service.run(self.symbols.address, resolution.binary, name)
+            address = await self.lookups.address_of(module, name)
             if address is None:
                 continue
-            lookup = await self.service.run(self.service.code, module, address)
+            lookup = await self.lookups.code_of(module, address)
             return await self._frames(lookup.frames[-1:], module, origin)
         return []
-
-
-class SymbolTables:
-    """Function addresses by linkage name, per file (read once, in a worker thread)."""
-
-    def __init__(self) -> None:
-        self._tables: dict[str, dict[str, int]] = {}
-        self._lock = threading.Lock()
-
-    def address(self, path: str, name: str) -> int | None:
-        with self._lock:
-            table = self._tables.get(path)
-            if table is None:
-                table = self._tables[path] = self._read(path)
-        return table.get(name)
-
-    @staticmethod
-    def _read(path: str) -> dict[str, int]:
-        try:
-            with ElfFile.open(path) as elf:
-                return {entry.name: entry.address for entry in SymbolTable(elf).entries}
-        except (StackmarkError, OSError):
-            return {}
-
-
-class Declarations:
-    """Declaration indexes per file (built once, in a worker thread)."""
-
-    def __init__(self) -> None:
-        self._indexes: dict[str, DeclarationIndex | None] = {}
-        self._lock = threading.Lock()
-
-    def _index(self, path: str) -> DeclarationIndex | None:
-        with self._lock:
-            if path not in self._indexes:
-                try:
-                    self._indexes[path] = DeclarationIndex(path)
-                except (StackmarkError, OSError):
-                    self._indexes[path] = None
-            return self._indexes[path]
-
-    def variable(self, path: str, address: int, name: str) -> tuple[str, int] | None:
-        index = self._index(path)
-        return index.variable(address, name) if index is not None else None
-
-    def function(self, path: str, name: str) -> tuple[str, int] | None:
-        index = self._index(path)
-        return index.function(name) if index is not None else None
 
 
 # -- document links ------------------------------------------------------------------
 
 
 def links(
-    log: OpenLog, sources: SourceFinder, t: Messages, tooltips: bool = True
+    log: OpenLog, local: Callable[[str], str | None], t: Messages, tooltips: bool = True
 ) -> list[types.DocumentLink]:
-    """Links for dumpfile elements and for source locations written in the log."""
+    """Links for dumpfile elements and for source locations written in the log whose
+    file `local` finds on this machine."""
     found: list[types.DocumentLink] = []
     for line, entry in log.index.entries():
         flags = entry if isinstance(entry, int) else entry.flags
@@ -293,15 +224,15 @@ def links(
                         )
                     )
     for line, start, end, path, number, column in _source_locations(log):
-        local = sources.local(path)
-        if local is None:
+        found_at = local(path)
+        if found_at is None:
             continue
         fragment = f"#L{number}" + (f",{column}" if column else "")
         found.append(
             types.DocumentLink(
                 range=log.range(line, start, line, end),
-                target=file_uri(local) + fragment,
-                tooltip=t("link.source", path=f"{local}:{number}") if tooltips else None,
+                target=file_uri(found_at) + fragment,
+                tooltip=t("link.source", path=f"{found_at}:{number}") if tooltips else None,
             )
         )
     return found

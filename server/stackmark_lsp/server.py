@@ -34,6 +34,7 @@ from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
 from stackmark_lsp.memory import quiet_gc, release_closed
 from stackmark_lsp.messages import Messages
+from stackmark_lsp.navigation_service import NavigationService, SourceFinder, SymbolTables
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
@@ -78,9 +79,9 @@ class StackmarkServer(LanguageServer):
         self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
         self.resolving: set[str] = set()
         self.content_registered = False
-        self.sources: navigation.SourceFinder | None = None
-        self.symbol_tables = navigation.SymbolTables()
-        self.declarations = navigation.Declarations()
+        self.sources: SourceFinder | None = None
+        self.navigation: NavigationService | None = None
+        self.symbol_tables = SymbolTables()
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
         # The last diagnostics published for each log.
@@ -127,7 +128,8 @@ class StackmarkServer(LanguageServer):
         self.service = SymbolService(
             settings, self.reporter, self.messages, report=self.show_warning
         )
-        self.sources = navigation.SourceFinder(settings, self.service)
+        self.sources = SourceFinder(settings, self.service)
+        self.navigation = NavigationService(self.service, self.sources, self.symbol_tables)
         self.views.clear()
         self.resolving.clear()
         if old is not None:
@@ -534,14 +536,13 @@ async def definition(
     ls: StackmarkServer, params: types.DefinitionParams
 ) -> list[types.LocationLink] | list[types.Location] | None:
     log = _log(ls, params.text_document.uri)
-    if log is None or ls.service is None or ls.sources is None:
+    if log is None or ls.navigation is None:
         return None
     target = log.target(params.position)
     if target is None:
         return None
     line, column = log.to_index(params.position)
-    navigator = navigation.Navigator(log, ls.service, ls.sources, ls.symbol_tables, ls.declarations)
-    found = await navigator.definition(target, line, column)
+    found = await navigation.Navigator(log, ls.navigation).definition(target, line, column)
     if ls.supports_links():
         return found
     return [
@@ -601,7 +602,7 @@ async def document_link(
         return []
     links = ls.capabilities.text_document and ls.capabilities.text_document.document_link
     tooltips = bool(links and links.tooltip_support)
-    return navigation.links(log, ls.sources, ls.messages, tooltips)
+    return navigation.links(log, ls.sources.local, ls.messages, tooltips)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)

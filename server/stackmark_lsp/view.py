@@ -81,7 +81,7 @@ class View:
         return "".join(self.blocks)
 
     def large_text(self) -> LargeText:
-        """The text for an answer, written out block by block (server.py)."""
+        """The text for an answer, written out block by block (transport.py)."""
         return LargeText(self.blocks)
 
     def line_for(self, log_line: int) -> int:
@@ -99,7 +99,7 @@ class View:
 class LargeText:
     """A string value of an answer, given as pieces: the server writes it into the JSON
     message piece by piece, so a view of a large log is never held whole a second time,
-    nor escaped whole (`StackmarkProtocol._send_data`)."""
+    nor escaped whole (`StackmarkProtocol._send_data`, transport.py)."""
 
     pieces: tuple[str, ...]
 

@@ -56,7 +56,6 @@ from stackmark.plain import Record
 if TYPE_CHECKING:
     import argparse
 
-    from stackmark.dwarf.declarations import DeclarationIndex
     from stackmark.dwarf.reader import DwarfReader
     from stackmark.symbols.by_path import ModuleProblem, ModulesByPath
     from stackmark.symbols.symbolizer import Symbolizer
@@ -274,7 +273,6 @@ class Answerer:
         self.warn = warn
         self.modules: ModulesByPath = ModulesByPath()
         self._warned: set[str] = set()
-        self._declarations: dict[str, DeclarationIndex | None] = {}
         self._readers: dict[str, DwarfReader | None] = {}
 
     def answer(self, request: Request | str, obj: str | None) -> str:
@@ -381,22 +379,13 @@ class Answerer:
         return self._readers[path]
 
     def _declaration(self, module: Module, start: int, name: str) -> tuple[str, int] | None:
-        """Where the variable at `start` is declared, from the module's DWARF."""
-        binary = self.symbolizer.resolve(module).binary
-        if binary is None:
+        """Where the variable at `start` is declared, as the symbolizer answers it."""
+        place = self.symbolizer.declaration_of(module, name, start)
+        if place is None:
             return None
-        if binary not in self._declarations:
-            from stackmark.dwarf.declarations import DeclarationIndex
-
-            try:
-                self._declarations[binary] = DeclarationIndex(binary)
-            except (StackmarkError, OSError):
-                self._declarations[binary] = None  # a GSYM file, or no DWARF at all
-        index = self._declarations[binary]
-        place = index.variable(start, name) if index is not None else None
-        if place is None or self.naming.options.paths != "basename":
-            return place
-        return (os.path.basename(place[0]), place[1])
+        if self.naming.options.paths != "basename":
+            return (place.file, place.line)
+        return (os.path.basename(place.file), place.line)
 
     # --- shapes and warnings ---------------------------------------------------------
 

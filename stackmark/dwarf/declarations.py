@@ -2,10 +2,11 @@
 
 The symbolizer answers a data address with the symbol covering it, which
 has no source location, and a `{{{symbol}}}` element names a function
-that may have been inlined everywhere (no symbol, no address). The
-language server (go to definition) and llvm-symbolizer-stackmark (the
-declaration line of a `DATA` answer) ask this index, which reads a
-module's DWARF once, on the first such request for that module, and keeps:
+that may have been inlined everywhere (no symbol, no address). Front ends
+(the language server's go to definition, llvm-symbolizer-stackmark's
+declaration line of a `DATA` answer) ask `Symbolizer.declaration_of`
+(stackmark/symbols/declarations.py), which builds this index from a
+module's DWARF once, on the first such request for that module. It keeps:
 
 * variables by address: every DW_TAG_variable whose location is a fixed
   address (DW_OP_addr or DW_OP_addrx), with its DW_AT_decl_file and

@@ -21,6 +21,7 @@ from stackmark.errors import StackmarkError
 from stackmark.model import DataSymbol, Module, SourceFrame
 from stackmark.plain import Record
 from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.declarations import Declaration, DeclarationFinder
 from stackmark.symbols.elf_source import elf_source_factory
 from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
 from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES, SymbolStore
@@ -151,6 +152,7 @@ class Symbolizer:
         self._lock = RLock()
         self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
         self._data: OrderedDict[_AnswerKey, DataSymbol | None] = OrderedDict()
+        self._declarations = DeclarationFinder()
 
     # -- modules ------------------------------------------------------------------
 
@@ -286,6 +288,15 @@ class Symbolizer:
                     resolution.searched.append(f"0x{address:x}: {exc}")
             _remember(self._data, key, symbol, self.options.cache_size)
         return DataLookup(resolution, address, symbol)
+
+    def declaration_of(
+        self, module: Module, name: str, address: int | None = None
+    ) -> Declaration | None:
+        """Where `name` is declared in `module`: the variable at module-relative `address`
+        when given, else the function of that linkage name. None when the file answering
+        for the module has no DWARF (a GSYM file) or no such declaration (declarations.py)."""
+        binary = self.resolve(module).binary
+        return self._declarations.find(binary, name, address) if binary is not None else None
 
     def close(self) -> None:
         """Close every open source."""

@@ -188,6 +188,10 @@ def forbidden_arrows(arrows: dict[str, set[str]]) -> dict[tuple[str, str], str]:
                 _within(source, ("stackmark_lldb",)) and _within(target, ("stackmark_gdb",))
             ):
                 found[source, target] = "one debugger host imports the other"
+            if _within(source, ("stackmark_lsp",)) and _within(target, ("stackmark.dwarf",)):
+                found[source, target] = (
+                    "the language server reads DWARF itself (the symbolizer answers it)"
+                )
             if _within(source, ("stackmark.formats",)) and _within(target, ("stackmark",)):
                 own = ".".join(source.split(".")[:3])  # its package (or itself: formats/cbf.py)
                 if target != "stackmark.formats" and not _within(
@@ -249,6 +253,13 @@ def test_the_import_reader_sees_imports_inside_functions_and_type_checking() -> 
     assert "stackmark_lsp.epochs" in ARROWS["stackmark_lsp.document"]  # TYPE_CHECKING
     assert "stackmark.unwind_rules" in ARROWS["stackmark.formats.sframe.spec"]
     assert len(ARROWS) > 150  # all four packages were read
+
+
+def test_the_language_server_asks_the_symbolizer_rather_than_reading_dwarf() -> None:
+    arrows = {"stackmark_lsp.navigation": {"stackmark.dwarf.declarations", "stackmark.symbols"}}
+    assert list(forbidden_arrows(arrows)) == [
+        ("stackmark_lsp.navigation", "stackmark.dwarf.declarations")
+    ]
 
 
 def test_no_forbidden_arrow_beyond_the_known_ones() -> None:
