@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
 from stackmark.errors import FormatError
+from stackmark.symbols.api import Failure, Reason
 from stackmark.symbols.source import ModuleFiles
 
 DEFAULT_DEBUG_FILE_DIRECTORIES = ("/usr/lib/debug",)
@@ -85,7 +86,7 @@ class Lookup:
     """The outcome of a store lookup: the files found, or why there are none.
     (Plain classes here: dataclass creation costs start-up time.)"""
 
-    __slots__ = ("build_id", "error", "files", "has_debug_info", "mismatched", "searched")
+    __slots__ = ("build_id", "failure", "files", "has_debug_info", "mismatched", "searched")
 
     def __init__(
         self,
@@ -93,20 +94,20 @@ class Lookup:
         files: ModuleFiles | None,
         has_debug_info: bool = False,
         searched: list[str] | None = None,
-        error: str | None = None,
+        failure: Failure | None = None,
     ):
         self.build_id = build_id
         self.files = files
         self.has_debug_info = has_debug_info
         self.searched: list[str] = searched if searched is not None else []
-        self.error = error
+        self.failure = failure
         # (path, build ID found there or None) for the module's own file(s)
         self.mismatched: list[tuple[str, str | None]] = []
 
     def __repr__(self) -> str:
         return (
             f"Lookup(build_id={self.build_id!r}, files={self.files!r}, "
-            f"has_debug_info={self.has_debug_info}, error={self.error!r})"
+            f"has_debug_info={self.has_debug_info}, failure={self.failure!r})"
         )
 
 
@@ -279,12 +280,12 @@ class SymbolStore:
         if not build_id:
             if module_path:
                 return self._without_build_id(module_path, lookup)
-            lookup.error = "module has no build ID"
+            lookup.failure = Failure(Reason.NO_BUILD_ID)
             return lookup
         if len(build_id) % 2 or not _HEX_DIGITS.issuperset(build_id):
             # It becomes part of paths below: no `../` or `/` from a log. (Any
             # length: ld writes what --build-id=0x... says, llvm finds it.)
-            lookup.error = f"invalid build ID {build_id[:80]!r}: not hexadecimal bytes"
+            lookup.failure = Failure(Reason.INVALID_BUILD_ID, repr(build_id[:80]))
             return lookup
         matches: list[tuple[_Candidate, str]] = []
         seen: set[str] = set()
@@ -315,7 +316,7 @@ class SymbolStore:
         if self.last_resorts and not self._gives_debug_info(matches):
             matches += self._last_resort_matches(build_id, not matches, lookup)
         if not matches:
-            lookup.error = "could not find build ID"
+            lookup.failure = Failure(Reason.NOT_FOUND)
             return lookup
         return self._choose(matches, lookup)
 
@@ -372,7 +373,7 @@ class SymbolStore:
         facts = self._inspect(module_path)
         if isinstance(facts, str):
             lookup.searched.append(f"{module_path}: {facts}")
-            lookup.error = "module has no build ID and its file cannot be read"
+            lookup.failure = Failure(Reason.UNREADABLE_MODULE)
             return lookup
         return self._choose([(facts, MODULE_PATH)], lookup)
 

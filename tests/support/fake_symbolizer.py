@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stackmark.model import DataSymbol, Module, SourceFrame
-from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
 
 
 @dataclass
@@ -29,7 +29,7 @@ class FakeSymbolizer:
         binary = self.binaries.get(module.build_id)
         if binary is None:
             return ModuleResolution(
-                module.build_id, None, error="could not find build ID", searched=["/nowhere"]
+                module.build_id, None, Failure(Reason.NOT_FOUND), searched=["/nowhere"]
             )
         return ModuleResolution(module.build_id, binary.path, has_debug_info=True)
 
