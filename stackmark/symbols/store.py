@@ -27,6 +27,9 @@ do: next to the binary, in its `.debug/` subdirectory, and under each
 debug-file directory followed by the binary's own directory. It must
 carry the same build ID, or, when it has none, the CRC32 the link
 records. Without any DWARF, the first file with a symbol table answers.
+The files found carry the store's way to find a dwz supplementary file
+(`.gnu_debugaltlink`): beside the file that names it, else by its build ID
+in the same debug-file directories (`stackmark.dwarf.supplementary`).
 
 Every rejected or missing candidate is recorded in `searched` with the
 reason, so a front end can say why nothing was found. A file at the
@@ -41,6 +44,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from stackmark.dwarf.supplementary import supplementary_finder
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
 from stackmark.errors import FormatError
 from stackmark.symbols.api import Failure, Reason
@@ -123,6 +127,8 @@ class SymbolStore:
         trust_build_id_paths: bool = False,
     ):
         self.debug_file_directories = list(debug_file_directories)
+        # dwz supplementary files are looked for in the same directories.
+        self.load_supplementary = supplementary_finder(self.debug_file_directories)
         self.trust_build_id_paths = trust_build_id_paths
         self.objects = list(objects)
         self.symbol_paths = list(symbol_paths)
@@ -351,23 +357,26 @@ class SymbolStore:
         if with_dwarf is not None:
             facts, how = with_dwarf
             if facts is first or not first.has_symbols:
-                lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+                lookup.files = self._files(lookup.build_id, facts.path, None, how)
             else:
                 # The first file found (e.g. the --obj binary) lacks DWARF: like llvm,
                 # take its symbols and the DWARF of the other file with its build ID.
-                lookup.files = ModuleFiles(lookup.build_id, first.path, facts.path, first_how)
+                lookup.files = self._files(lookup.build_id, first.path, facts.path, first_how)
             lookup.has_debug_info = True
             return lookup
         for facts, how in matches:
             if facts.debuglink is not None:
                 debug = self._follow_debuglink(facts, lookup)
                 if debug is not None:
-                    lookup.files = ModuleFiles(lookup.build_id, facts.path, debug, how)
+                    lookup.files = self._files(lookup.build_id, facts.path, debug, how)
                     lookup.has_debug_info = True
                     return lookup
         facts, how = next(((f, h) for f, h in matches if f.has_symbols), matches[0])
-        lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+        lookup.files = self._files(lookup.build_id, facts.path, None, how)
         return lookup
+
+    def _files(self, build_id: str, binary: str, debug: str | None, how: str) -> ModuleFiles:
+        return ModuleFiles(build_id, binary, debug, how, self.load_supplementary)
 
     def _without_build_id(self, module_path: str, lookup: Lookup) -> Lookup:
         facts = self._inspect(module_path)
