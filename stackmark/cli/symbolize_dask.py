@@ -34,8 +34,12 @@ from typing import Any, BinaryIO
 
 from stackmark import batch
 from stackmark.cli.progress import StatusLine
-from stackmark.cli.symbolize import filter_settings_from, name_options_from, settings_from
 from stackmark.cli.symbolize_batch import EXIT_BAD_FILE, _summarise
+from stackmark.markup.symbolize_options import (
+    filter_settings_from,
+    name_options_from,
+    settings_from,
+)
 
 RETRIES = 2
 """Times a task that raised is run again (a worker's death is not counted: the
