@@ -1,11 +1,12 @@
 """Symbolizing at scale from the command line: debuginfod servers and many logs.
 
-Shared by `stackmark symbolize` (and any command that finds files by build
-ID): turning the options (declared in `stackmark.markup.symbolize_options`)
-plus the environment into a `DebuginfodClient`, and telling whether a run
-is a batch. This module is light on purpose: the client (with urllib) and
-the batch machinery (with multiprocessing) are imported only when used, so
-a plain run starts as fast as before.
+Shared by `stackmark symbolize`, its batches (local or on Dask) and any
+command that finds files by build ID: turning the options (declared in
+`stackmark.markup.symbolize_options`) plus the environment into a
+`DebuginfodClient` and a symbolizer, and telling whether a run is a batch.
+This module is light on purpose: the client (with urllib) and the batch
+machinery (with multiprocessing) are imported only when used, so a plain
+run starts as fast as before.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     import argparse
 
     from stackmark.cli.progress import StatusLine
+    from stackmark.symbols.api import SymbolizerAPI
     from stackmark.symbols.debuginfod import DebuginfodClient
 
 SEED_ATTRIBUTE = "debuginfod_seed"
@@ -111,3 +113,14 @@ def make_client(
     if seed:
         client.seed(seed)
     return client
+
+
+def make_symbolizer(
+    args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
+) -> SymbolizerAPI:
+    """The symbolizer the options describe, looking where they say; with
+    `debuginfod` or the client they ask for (`make_client`)."""
+    from stackmark.markup.symbolize_options import settings_from
+    from stackmark.symbols.setup import build_symbolizer
+
+    return build_symbolizer(settings_from(args), debuginfod or make_client(args))

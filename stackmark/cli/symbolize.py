@@ -34,15 +34,11 @@ from stackmark.markup.symbolize_options import (
 from stackmark.markup.symbolize_options import (
     filter_settings_from,
     naming_from,
-    settings_from,
 )
 from stackmark.symbols.api import SymbolizerAPI
-from stackmark.symbols.setup import build_symbolizer
 
 if TYPE_CHECKING:
     import argparse
-
-    from stackmark.symbols.debuginfod import DebuginfodClient
 
 
 # --- the common command lines, without argparse ------------------------------------
@@ -156,15 +152,9 @@ def parse_quick(argv: Sequence[str]) -> argparse.Namespace | None:
     return cast("argparse.Namespace", SimpleNamespace(**values))
 
 
-def _make_symbolizer(
-    args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
-) -> SymbolizerAPI:
-    """The real symbolizer, looking where the options say."""
-    return build_symbolizer(settings_from(args), debuginfod or scale_args.make_client(args))
-
-
-def _make_naming(args: argparse.Namespace) -> Naming:
-    return naming_from(args)
+_make_symbolizer = scale_args.make_symbolizer
+_make_naming = naming_from
+# (The names stackmark.cli.cbf, the benchmarks and the tests call them by.)
 
 
 def run_streams(
