@@ -2,7 +2,7 @@
 
 import sys
 
-from stackmark.cli.main import main
+from stackmark_lsp.main import main
 
 if __name__ == "__main__":
-    sys.exit(main(["lsp", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))
