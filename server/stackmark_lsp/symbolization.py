@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from stackmark.errors import StackmarkError
 from stackmark.model import DataSymbol, Module, SourceFrame
-from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
 from stackmark.symbols.source import ModuleFiles, SymbolSource
 from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -254,10 +254,12 @@ class SymbolService:
             return future.result()
         try:
             resolution = self.symbolizer.resolve(module)
-            if resolution.binary is None and not resolution.error:
-                resolution.error = "could not find build ID"
+            if resolution.binary is None and resolution.failure is None:
+                resolution.failure = Failure(Reason.NOT_FOUND)
         except (StackmarkError, OSError) as exc:
-            resolution = ModuleResolution(module.build_id, None, error=str(exc))
+            resolution = ModuleResolution(
+                module.build_id, None, Failure(Reason.RESOLVE_ERROR, str(exc))
+            )
         with self._meta:
             self._resolved[key] = resolution
             self._resolving.pop(key, None)
@@ -284,8 +286,7 @@ class SymbolService:
             try:
                 found = self.symbolizer.code(module, address)
             except (StackmarkError, OSError) as exc:
-                resolution.searched.append(f"0x{address:x}: {exc}")
-                return CodeLookup(resolution, address)
+                return CodeLookup(resolution, address, [], Failure(Reason.LOOKUP_ERROR, str(exc)))
         self._remember("code", module, address, found)
         return found
 
@@ -298,8 +299,7 @@ class SymbolService:
             try:
                 found = self.symbolizer.data(module, address)
             except (StackmarkError, OSError) as exc:
-                resolution.searched.append(f"0x{address:x}: {exc}")
-                return DataLookup(resolution, address)
+                return DataLookup(resolution, address, None, Failure(Reason.LOOKUP_ERROR, str(exc)))
         self._remember("data", module, address, found)
         return found
 

@@ -81,7 +81,7 @@ def unknown(command: str) -> str:
 def parser() -> argparse.ArgumentParser:
     import argparse
 
-    from stackmark.cli import scale_args
+    from stackmark.markup.symbolize_options import add_debuginfod_arguments
 
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
@@ -137,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
         "also build missing ones, or not",
     )
     where.add_argument("--gsym-cache-dir", metavar="DIR", help="where the GSYM cache lives")
-    scale_args.add_debuginfod_arguments(parser)
+    add_debuginfod_arguments(parser)
     out = parser.add_argument_group("output")
     out.add_argument(
         "--inlines",

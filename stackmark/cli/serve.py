@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stackmark.cli import scale_args
-from stackmark.cli.symbolize import (
+from stackmark.markup.symbolize_options import (
+    add_debuginfod_arguments,
     add_naming_arguments,
     add_symbol_source_arguments,
     name_options_from,
@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(gsym_cache="build")  # a service builds its cache as it goes
     names = parser.add_argument_group("names in answers")
     add_naming_arguments(names)
-    scale_args.add_debuginfod_arguments(parser)
+    add_debuginfod_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,170 +26,19 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 from stackmark.cli import scale_args
-from stackmark.markup.naming import NameOptions, Naming
-from stackmark.markup.stream import (
-    EXIT_USAGE,
-    UNRESOLVED_HINT,
-    FilterSettings,
-    filter_streams,
-    make_naming,
+from stackmark.markup.naming import Naming
+from stackmark.markup.stream import EXIT_USAGE, filter_streams
+from stackmark.markup.symbolize_options import (
+    add_arguments as add_arguments,  # the command's options (stackmark.cli.main asks here)
+)
+from stackmark.markup.symbolize_options import (
+    filter_settings_from,
+    naming_from,
 )
 from stackmark.symbols.api import SymbolizerAPI
-from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 
 if TYPE_CHECKING:
     import argparse
-
-    from stackmark.symbols.debuginfod import DebuginfodClient
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    import argparse
-
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.description = (
-        "Symbolize a log that carries LLVM symbolizer markup ({{{module}}}, {{{mmap}}},\n"
-        "{{{pc}}}, {{{bt}}}, {{{data}}}, {{{symbol}}}, {{{hexdict}}}), like\n"
-        "`llvm-symbolizer --filter-markup`, without losing any log text."
-    )
-    parser.epilog = (
-        "symbols are looked up by build ID: in each --debug-file-directory as\n"
-        "DIR/.build-id/xx/rest.debug (default /usr/lib/debug), among the --obj files and\n"
-        "the ELF files in each --symbol-path directory, next to a stripped binary through\n"
-        "its .gnu_debuglink, and last on debuginfod servers (--debuginfod-url,\n"
-        "DEBUGINFOD_URLS). The file found must have the build ID asked for. Where none\n"
-        "with debug info is found, a GSYM file in a --gsym-path directory answers.\n\n"
-        "A module's name in the log is a path too: an absolute one is looked at after\n"
-        "the local places above (before debuginfod), a relative one under each\n"
-        "--symbol-path; the file there must have the build ID too.\n\n"
-        "exit status: 0 ok; 1 some element had an error (output still complete);\n"
-        "2 usage error or unreadable input; 3 with --fail-on-unresolved, some frame was\n"
-        "left without a name (before 1). --compat=llvm19 exits 0 (or 3 when asked)."
-    )
-    parser.add_argument("files", nargs="*", metavar="FILE", help="logs to read (default: stdin)")
-    add_symbol_source_arguments(parser)
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "--color",
-        "--colour",
-        nargs="?",
-        const="always",
-        default="auto",
-        choices=["always", "never", "auto"],
-        help="colour symbolized output (default auto: when stdout is a terminal)",
-    )
-    add_naming_arguments(out)
-    out.add_argument(
-        "--output-style",
-        type=str.lower,
-        default="llvm",
-        choices=["llvm", "json"],
-        help="llvm: the log, symbolized (default); json: one JSON record per element",
-    )
-    out.add_argument(
-        "--compat",
-        choices=["llvm19"],
-        help="reproduce llvm-symbolizer 19's --filter-markup output exactly, "
-        "including the text it drops (for side-by-side comparison)",
-    )
-    out.add_argument(
-        "--fail-on-unresolved",
-        action="store_true",
-        help="exit with status 3 when a pc, bt or data element was left without a name "
-        "(its module's symbols not found, or silent about the address); the output is "
-        "complete all the same",
-    )
-    out.add_argument(
-        "--filter-markup",
-        action="store_true",
-        help=argparse.SUPPRESS,  # accepted, so that llvm-symbolizer command lines work
-    )
-    scale_args.add_arguments(parser)
-
-
-def add_symbol_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that say where symbols are (shared with `stackmark serve`)."""
-    where = parser.add_argument_group("where symbols are found")
-    where.add_argument(
-        "--debug-file-directory",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="look for DIR/.build-id/xx/rest.debug (repeatable)",
-    )
-    where.add_argument(
-        "--obj",
-        "--exe",
-        "-e",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="an ELF file to use for the module with its build ID (repeatable)",
-    )
-    where.add_argument(
-        "--symbol-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of ELF files, matched by build ID (repeatable)",
-    )
-    where.add_argument(
-        "--gsym-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of GSYM files (llvm-gsymutil's or stackmark's), matched by the "
-        "build ID in their headers: one answers for a module no ELF file with debug "
-        "info is found for (functions, files, lines, inline calls; no columns) "
-        "(repeatable)",
-    )
-    where.add_argument(
-        "--gsym-cache",
-        choices=["use", "build", "off"],
-        default="use",
-        help="GSYM cache of symbols per build ID: use entries already built (default), "
-        "also build missing ones on first use (about a minute per 30 MB of DWARF), or not",
-    )
-    where.add_argument(
-        "--gsym-cache-dir",
-        metavar="DIR",
-        help="where the GSYM cache lives (default $XDG_CACHE_HOME/stackmark)",
-    )
-
-
-def add_naming_arguments(out: argparse._ArgumentGroup) -> None:
-    """The options that say how functions and files are named (shared with `serve`)."""
-    out.add_argument(
-        "--no-demangle",
-        dest="demangle",
-        action="store_false",
-        help="print function and data names as they are in the binary",
-    )
-    out.add_argument(
-        "--demangle",
-        "-C",
-        dest="demangle",
-        action="store_true",
-        default=True,
-        help="demangle function and data names (the default)",
-    )
-    out.add_argument(
-        "--functions",
-        nargs="?",
-        const="linkage",
-        default="linkage",
-        choices=["linkage", "short", "none"],
-        help="function names: demangled linkage names (default), short names, or none",
-    )
-    paths = out.add_mutually_exclusive_group()
-    paths.add_argument(
-        "--basenames", "-s", action="store_true", help="print file names without directories"
-    )
-    paths.add_argument(
-        "--relativenames",
-        action="store_true",
-        help="print file names relative to the compilation directory",
-    )
 
 
 # --- the common command lines, without argparse ------------------------------------
@@ -303,46 +152,9 @@ def parse_quick(argv: Sequence[str]) -> argparse.Namespace | None:
     return cast("argparse.Namespace", SimpleNamespace(**values))
 
 
-def settings_from(args: argparse.Namespace) -> SymbolSettings:
-    """Where the options say symbols are (for `build_symbolizer`)."""
-    return SymbolSettings(
-        debug_file_directories=list(args.debug_file_directory),
-        objects=list(args.obj),
-        symbol_paths=list(args.symbol_path),
-        gsym_paths=list(args.gsym_path),
-        gsym_cache=args.gsym_cache,
-        gsym_cache_dir=args.gsym_cache_dir,
-        relative_names=args.relativenames,
-        llvm19=args.compat is not None,
-        module_names=True,  # on the machine that crashed, a module's name is its path
-    )
-
-
-def filter_settings_from(args: argparse.Namespace) -> FilterSettings:
-    """How the options say the log is printed."""
-    return FilterSettings(
-        json=args.output_style == "json",
-        color=args.color,
-        llvm19=args.compat is not None,
-        fail_on_unresolved=args.fail_on_unresolved,
-        unresolved_hint=UNRESOLVED_HINT,
-    )
-
-
-def name_options_from(args: argparse.Namespace) -> NameOptions:
-    paths = "basename" if args.basenames else "relative" if args.relativenames else "absolute"
-    return NameOptions(functions=args.functions, demangle=args.demangle, paths=paths)
-
-
-def _make_symbolizer(
-    args: argparse.Namespace, debuginfod: DebuginfodClient | None = None
-) -> SymbolizerAPI:
-    """The real symbolizer, looking where the options say."""
-    return build_symbolizer(settings_from(args), debuginfod or scale_args.make_client(args))
-
-
-def _make_naming(args: argparse.Namespace) -> Naming:
-    return make_naming(name_options_from(args))
+_make_symbolizer = scale_args.make_symbolizer
+_make_naming = naming_from
+# (The names stackmark.cli.cbf, the benchmarks and the tests call them by.)
 
 
 def run_streams(

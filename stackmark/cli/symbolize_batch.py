@@ -96,14 +96,12 @@ def _resolve_once(
     build_gsym = getattr(args, "gsym_cache", "off") == "build"
     if client is None and not build_gsym:
         return None
-    from stackmark.cli.symbolize import _make_symbolizer
-
     build_ids: set[str] = set()
     for item in items:
         build_ids |= batch.scan_build_ids(item.source)
     if build_ids:
         status.show(f"looking up {len(build_ids)} build IDs", force=True)
-        symbolizer = _make_symbolizer(args, client)
+        symbolizer = scale_args.make_symbolizer(args, client)
         with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
             resolutions = list(
                 pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids))
@@ -139,13 +137,15 @@ def _build_gsym_entries(
 
 def _make_processor(args: argparse.Namespace) -> batch.FileProcessor:
     """Runs in each worker: one symbolizer for every file the worker gets."""
-    from stackmark.cli.symbolize import _make_naming, _make_symbolizer, run_streams
+    from stackmark.markup.stream import filter_streams
+    from stackmark.markup.symbolize_options import filter_settings_from, naming_from
 
-    symbolizer = _make_symbolizer(args)
-    naming = _make_naming(args)
+    symbolizer = scale_args.make_symbolizer(args)
+    naming = naming_from(args)
+    settings = filter_settings_from(args)
 
     def process(name: str, source: BinaryIO, output: BinaryIO, err_write: batch.Writer) -> int:
-        return run_streams([(name, source)], output, err_write, args, symbolizer, naming)
+        return filter_streams([(name, source)], output, err_write, settings, symbolizer, naming)
 
     return process
 

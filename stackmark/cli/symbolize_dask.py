@@ -37,11 +37,15 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from stackmark import batch
-from stackmark.cli import scale_args
 from stackmark.cli.progress import StatusLine
-from stackmark.cli.symbolize import filter_settings_from, name_options_from, settings_from
 from stackmark.cli.symbolize_batch import EXIT_BAD_FILE, _summarise
 from stackmark.markup.chunks import LogChunk, split_log, splittable
+from stackmark.markup.symbolize_options import (
+    DASK_CHUNK_SIZE,
+    filter_settings_from,
+    name_options_from,
+    settings_from,
+)
 
 RETRIES = 2
 """Times a task that raised is run again (a worker's death is not counted: the
@@ -204,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         chunk_size = args.dask_chunk_size
         if chunk_size is None:
-            chunk_size = scale_args.DASK_CHUNK_SIZE
+            chunk_size = DASK_CHUNK_SIZE
         results = _run_on_cluster(client, as_completed, items, settings, status, chunk_size)
     finally:
         client.close()  # type: ignore[no-untyped-call]

@@ -21,6 +21,10 @@ from stackmark.model import Module
 if TYPE_CHECKING:
     from stackmark.symbols.symbolizer import Symbolizer
 
+DEBUGGER_ANSWERS = 1 << 16
+"""Answers the debugger's symbolizer remembers: a session asks about the same
+frames again and again (each `bt`, each `symbolize` of a log)."""
+
 
 def _stderr(text: str) -> None:
     sys.stderr.write(text)
@@ -59,18 +63,24 @@ class Session:
         """A symbolizer that also knows every file the debugger loaded (matched by build
         ID, so logs from other runs of the same binaries resolve), kept while the
         debugger's files stay the same."""
-        from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
-        from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+        from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 
         loaded = self.backend.object_files()
-        directories = debug_file_directories or list(DEFAULT_DEBUG_FILE_DIRECTORIES)
-        key = (tuple(directories), tuple(objects), tuple(symbol_paths), tuple(loaded))
+        settings = SymbolSettings(
+            debug_file_directories=debug_file_directories,  # none: the default
+            objects=[*objects, *loaded],
+            symbol_paths=symbol_paths,
+            gsym_cache="off",  # the debugger's own files answer, read as they are
+            module_names=True,
+            cache_size=DEBUGGER_ANSWERS,
+        )
+        key = (
+            tuple(settings.debug_file_directories),
+            tuple(objects),
+            tuple(symbol_paths),
+            tuple(loaded),
+        )
         found = self._symbolizers.get(key)
         if found is None:
-            options = SymbolizerOptions(
-                debug_file_directories=directories,
-                objects=[*objects, *loaded],
-                symbol_paths=list(symbol_paths),
-            )
-            found = self._symbolizers[key] = Symbolizer(options)
+            found = self._symbolizers[key] = build_symbolizer(settings)
         return found

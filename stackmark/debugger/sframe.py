@@ -14,7 +14,6 @@ import argparse
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from stackmark.cli.sframe import describe_row
 from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandParser, Completion
 from stackmark.debugger.modules import module_for_address
@@ -23,6 +22,7 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.sframe import SFrameTable, objdump_text
 from stackmark.formats.sframe.memory import read_sframe_from_image
 from stackmark.model import Module
+from stackmark.unwind.describe import describe_row
 from stackmark.unwind.tables import NoTable, SFrameTables
 
 ReadMemory = Callable[[int, int], bytes]

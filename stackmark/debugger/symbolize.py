@@ -1,7 +1,8 @@
 """`symbolize [FILE... | TEXT]`: `stackmark symbolize` inside the debugger.
 
-The same filter, options and output as the command line (it is the same
-code: `stackmark.cli.symbolize`), with one more place to find symbols:
+The same filter, options and output as the command line (the same code:
+the options of `stackmark.markup.symbolize_options`, the filter of
+`stackmark.markup.stream`), with one more place to find symbols:
 every file the debugger has loaded, matched by build ID. Markup recorded
 in another run of the same binaries (ASLR, another machine) carries its
 own module and mmap lines, so its addresses are rebased onto the loaded
@@ -23,25 +24,22 @@ import io
 import os
 from collections.abc import Iterable
 
-from stackmark.cli import symbolize as cli
 from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandParser, Completion
 from stackmark.debugger.session import Session
+from stackmark.markup.stream import filter_streams
+from stackmark.markup.symbolize_options import add_arguments, filter_settings_from, naming_from
 from stackmark.unwind.emit import context_lines
 
 
 def _configure(parser: CommandParser) -> None:
-    cli.add_arguments(parser)
+    add_arguments(parser, files_metavar="FILE|TEXT", files_help="log files to read, or markup text")
     parser.description = (
         "Symbolize markup ({{{module}}}, {{{mmap}}}, {{{bt}}}, {{{pc}}}, ...) from log files or\n"
         "typed as the argument, with the symbol files the debugger has loaded (matched by\n"
         "build ID: addresses from another run are rebased) and those 'stackmark symbolize'\n"
         "finds. Prints what 'stackmark symbolize' prints."
     )
-    for action in parser._actions:
-        if action.dest == "files":
-            action.metavar = "FILE|TEXT"
-            action.help = "log files to read, or markup text"
 
 
 def symbolize_lines(
@@ -67,13 +65,13 @@ def _run(
     inputs = [(name, io.BytesIO(_with_context(session, stream.read()))) for name, stream in inputs]
     symbolizer = session.symbolizer(args.debug_file_directory, args.obj, args.symbol_path)
     out = io.BytesIO()
-    cli.run_streams(
+    filter_streams(
         inputs,  # type: ignore[arg-type]
         out,
         session.warn,
-        args,
+        filter_settings_from(args),
         symbolizer,
-        cli._make_naming(args),  # the CLI's naming options, as parsed
+        naming_from(args),
     )
     return out.getvalue().decode("utf-8", "surrogateescape").splitlines()
 

@@ -46,6 +46,7 @@ from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section, SectionSource
+from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
 from stackmark.elf_relocations import (
@@ -66,8 +67,10 @@ class DwarfReader:
         *,
         is_dwo: bool = False,
         windows: Contributions | None = None,
+        load_supplementary: SupplementaryLoad = find_supplementary,
     ):
-        """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp)."""
+        """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp).
+        `load_supplementary` is asked for the dwz file .gnu_debugaltlink names."""
         self.elf = elf
         self.name = elf.name
         self.endian = elf.endian
@@ -97,7 +100,7 @@ class DwarfReader:
         self._type_units: dict[int, int] | None = None
         self._supplementary: DwarfReader | None = None
         self._supplementary_loaded = False
-        self.debug_file_directories: list[str] = ["/usr/lib/debug"]
+        self._find_supplementary = load_supplementary
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> DwarfReader:
@@ -267,26 +270,8 @@ class DwarfReader:
         if nul <= 0:
             return None
         name = link[:nul].decode("utf-8", "surrogateescape")
-        build_id = link[nul + 1 :].hex()
-        here = os.path.dirname(os.path.abspath(self.name))
-        candidates = [name if os.path.isabs(name) else os.path.join(here, name)]
-        if build_id:
-            for directory in self.debug_file_directories:
-                candidates.append(
-                    os.path.join(directory, ".build-id", build_id[:2], build_id[2:] + ".debug")
-                )
-        for path in dict.fromkeys(candidates):
-            if not os.path.isfile(path):
-                continue
-            try:
-                elf = ElfFile.open(path)
-            except FormatError:
-                continue
-            if build_id and elf.build_id != build_id:
-                elf.close()
-                continue
-            return DwarfReader(elf)
-        return None
+        elf = self._find_supplementary(name, link[nul + 1 :].hex(), self.name)
+        return DwarfReader(elf) if elf is not None else None
 
     # -- split DWARF --------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from stackmark.markup.layout import FrameText
 from stackmark.markup.naming import Naming
 from stackmark.markup.parser import MAX_ELEMENTS_PER_LINE, MarkupParser, Pending
 from stackmark.markup.report import DiagnosticPrinter
-from stackmark.markup.resolve import NOT_FOUND, CodeResult, Resolver
+from stackmark.markup.resolve import CodeResult, Resolver
 from stackmark.markup.styled import StyledWriter
 from stackmark.markup.syntax import (
     CONTEXTUAL_TAGS,
@@ -65,7 +65,7 @@ from stackmark.markup.syntax import (
     Text,
 )
 from stackmark.model import Module
-from stackmark.symbols.api import ModuleResolution
+from stackmark.symbols.api import ModuleResolution, Reason
 
 
 class _InfoLine:
@@ -298,7 +298,8 @@ class StackmarkFilter:
                         "build-id-mismatch",
                     )
                 )
-            if self.unresolved_hint and message == NOT_FOUND:
+            not_found = resolution is not None and resolution.reason is Reason.NOT_FOUND
+            if self.unresolved_hint and not_found:
                 self.printer.note(self.unresolved_hint)
         return diag
 

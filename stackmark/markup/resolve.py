@@ -11,9 +11,7 @@ from stackmark.errors import StackmarkError
 from stackmark.markup.context import MarkupContext, Placement
 from stackmark.model import DataSymbol, Module, SourceFrame
 from stackmark.plain import Record
-from stackmark.symbols.api import ModuleResolution, SymbolizerAPI
-
-NOT_FOUND = "could not find build ID"
+from stackmark.symbols.api import Failure, ModuleResolution, Reason, SymbolizerAPI
 
 
 class CodeResult(Record):
@@ -88,13 +86,13 @@ class Resolver:
         self._code: dict[tuple[str, int], tuple[list[SourceFrame], str | None]] = {}
 
     def module(self, module: Module) -> ModuleResolution:
-        """Where the module's symbols come from (an `error` when nowhere)."""
+        """Where the module's symbols come from (a `failure` when nowhere)."""
         try:
             resolution = self.symbolizer.resolve(module)
         except (StackmarkError, OSError) as exc:
-            return ModuleResolution(module.build_id, None, error=str(exc))
-        if resolution.binary is None and not resolution.error:
-            resolution.error = NOT_FOUND
+            return ModuleResolution(module.build_id, None, Failure(Reason.RESOLVE_ERROR, str(exc)))
+        if resolution.binary is None and resolution.failure is None:
+            resolution.failure = Failure(Reason.NOT_FOUND)
         return resolution
 
     def code(self, context: MarkupContext, address: int) -> CodeResult:

@@ -28,14 +28,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 from stackmark.model import Module
-from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
 from stackmark.symbols.symbolizer import Symbolizer
 
 T = TypeVar("T")
 
-TIMED_OUT = "timed out: the symbol lookup for this module is still running"
-"""The resolution error of a module not ready by the deadline."""
-DEADLINE_PASSED = "timed out: the request's deadline passed"
+TIMED_OUT = Failure(Reason.STILL_LOADING)
+"""The resolution failure of a module not ready by the deadline."""
+DEADLINE_PASSED = Failure(Reason.DEADLINE_PASSED)
 
 
 class Deadline:
@@ -119,7 +119,7 @@ class DeadlineSymbolizer:
         self.hits = self.misses = 0
         self._seen: set[tuple[str, str | None]] = set()
 
-    def _ready(self, module: Module) -> str | None:
+    def _ready(self, module: Module) -> Failure | None:
         """None when `module` can be asked now; else why not."""
         if self.deadline.passed():
             self.partial = True
@@ -142,8 +142,8 @@ class DeadlineSymbolizer:
         self.timed_out.add(module.build_id.lower() or (module.path or module.name))
         return TIMED_OUT
 
-    def _unanswered(self, module: Module, why: str) -> ModuleResolution:
-        return ModuleResolution(module.build_id.lower(), None, error=why)
+    def _unanswered(self, module: Module, why: Failure) -> ModuleResolution:
+        return ModuleResolution(module.build_id.lower(), None, why)
 
     def resolve(self, module: Module) -> ModuleResolution:
         why = self._ready(module)

@@ -81,7 +81,11 @@ class ElfSymbolSource:
         if self._has_dwarf:
             from stackmark.dwarf.reader import DwarfReader
 
-            self._dwarf = DwarfReader(self._dwarf_elf)
+            load = self.files.load_supplementary
+            if load is None:
+                self._dwarf = DwarfReader(self._dwarf_elf)
+            else:
+                self._dwarf = DwarfReader(self._dwarf_elf, load_supplementary=load)
 
     @property
     def symtab(self) -> SymbolTable:

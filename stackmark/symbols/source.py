@@ -13,9 +13,12 @@ factory first.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from stackmark.model import DataSymbol, SourceFrame
+
+if TYPE_CHECKING:
+    from stackmark.dwarf.supplementary import SupplementaryLoad
 
 
 class ModuleFiles:
@@ -25,16 +28,26 @@ class ModuleFiles:
     file found under a debug-file directory). `debug` is a separate file
     with the DWARF, when `binary` is stripped and names one through
     `.gnu_debuglink`; None otherwise. `how` says where `binary` was found.
-    (A plain class rather than a dataclass: it is on the start-up path.)
+    `load_supplementary` finds a dwz supplementary file where the store looks
+    (None: the DWARF reader's default places). (A plain class rather than a
+    dataclass: it is on the start-up path.)
     """
 
-    __slots__ = ("binary", "build_id", "debug", "how")
+    __slots__ = ("binary", "build_id", "debug", "how", "load_supplementary")
 
-    def __init__(self, build_id: str, binary: str, debug: str | None = None, how: str = ""):
+    def __init__(
+        self,
+        build_id: str,
+        binary: str,
+        debug: str | None = None,
+        how: str = "",
+        load_supplementary: SupplementaryLoad | None = None,
+    ):
         self.build_id = build_id
         self.binary = binary
         self.debug = debug
         self.how = how
+        self.load_supplementary = load_supplementary
 
     def _key(self) -> tuple[str, str, str | None, str]:
         return (self.build_id, self.binary, self.debug, self.how)

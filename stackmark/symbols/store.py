@@ -27,6 +27,9 @@ do: next to the binary, in its `.debug/` subdirectory, and under each
 debug-file directory followed by the binary's own directory. It must
 carry the same build ID, or, when it has none, the CRC32 the link
 records. Without any DWARF, the first file with a symbol table answers.
+The files found carry the store's way to find a dwz supplementary file
+(`.gnu_debugaltlink`): beside the file that names it, else by its build ID
+in the same debug-file directories (`stackmark.dwarf.supplementary`).
 
 Every rejected or missing candidate is recorded in `searched` with the
 reason, so a front end can say why nothing was found. A file at the
@@ -41,8 +44,10 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from stackmark.dwarf.supplementary import supplementary_finder
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
 from stackmark.errors import FormatError
+from stackmark.symbols.api import Failure, Reason
 from stackmark.symbols.source import ModuleFiles
 
 DEFAULT_DEBUG_FILE_DIRECTORIES = ("/usr/lib/debug",)
@@ -85,7 +90,7 @@ class Lookup:
     """The outcome of a store lookup: the files found, or why there are none.
     (Plain classes here: dataclass creation costs start-up time.)"""
 
-    __slots__ = ("build_id", "error", "files", "has_debug_info", "mismatched", "searched")
+    __slots__ = ("build_id", "failure", "files", "has_debug_info", "mismatched", "searched")
 
     def __init__(
         self,
@@ -93,20 +98,20 @@ class Lookup:
         files: ModuleFiles | None,
         has_debug_info: bool = False,
         searched: list[str] | None = None,
-        error: str | None = None,
+        failure: Failure | None = None,
     ):
         self.build_id = build_id
         self.files = files
         self.has_debug_info = has_debug_info
         self.searched: list[str] = searched if searched is not None else []
-        self.error = error
+        self.failure = failure
         # (path, build ID found there or None) for the module's own file(s)
         self.mismatched: list[tuple[str, str | None]] = []
 
     def __repr__(self) -> str:
         return (
             f"Lookup(build_id={self.build_id!r}, files={self.files!r}, "
-            f"has_debug_info={self.has_debug_info}, error={self.error!r})"
+            f"has_debug_info={self.has_debug_info}, failure={self.failure!r})"
         )
 
 
@@ -122,6 +127,8 @@ class SymbolStore:
         trust_build_id_paths: bool = False,
     ):
         self.debug_file_directories = list(debug_file_directories)
+        # dwz supplementary files are looked for in the same directories.
+        self.load_supplementary = supplementary_finder(self.debug_file_directories)
         self.trust_build_id_paths = trust_build_id_paths
         self.objects = list(objects)
         self.symbol_paths = list(symbol_paths)
@@ -279,12 +286,12 @@ class SymbolStore:
         if not build_id:
             if module_path:
                 return self._without_build_id(module_path, lookup)
-            lookup.error = "module has no build ID"
+            lookup.failure = Failure(Reason.NO_BUILD_ID)
             return lookup
         if len(build_id) % 2 or not _HEX_DIGITS.issuperset(build_id):
             # It becomes part of paths below: no `../` or `/` from a log. (Any
             # length: ld writes what --build-id=0x... says, llvm finds it.)
-            lookup.error = f"invalid build ID {build_id[:80]!r}: not hexadecimal bytes"
+            lookup.failure = Failure(Reason.INVALID_BUILD_ID, repr(build_id[:80]))
             return lookup
         matches: list[tuple[_Candidate, str]] = []
         seen: set[str] = set()
@@ -315,7 +322,7 @@ class SymbolStore:
         if self.last_resorts and not self._gives_debug_info(matches):
             matches += self._last_resort_matches(build_id, not matches, lookup)
         if not matches:
-            lookup.error = "could not find build ID"
+            lookup.failure = Failure(Reason.NOT_FOUND)
             return lookup
         return self._choose(matches, lookup)
 
@@ -350,29 +357,32 @@ class SymbolStore:
         if with_dwarf is not None:
             facts, how = with_dwarf
             if facts is first or not first.has_symbols:
-                lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+                lookup.files = self._files(lookup.build_id, facts.path, None, how)
             else:
                 # The first file found (e.g. the --obj binary) lacks DWARF: like llvm,
                 # take its symbols and the DWARF of the other file with its build ID.
-                lookup.files = ModuleFiles(lookup.build_id, first.path, facts.path, first_how)
+                lookup.files = self._files(lookup.build_id, first.path, facts.path, first_how)
             lookup.has_debug_info = True
             return lookup
         for facts, how in matches:
             if facts.debuglink is not None:
                 debug = self._follow_debuglink(facts, lookup)
                 if debug is not None:
-                    lookup.files = ModuleFiles(lookup.build_id, facts.path, debug, how)
+                    lookup.files = self._files(lookup.build_id, facts.path, debug, how)
                     lookup.has_debug_info = True
                     return lookup
         facts, how = next(((f, h) for f, h in matches if f.has_symbols), matches[0])
-        lookup.files = ModuleFiles(lookup.build_id, facts.path, None, how)
+        lookup.files = self._files(lookup.build_id, facts.path, None, how)
         return lookup
+
+    def _files(self, build_id: str, binary: str, debug: str | None, how: str) -> ModuleFiles:
+        return ModuleFiles(build_id, binary, debug, how, self.load_supplementary)
 
     def _without_build_id(self, module_path: str, lookup: Lookup) -> Lookup:
         facts = self._inspect(module_path)
         if isinstance(facts, str):
             lookup.searched.append(f"{module_path}: {facts}")
-            lookup.error = "module has no build ID and its file cannot be read"
+            lookup.failure = Failure(Reason.UNREADABLE_MODULE)
             return lookup
         return self._choose([(facts, MODULE_PATH)], lookup)
 

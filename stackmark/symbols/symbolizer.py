@@ -8,7 +8,8 @@ For each module it finds the files by build ID (`SymbolStore`), builds a
 `SymbolSource` from them with the first source factory that accepts them
 (a GSYM cache can put its factory first; DWARF + symbol table is the
 default), and caches resolutions, open sources and recent answers.
-Nothing here raises for bad or missing files: the resolution says why.
+Nothing here raises for bad or missing files: the resolution says why, and
+an address the symbols cannot be read at has its `Failure` on its own answer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 from stackmark.errors import StackmarkError
 from stackmark.model import DataSymbol, Module, SourceFrame
 from stackmark.plain import Record
-from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
 from stackmark.symbols.declarations import Declaration, DeclarationFinder
 from stackmark.symbols.elf_source import elf_source_factory
 from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
@@ -150,8 +151,9 @@ class Symbolizer:
             self._gsym_files = GsymDirectories(self.options.gsym_paths)
         self._modules: dict[tuple[str, str | None], _Module] = {}
         self._lock = RLock()
-        self._frames: OrderedDict[_AnswerKey, list[SourceFrame]] = OrderedDict()
-        self._data: OrderedDict[_AnswerKey, DataSymbol | None] = OrderedDict()
+        # A failed lookup's answer is its Failure (the module's resolution stays as it was).
+        self._frames: OrderedDict[_AnswerKey, list[SourceFrame] | Failure] = OrderedDict()
+        self._data: OrderedDict[_AnswerKey, DataSymbol | Failure | None] = OrderedDict()
         self._declarations = DeclarationFinder()
 
     # -- modules ------------------------------------------------------------------
@@ -174,7 +176,7 @@ class Symbolizer:
             resolution = ModuleResolution(
                 build_id=module.build_id.lower(),
                 binary=files.dwarf_file if files is not None else None,
-                error=lookup.error,
+                failure=lookup.failure,
                 searched=list(lookup.searched),
                 has_debug_info=lookup.has_debug_info,
                 mismatched=list(lookup.mismatched),
@@ -207,7 +209,7 @@ class Symbolizer:
         from stackmark.symbols.gsym_files import FOUND_AS
 
         resolution.binary = path
-        resolution.error = None
+        resolution.failure = None
         resolution.has_debug_info = True
         return ModuleFiles(resolution.build_id, path, how=FOUND_AS)
 
@@ -241,7 +243,8 @@ class Symbolizer:
                     entry.source = source
                     break
             if entry.source is None:
-                entry.resolution.error = entry.resolution.error or "cannot read symbols"
+                if entry.resolution.failure is None:
+                    entry.resolution.failure = Failure(Reason.UNREADABLE_SYMBOLS)
                 entry.files = None
             return entry.source
 
@@ -260,17 +263,19 @@ class Symbolizer:
         resolution = entry.resolution
         keep = self.options.cache_size > 0  # else the caller keeps answers itself
         key = (resolution.build_id, None if resolution.build_id else module.path, address)
-        frames = self._frames.get(key) if keep else None
-        if frames is None:
-            frames = []
+        answer = self._frames.get(key) if keep else None
+        if answer is None:
+            answer = []
             if source is not None:
                 try:
-                    frames = source.frames_at(address)
+                    answer = source.frames_at(address)
                 except StackmarkError as exc:
-                    resolution.searched.append(f"0x{address:x}: {exc}")
+                    answer = Failure(Reason.LOOKUP_ERROR, str(exc))
             if keep:
-                _remember(self._frames, key, frames, self.options.cache_size)
-        return CodeLookup(resolution, address, list(frames))
+                _remember(self._frames, key, answer, self.options.cache_size)
+        if isinstance(answer, Failure):
+            return CodeLookup(resolution, address, [], answer)
+        return CodeLookup(resolution, address, list(answer))
 
     def data(self, module: Module, address: int) -> DataLookup:
         """Data symbol covering module-relative `address`."""
@@ -278,16 +283,18 @@ class Symbolizer:
         source = self.source(module)
         resolution = self._module(module).resolution
         if key in self._data:
-            symbol = self._data[key]
+            answer = self._data[key]
         else:
-            symbol = None
+            answer = None
             if source is not None:
                 try:
-                    symbol = source.data_at(address)
+                    answer = source.data_at(address)
                 except StackmarkError as exc:
-                    resolution.searched.append(f"0x{address:x}: {exc}")
-            _remember(self._data, key, symbol, self.options.cache_size)
-        return DataLookup(resolution, address, symbol)
+                    answer = Failure(Reason.LOOKUP_ERROR, str(exc))
+            _remember(self._data, key, answer, self.options.cache_size)
+        if isinstance(answer, Failure):
+            return DataLookup(resolution, address, None, answer)
+        return DataLookup(resolution, address, answer)
 
     def declaration_of(
         self, module: Module, name: str, address: int | None = None

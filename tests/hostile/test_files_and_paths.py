@@ -82,7 +82,7 @@ def test_a_hostile_build_id_names_no_path(text: str, tmp_path: Path) -> None:
     lookup = store.find(text)
     assert lookup.files is None
     assert lookup.searched == [], "a path was built from it"
-    assert lookup.error and "build ID" in lookup.error
+    assert lookup.failure is not None and "build ID" in lookup.failure.message
     with pytest.raises(StackmarkError):
         GsymCache(tmp_path / "gsym").entry_paths(text)
     with pytest.raises(StackmarkError):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stackmark.model import DataSymbol, Module, SourceFrame
-from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
+from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
 
 
 @dataclass
@@ -30,7 +30,7 @@ class FakeSymbolizer:
         binary = self.binaries.get(module.build_id)
         if binary is None:
             return ModuleResolution(
-                module.build_id, None, error="could not find build ID", searched=["/nowhere"]
+                module.build_id, None, Failure(Reason.NOT_FOUND), searched=["/nowhere"]
             )
         return ModuleResolution(module.build_id, binary.path, has_debug_info=True)
 

@@ -85,13 +85,6 @@ LAUNCHERS = {
 # Today's forbidden arrows, each with the reason it is wrong. Remove an entry when its
 # arrow is gone (a test below fails until it is removed); never add one.
 KNOWN_ARROWS: dict[tuple[str, str], str] = {
-    ("stackmark.debugger.sframe", "stackmark.cli.sframe"): (
-        "front ends lean on the CLI: describe_row belongs in the core"
-    ),
-    ("stackmark.debugger.symbolize", "stackmark.cli.symbolize"): (
-        "front ends lean on the CLI: the symbolizer is to be built from options in "
-        "stackmark/symbols/, not from the CLI's argparse internals"
-    ),
     # Found when this test was written: a converter in one format's package reads
     # another format. Either the rule admits sibling formats or the conversion
     # moves; until that is decided, they are listed here.
@@ -119,9 +112,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
             "stackmark.dwarf.ranges",
         }
     ): "dwarf/unit.py <-> reader.py (with functions.py, lines.py, ranges.py)",
-    frozenset(
-        {"stackmark.cli.symbolize", "stackmark.cli.symbolize_batch", "stackmark.cli.symbolize_dask"}
-    ): "cli/symbolize.py <-> symbolize_batch.py (symbolize_dask.py imports both)",
 }
 
 

@@ -229,3 +229,38 @@ def test_dwz_supplementary_files_give_back_the_names_llvm_loses(tmp_path: Path) 
     module = Module(0, compressed.name, build_id_of(compressed))
     diffs = mismatches(expected, ours(symbolizer, module, addresses))
     assert not diffs, describe(diffs)
+
+
+def test_a_dwz_supplementary_file_is_found_in_a_debug_file_directory(tmp_path: Path) -> None:
+    """The supplementary file is not where its link says (another machine's path):
+    it is found by its build ID in the debug-file directory the user gave, as the
+    program's own debug files are, and gives back the same names."""
+    dwz = require_tool("dwz")
+    originals = [sym_builds.cpp_program(), sym_builds.local_classes_program()]
+    copies = []
+    for original in originals:
+        copies.append(tmp_path / original.name)
+        shutil.copyfile(original, copies[-1])
+    made = tmp_path / "common.debug"
+    elsewhere = "/nonexistent/stackmark-test/common.debug"  # what the link records
+    subprocess.run(
+        [dwz, "-m", str(made), "-M", elsewhere, *map(str, copies)],
+        check=True,
+        capture_output=True,
+    )
+    compressed, original = copies[0], originals[0]
+    supplementary_id = ElfFile.open(made).build_id
+    assert supplementary_id
+    debug_dir = tmp_path / "debug"
+    placed = debug_dir / ".build-id" / supplementary_id[:2] / (supplementary_id[2:] + ".debug")
+    placed.parent.mkdir(parents=True)
+    made.rename(placed)
+    addresses = line_table_addresses(original, limit=MAX_ADDRESSES)
+    expected = llvm_frames(original, addresses)
+    module = Module(0, compressed.name, build_id_of(compressed))
+    options = SymbolizerOptions(debug_file_directories=[str(debug_dir)], objects=[str(compressed)])
+    diffs = mismatches(expected, ours(Symbolizer(options), module, addresses))
+    assert not diffs, describe(diffs)
+    # Without that directory the names dwz moved are lost: the test needs the file.
+    options = SymbolizerOptions(debug_file_directories=[], objects=[str(compressed)])
+    assert mismatches(expected, ours(Symbolizer(options), module, addresses))

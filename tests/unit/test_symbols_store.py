@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from stackmark.symbols.api import Failure, Reason
 from stackmark.symbols.store import SymbolStore
 from tests.support import sym_builds
 from tests.support.build import build_id_of
@@ -25,7 +26,7 @@ def test_finds_a_debug_file_by_build_id(tmp_path: Path) -> None:
     _, debug = sym_builds.stripped_with_debuglink()
     placed = debug_tree(tmp_path, debug)
     lookup = SymbolStore([str(tmp_path)]).find(build_id_of(debug))
-    assert lookup.error is None
+    assert lookup.failure is None
     assert lookup.files is not None and lookup.files.binary == str(placed)
     assert lookup.files.how == "debug-file-directory"
     assert lookup.has_debug_info
@@ -46,7 +47,7 @@ def test_rejects_a_file_whose_build_id_does_not_match_and_says_why(tmp_path: Pat
     placed = debug_tree(tmp_path, other, build_id=wanted)  # the wrong file at the right path
     lookup = SymbolStore([str(tmp_path)]).find(wanted)
     assert lookup.files is None
-    assert lookup.error == "could not find build ID"
+    assert lookup.failure == Failure(Reason.NOT_FOUND)
     assert any(
         str(placed) in line and build_id_of(other) in line and "does not match" in line
         for line in lookup.searched
@@ -55,7 +56,7 @@ def test_rejects_a_file_whose_build_id_does_not_match_and_says_why(tmp_path: Pat
 
 def test_missing_build_id_lists_what_was_searched(tmp_path: Path) -> None:
     lookup = SymbolStore([str(tmp_path)]).find("ab" * 20)
-    assert lookup.files is None and lookup.error == "could not find build ID"
+    assert lookup.files is None and lookup.failure == Failure(Reason.NOT_FOUND)
     expected = tmp_path / ".build-id" / "ab" / ("ab" * 19 + ".debug")
     assert f"{expected}: not found" in lookup.searched
 
@@ -151,7 +152,7 @@ def test_module_path_without_build_id(tmp_path: Path) -> None:
     assert lookup.files is not None and lookup.files.binary == str(binary)
     assert not lookup.has_debug_info
     nothing = SymbolStore([]).find("")
-    assert nothing.error == "module has no build ID"
+    assert nothing.failure == Failure(Reason.NO_BUILD_ID)
     assert os.path.exists(binary)
 
 
@@ -179,7 +180,7 @@ def test_a_module_name_whose_file_has_another_build_id_is_listed_as_mismatched(
     rebuilt = tmp_path / "app"
     shutil.copyfile(sym_builds.cpp_program(), rebuilt)  # another program at the same path
     lookup = SymbolStore([str(tmp_path / "empty")]).find(build_id_of(ran), module_name=str(rebuilt))
-    assert lookup.files is None and lookup.error == "could not find build ID"
+    assert lookup.files is None and lookup.failure == Failure(Reason.NOT_FOUND)
     assert lookup.mismatched == [(str(rebuilt), build_id_of(rebuilt))]
 
 
@@ -203,4 +204,4 @@ def test_a_relative_module_name_is_tried_under_each_symbol_path_and_never_above(
 def test_a_module_name_is_not_trusted_without_a_build_id(tmp_path: Path) -> None:
     binary = sym_builds.c_program()
     lookup = SymbolStore([str(tmp_path)]).find("", module_name=str(binary))
-    assert lookup.files is None and lookup.error == "module has no build ID"
+    assert lookup.files is None and lookup.failure == Failure(Reason.NO_BUILD_ID)

@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 
 from stackmark.elf import ElfFile
+from stackmark.errors import FormatError
 from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.symbols.api import Failure, Reason
 from stackmark.symbols.elf_source import ElfSymbolSource
 from stackmark.symbols.source import ModuleFiles, SymbolSource
 from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
@@ -127,7 +129,20 @@ def test_a_corrupt_file_is_an_error_not_an_exception(tmp_path: Path) -> None:
     address = next(s.value for s in ElfFile.open(binary).symbols() if s.name == "main")
     lookup = symbolizer.code(module, address)
     assert lookup.frames == []
-    assert any("debug_info" in line for line in lookup.resolution.searched)
+    assert lookup.failure is not None and lookup.failure.reason is Reason.LOOKUP_ERROR
+    assert "debug_info" in lookup.failure.message
+    assert lookup.resolution.failure is None  # the file itself was found and opened
+
+
+def test_a_module_failure_is_a_reason_with_the_text_users_read() -> None:
+    symbolizer = Symbolizer(SymbolizerOptions(debug_file_directories=[]))
+    gone = symbolizer.resolve(Module(3, "libgone.so", "ef" * 20))
+    assert gone.reason is Reason.NOT_FOUND and gone.error == "could not find build ID"
+    odd = symbolizer.resolve(Module(4, "libodd.so", "zz"))
+    assert odd.reason is Reason.INVALID_BUILD_ID
+    assert odd.error == "invalid build ID 'zz': not hexadecimal bytes"
+    nameless = symbolizer.resolve(Module(5, "anon", ""))
+    assert nameless.reason is Reason.NO_BUILD_ID and nameless.error == "module has no build ID"
 
 
 class _Recording:
@@ -234,3 +249,50 @@ def test_threads_sharing_one_symbolizer_get_the_same_answers() -> None:
             sys.setswitchinterval(old)
         assert not failures, failures
         assert results == expected
+
+
+class _Malformed:
+    """A test source whose symbols are unreadable at every address."""
+
+    description = "malformed"
+    has_debug_info = True
+
+    def __init__(self, files: ModuleFiles):
+        self.files = files
+
+    def frames_at(self, address: int) -> list[SourceFrame]:
+        raise FormatError("bad frames", offset=address, source="test")
+
+    def data_at(self, address: int) -> DataSymbol | None:
+        raise FormatError("bad data", offset=address, source="test")
+
+    def close(self) -> None:
+        pass
+
+
+def test_failed_lookups_are_kept_on_their_answers_not_on_the_module() -> None:
+    # A language server lives for days: the module's record must not grow with
+    # every address its symbols cannot answer for.
+    binary = sym_builds.c_program()
+    for cache_size in (0, 1 << 16):
+        options = SymbolizerOptions(
+            debug_file_directories=[],
+            objects=[str(binary)],
+            source_factories=[_Malformed],
+            cache_size=cache_size,
+        )
+        symbolizer = Symbolizer(options)
+        module = module_for(binary)
+        resolution = symbolizer.resolve(module)
+        before = (resolution.failure, list(resolution.searched))
+        for address in range(0x1000, 0x1000 + 5000):
+            code = symbolizer.code(module, address)
+            assert code.frames == [] and code.failure is not None, hex(address)
+            assert code.failure.reason is Reason.LOOKUP_ERROR
+            assert code.failure.message == f"test: offset 0x{address:x}: bad frames"
+            data = symbolizer.data(module, address)
+            assert data.symbol is None and data.failure is not None
+            assert "bad data" in data.failure.message
+        assert (resolution.failure, resolution.searched) == before
+        again = symbolizer.code(module, 0x1000)  # an answer remembered keeps its failure
+        assert again.failure == Failure(Reason.LOOKUP_ERROR, "test: offset 0x1000: bad frames")
