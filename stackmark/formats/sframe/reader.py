@@ -310,7 +310,7 @@ class _SectionReader:
                     "FRE sub-section",
                     pos,
                 )
-            start, info = fixed_struct.unpack_from(data, pos)
+            start, info = fixed_struct.unpack_from(data, pos)  # sfre_start_address, sfre_info
             size_code = spec.fre_info_word_size_code(info)
             if size_code not in spec.WORD_SIZE:
                 raise self.fail(
