@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from stackmark.formats.sframe.spec import FDE_V1_LAYOUT, HEADER_LAYOUT
 from tests.gdb import conftest as gdb_conftest
 from tests.gdb.conftest import Program, run_gdb
 from tests.lldb import conftest as lldb_conftest
@@ -49,9 +50,9 @@ stripped_program = gdb_conftest.stripped_program
 
 # -- damaged .sframe sections ------------------------------------------------------------
 
-HEADER = struct.Struct("<HBBBbbBIIIII")  # SFrame preamble + header (28 bytes, v1-v3)
-V1_FDE_SIZE = 17  # binutils 2.40 writes SFrame v1
-NUM_FRES_IN_V1_FDE = 12
+HEADER = HEADER_LAYOUT.compiled("<")  # SFrame preamble + header (28 bytes, v1-v3)
+AT = HEADER_LAYOUT.offsets  # header field offsets by spec name
+V1_FDE = FDE_V1_LAYOUT  # binutils 2.40 writes SFrame v1
 
 
 @dataclass(frozen=True)
@@ -75,33 +76,34 @@ def _sframe_location(path: Path) -> tuple[int, int]:
 def damaged_copies(program: Path, directory: Path) -> list[Damage]:
     offset, size = _sframe_location(program)
     original = program.read_bytes()
-    fields = HEADER.unpack_from(original, offset)
-    version, num_fdes, fre_len, fdeoff = fields[1], fields[7], fields[9], fields[10]
-    assert version == 1, "the compiler's assembler was expected to write SFrame v1"
+    fields = dict(zip(HEADER_LAYOUT.names, HEADER.unpack_from(original, offset), strict=True))
+    assert fields["sfp_version"] == 1, "the compiler's assembler was expected to write SFrame v1"
+    num_fdes, fre_len = fields["sfh_num_fdes"], fields["sfh_fre_len"]
     end = offset + size
-    fdes_at = offset + HEADER.size + fdeoff
+    fdes_at = offset + HEADER.size + fields["sfh_fdeoff"]
+    version_at, num_fdes_at = offset + AT["sfp_version"], offset + AT["sfh_num_fdes"]
 
     def bad_version(data: bytearray) -> None:
-        data[offset + 2] = 9
+        data[version_at] = 9
 
     def garbage(data: bytearray) -> None:
         data[offset:end] = bytes((i * 37 + 11) & 0xFF for i in range(size))
 
     def fdes_past_end(data: bytearray) -> None:
-        struct.pack_into("<I", data, offset + 8, 100_000)
+        struct.pack_into("<I", data, num_fdes_at, 100_000)
 
     def fre_list_cut(data: bytearray) -> None:
-        struct.pack_into("<I", data, offset + 16, fre_len // 3)
+        struct.pack_into("<I", data, offset + AT["sfh_fre_len"], fre_len // 3)
 
     def fre_counts_past_end(data: bytearray) -> None:
         for index in range(num_fdes):
-            at = fdes_at + index * V1_FDE_SIZE + NUM_FRES_IN_V1_FDE
+            at = fdes_at + index * V1_FDE.size + V1_FDE.offsets["sfde_func_num_fres"]
             struct.pack_into("<I", data, at, 60_000)
 
     damages = [
-        ("bad-version", bad_version, offset + 2, offset + 2),
+        ("bad-version", bad_version, version_at, version_at),
         ("garbage", garbage, offset, offset),
-        ("fdes-past-end", fdes_past_end, offset + 8, offset + 8),
+        ("fdes-past-end", fdes_past_end, num_fdes_at, num_fdes_at),
         ("fre-list-cut", fre_list_cut, offset, end),
         ("fre-counts-past-end", fre_counts_past_end, offset, end),
     ]

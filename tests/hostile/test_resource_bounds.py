@@ -21,6 +21,7 @@ from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.formats.sframe.lookup import SFrameTable
 from stackmark.formats.sframe.reader import parse_sframe
+from stackmark.formats.sframe.spec import FDE_V2_LAYOUT, HEADER_LAYOUT
 from stackmark.markup.parser import (
     MAX_ELEMENTS_PER_LINE,
     MAX_MULTILINE_CHARS,
@@ -133,8 +134,23 @@ def test_a_multiline_element_is_abandoned_past_its_character_budget() -> None:
 
 
 def _sframe_header(num_fdes: int, num_fres: int, fre_len: int, version: int = 2) -> bytes:
-    return struct.pack(
-        "<HBBBbbBIIIII", 0xDEE2, version, 1, 3, 0, -8, 0, num_fdes, num_fres, fre_len, 0, 0
+    """A sorted AMD64 header without an auxiliary header; FDEs right after it."""
+    return HEADER_LAYOUT.pack(
+        "<",
+        {
+            "sfp_magic": 0xDEE2,
+            "sfp_version": version,
+            "sfp_flags": 1,
+            "sfh_abi_arch": 3,
+            "sfh_cfa_fixed_fp_offset": 0,
+            "sfh_cfa_fixed_ra_offset": -8,
+            "sfh_auxhdr_len": 0,
+            "sfh_num_fdes": num_fdes,
+            "sfh_num_fres": num_fres,
+            "sfh_fre_len": fre_len,
+            "sfh_fdeoff": 0,
+            "sfh_freoff": 0,
+        },
     )
 
 
@@ -163,7 +179,18 @@ def test_sframe_counts_past_the_section(
 
 def test_sframe_fde_with_four_billion_fres() -> None:
     """One v2 FDE claiming 0xffffffff FREs over a 3-byte FRE sub-section."""
-    fde = struct.pack("<iIIIBBH", 0, 0x100, 0, 0xFFFF_FFFF, 0, 0, 0)
+    fde = FDE_V2_LAYOUT.pack(
+        "<",
+        {
+            "sfde_func_start_address": 0,
+            "sfde_func_size": 0x100,
+            "sfde_func_start_fre_off": 0,
+            "sfde_func_num_fres": 0xFFFF_FFFF,
+            "sfde_func_info": 0,
+            "sfde_func_rep_size": 0,
+            "sfde_func_padding2": 0,
+        },
+    )
     data = _sframe_header(1, 1, 3) + fde + bytes([0, 3, 8])
     table = SFrameTable.from_bytes(data, source="bad.sframe")
     with pytest.raises(FormatError) as caught:

@@ -28,17 +28,21 @@ from stackmark.formats.sframe.model import (
 
 SECTION_NAME = ".sframe"
 
+_HEADER_AT = spec.HEADER_LAYOUT.offsets  # where each header field lies, by spec name
+_MAGIC_BYTES = {"<": spec.MAGIC.to_bytes(2, "little"), ">": spec.MAGIC.to_bytes(2, "big")}
+
 
 def byte_order(data: bytes | memoryview, *, source: str | None = None) -> str:
     """The `struct` byte-order character that the magic number implies."""
     if len(data) < 2:
         raise FormatError("too short for the SFrame magic number", offset=0, source=source)
-    if data[0] == 0xE2 and data[1] == 0xDE:
+    magic = bytes(data[:2])
+    if magic == _MAGIC_BYTES["<"]:
         return "<"
-    if data[0] == 0xDE and data[1] == 0xE2:
+    if magic == _MAGIC_BYTES[">"]:
         return ">"
     raise FormatError(
-        f"not SFrame data: magic is 0x{data[0]:02x}{data[1]:02x}, expected 0xdee2 "
+        f"not SFrame data: magic is 0x{magic.hex()}, expected 0x{spec.MAGIC:04x} "
         "in either byte order",
         offset=0,
         source=source,
@@ -48,13 +52,13 @@ def byte_order(data: bytes | memoryview, *, source: str | None = None) -> str:
 def parse_header(data: bytes | memoryview, *, source: str | None = None) -> SFrameHeader:
     """The preamble and header at the start of `data`, checked for sense."""
     endian = byte_order(data, source=source)
-    if len(data) < 4:
+    if len(data) < spec.PREAMBLE_LAYOUT.size:
         raise FormatError("too short for the SFrame preamble", offset=0, source=source)
-    version = data[2]
+    version = data[_HEADER_AT["sfp_version"]]
     if version not in spec.SUPPORTED_VERSIONS:
         raise FormatError(
             f"unsupported SFrame version {version} (1, 2 and 3 are known)",
-            offset=2,
+            offset=_HEADER_AT["sfp_version"],
             source=source,
         )
     if len(data) < spec.HEADER_SIZE:
@@ -63,38 +67,34 @@ def parse_header(data: bytes | memoryview, *, source: str | None = None) -> SFra
             offset=0,
             source=source,
         )
-    (
-        _magic,
-        version,
-        flags,
-        abi,
-        fixed_fp,
-        fixed_ra,
-        auxhdr_len,
-        num_fdes,
-        num_fres,
-        fre_len,
-        fdeoff,
-        freoff,
-    ) = struct.unpack_from(endian + "HBBBbbBIIIII", data, 0)
+    fields = dict(
+        zip(
+            spec.HEADER_LAYOUT.names,
+            spec.HEADER_LAYOUT.compiled(endian).unpack_from(data, 0),
+            strict=True,
+        )
+    )
+    abi = fields["sfh_abi_arch"]
     try:
         abi_arch = spec.AbiArch(abi)
     except ValueError:
         raise FormatError(
-            f"unknown abi_arch {abi} (1-2 AArch64, 3 AMD64, 4 s390x)", offset=4, source=source
+            f"unknown abi_arch {abi} (1-2 AArch64, 3 AMD64, 4 s390x)",
+            offset=_HEADER_AT["sfh_abi_arch"],
+            source=source,
         ) from None
     return SFrameHeader(
-        version,
-        flags,
-        abi_arch,
-        fixed_fp,
-        fixed_ra,
-        auxhdr_len,
-        num_fdes,
-        num_fres,
-        fre_len,
-        fdeoff,
-        freoff,
+        version=fields["sfp_version"],
+        flags=fields["sfp_flags"],
+        abi_arch=abi_arch,
+        cfa_fixed_fp_offset=fields["sfh_cfa_fixed_fp_offset"],
+        cfa_fixed_ra_offset=fields["sfh_cfa_fixed_ra_offset"],
+        auxhdr_len=fields["sfh_auxhdr_len"],
+        num_fdes=fields["sfh_num_fdes"],
+        num_fres=fields["sfh_num_fres"],
+        fre_len=fields["sfh_fre_len"],
+        fdeoff=fields["sfh_fdeoff"],
+        freoff=fields["sfh_freoff"],
     )
 
 
@@ -150,15 +150,29 @@ class LazyFres(Sequence[FrameRowEntry]):
 
 @lru_cache(maxsize=256)
 def _words_struct(endian: str, size_code: int, count: int) -> struct.Struct:
-    return struct.Struct(endian + "bhi"[size_code] * count)
+    return struct.Struct(endian + spec.WORD_CODE[size_code] * count)
 
 
-_FDE_STRUCTS = {
-    spec.VERSION_1: "iIIIB",
-    spec.VERSION_2: "iIIIBBH",
-    spec.VERSION_3: "qII",
+# The FDE fields read, by version, in the order `_read_fde` takes them (v3 keeps
+# the count, info bytes and repeat size in the attribute block, `_ATTR_V3`).
+_FDE_FIELDS = (
+    "sfde_func_start_address",
+    "sfde_func_size",
+    "sfde_func_start_fre_off",
+    "sfde_func_num_fres",
+    "sfde_func_info",
+    "sfde_func_rep_size",
+)
+_PICK_FDE = {
+    spec.VERSION_1: spec.FDE_V1_LAYOUT.picker(*_FDE_FIELDS[:5]),
+    spec.VERSION_2: spec.FDE_V2_LAYOUT.picker(*_FDE_FIELDS),
+    spec.VERSION_3: spec.FDE_V3_LAYOUT.picker(*_FDE_FIELDS[:3]),
 }
-_START_FORMATS = {spec.FRE_TYPE_ADDR1: "B", spec.FRE_TYPE_ADDR2: "H", spec.FRE_TYPE_ADDR4: "I"}
+_ATTR_V3 = spec.FDE_ATTR_V3_LAYOUT
+_PICK_ATTR_V3 = _ATTR_V3.picker(
+    "sfda_func_num_fres", "sfda_func_info", "sfda_func_info2", "sfda_func_rep_size"
+)
+_FDE_AT = {version: layout.offsets for version, layout in spec.FDE_LAYOUTS.items()}
 
 
 class _SectionReader:
@@ -192,7 +206,7 @@ class _SectionReader:
             raise self.fail(
                 f"auxiliary header of {header.auxhdr_len} bytes runs past the section end "
                 f"({size} bytes)",
-                7,
+                _HEADER_AT["sfh_auxhdr_len"],
             )
         stride = spec.FDE_SIZE[header.version]
         fdes_at = header.size + header.fdeoff
@@ -201,7 +215,7 @@ class _SectionReader:
             raise self.fail(
                 f"{header.num_fdes} FDEs of {stride} bytes at offset 0x{fdes_at:x} run past "
                 f"the section end ({size} bytes)",
-                8,
+                _HEADER_AT["sfh_num_fdes"],
             )
         fres_at = header.size + header.freoff
         fres_end = fres_at + header.fre_len
@@ -209,9 +223,9 @@ class _SectionReader:
             raise self.fail(
                 f"FRE sub-section (offset 0x{fres_at:x}, {header.fre_len} bytes) runs past "
                 f"the section end ({size} bytes)",
-                16,
+                _HEADER_AT["sfh_fre_len"],
             )
-        fde_struct = struct.Struct(header.endian + _FDE_STRUCTS[header.version])
+        fde_struct = spec.FDE_LAYOUTS[header.version].compiled(header.endian)
         fdes = [
             self._read_fde(header, fde_struct, i, fdes_at + i * stride, fres_at, fres_end)
             for i in range(header.num_fdes)
@@ -227,24 +241,26 @@ class _SectionReader:
         fres_at: int,
         fres_end: int,
     ) -> FuncDescEntry:
-        fields = fde_struct.unpack_from(self.data, at)
+        version = header.version
+        fields = _PICK_FDE[version](fde_struct.unpack_from(self.data, at))
+        fre_off_at = at + _FDE_AT[version]["sfde_func_start_fre_off"]
         info2 = rep_size = 0
-        if header.version == spec.VERSION_3:
+        if version == spec.VERSION_3:
             raw_start, func_size, fre_off = fields
             attr_at = fres_at + fre_off
-            if attr_at + spec.FDE_ATTR_SIZE_V3 > fres_end:
+            if attr_at + _ATTR_V3.size > fres_end:
                 raise self.fail(
                     f"FDE {index}: attribute block at FRE offset 0x{fre_off:x} lies outside "
                     "the FRE sub-section",
-                    at + 12,
+                    fre_off_at,
                 )
-            num_fres, info, info2, rep_size = struct.unpack_from(
-                header.endian + "HBBB", self.data, attr_at
+            num_fres, info, info2, rep_size = _PICK_ATTR_V3(
+                _ATTR_V3.compiled(header.endian).unpack_from(self.data, attr_at)
             )
-            first_fre_at = attr_at + spec.FDE_ATTR_SIZE_V3
+            first_fre_at = attr_at + _ATTR_V3.size
         else:
-            if header.version == spec.VERSION_2:
-                raw_start, func_size, fre_off, num_fres, info, rep_size, _pad = fields
+            if version == spec.VERSION_2:
+                raw_start, func_size, fre_off, num_fres, info, rep_size = fields
             else:
                 raw_start, func_size, fre_off, num_fres, info = fields
             first_fre_at = fres_at + fre_off
@@ -252,10 +268,11 @@ class _SectionReader:
                 raise self.fail(
                     f"FDE {index}: first FRE at offset 0x{fre_off:x} lies outside the FRE "
                     "sub-section",
-                    at + 8,
+                    fre_off_at,
                 )
-        if header.version >= spec.VERSION_2 and header.start_is_pcrel:
-            start = self.address + at + raw_start
+        if version >= spec.VERSION_2 and header.start_is_pcrel:
+            # PC-relative: counted from the sfde_func_start_address field itself
+            start = self.address + at + _FDE_AT[version]["sfde_func_start_address"] + raw_start
         else:
             start = self.address + raw_start
         fre_type = spec.fde_info_fre_type(info)
@@ -281,27 +298,27 @@ class _SectionReader:
         self, endian: str, fde_index: int, at: int, count: int, fre_type: int, end: int
     ) -> tuple[FrameRowEntry, ...]:
         data = self.data
-        start_size = spec.FRE_START_SIZE[fre_type]
-        start_struct = struct.Struct(endian + _START_FORMATS[fre_type])
+        fixed = spec.FRE_LAYOUTS[fre_type]
+        fixed_size, info_at = fixed.size, fixed.offsets["sfre_info"]
+        fixed_struct = fixed.compiled(endian)
         fres: list[FrameRowEntry] = []
         pos = at
         for _ in range(count):
-            if pos + start_size + 1 > end:
+            if pos + fixed_size > end:
                 raise self.fail(
                     f"FDE {fde_index}: FRE {len(fres)} of {count} runs past the end of the "
                     "FRE sub-section",
                     pos,
                 )
-            start = start_struct.unpack_from(data, pos)[0]
-            info = data[pos + start_size]
+            start, info = fixed_struct.unpack_from(data, pos)  # sfre_start_address, sfre_info
             size_code = spec.fre_info_word_size_code(info)
             if size_code not in spec.WORD_SIZE:
                 raise self.fail(
                     f"FDE {fde_index}: FRE {len(fres)} has an invalid data word size code 3",
-                    pos + start_size,
+                    pos + info_at,
                 )
             word_count = spec.fre_info_word_count(info)
-            words_at = pos + start_size + 1
+            words_at = pos + fixed_size
             next_pos = words_at + word_count * spec.WORD_SIZE[size_code]
             if next_pos > end:
                 raise self.fail(
@@ -380,7 +397,8 @@ def _section_bytes(elf: ElfFile, section: Section) -> bytes:
     starts, to which gas 2.40-2.44 attach a PC-relative relocation that does not
     fit them: objdump 2.40 and 2.44 show the field unrelocated, and so do we."""
     data = elf.section_data(section)
-    if len(data) > 3 and data[3] & spec.F_FDE_FUNC_START_PCREL:
+    flags_at = _HEADER_AT["sfp_flags"]
+    if len(data) > flags_at and data[flags_at] & spec.F_FDE_FUNC_START_PCREL:
         return relocated_section_data(elf, section)
     return data
 

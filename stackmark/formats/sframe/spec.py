@@ -1,4 +1,5 @@
-"""SFrame constants and bit fields, as the SFrame specification defines them.
+"""SFrame constants, bit fields and record layouts, as the SFrame specification
+defines them.
 
 One place for every number of the format (versions 1, 2 and 3), so that the
 reader, the writer, the lookup and the dumper read like the spec. Layouts:
@@ -16,33 +17,153 @@ reader, the writer, the lookup and the dumper read like the spec. Layouts:
     +16 u32 fre_len                            u8 info, N signed words (1/2/4 bytes)
     +20 u32 fdeoff   (from header end)
     +24 u32 freoff   (from header end)
+
+Each fixed-size record is declared once below as a `RecordLayout`: (spec
+field name, struct code) pairs with the names of binutils' include/sframe.h
+(`sfh_num_fdes`, `sfde_func_start_address`, ...). The reader, the writer and
+the tests take sizes, offsets and compiled structs from these declarations
+(tests/unit/test_sframe_spec.py pins them to the spec's).
 """
 
 from __future__ import annotations
 
 import enum
+import struct
+from collections.abc import Callable, Mapping
+from operator import itemgetter
 
 from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64
 from stackmark.unwind_rules import Arch
 
 MAGIC = 0xDEE2
-HEADER_SIZE = 28
 
 VERSION_1, VERSION_2, VERSION_3 = 1, 2, 3
 SUPPORTED_VERSIONS = (VERSION_1, VERSION_2, VERSION_3)
+
+
+class RecordLayout:
+    """A fixed-size record of the spec: (spec field name, struct code) pairs in
+    file order, packed (no padding), in the byte order `sfh_abi_arch` gives.
+
+    Its structs are compiled once, for both byte orders, when the module loads."""
+
+    __slots__ = ("_structs", "c_name", "fields", "format", "names", "offsets", "size", "sizes")
+
+    def __init__(self, c_name: str, *fields: tuple[str, str]) -> None:
+        self.c_name = c_name  # the struct's name in include/sframe.h
+        self.fields = fields
+        self.names = tuple(name for name, _ in fields)
+        self.format = "".join(code for _, code in fields)
+        self.size = struct.calcsize("<" + self.format)
+        self.sizes = {name: struct.calcsize("<" + code) for name, code in fields}
+        offsets: dict[str, int] = {}
+        at = 0
+        for name, size in self.sizes.items():
+            offsets[name] = at
+            at += size
+        self.offsets = offsets
+        self._structs = {endian: struct.Struct(endian + self.format) for endian in "<>"}
+
+    def compiled(self, endian: str) -> struct.Struct:
+        """The compiled struct for byte order `endian` ("<" or ">")."""
+        return self._structs[endian]
+
+    def picker(self, *names: str) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+        """A function taking the named fields, in the order asked, from a tuple
+        this layout's struct unpacked (a C-level `itemgetter`: no per-record cost)."""
+        indexes = [self.names.index(name) for name in names]
+        if len(indexes) == 1:
+            (index,) = indexes
+            return lambda values: (values[index],)
+        return itemgetter(*indexes)
+
+    def pack(self, endian: str, values: Mapping[str, int]) -> bytes:
+        """The record's bytes; `values` gives each field by name (extra names are
+        ignored, so one mapping can serve the layouts of several versions)."""
+        return self._structs[endian].pack(*(values[name] for name in self.names))
+
+
+# The preamble (`sfh_preamble`, the same in every version) and the header.
+PREAMBLE_LAYOUT = RecordLayout(
+    "sframe_preamble",
+    ("sfp_magic", "H"),
+    ("sfp_version", "B"),
+    ("sfp_flags", "B"),
+)
+HEADER_LAYOUT = RecordLayout(
+    "sframe_header",
+    *PREAMBLE_LAYOUT.fields,
+    ("sfh_abi_arch", "B"),
+    ("sfh_cfa_fixed_fp_offset", "b"),
+    ("sfh_cfa_fixed_ra_offset", "b"),
+    ("sfh_auxhdr_len", "B"),
+    ("sfh_num_fdes", "I"),
+    ("sfh_num_fres", "I"),
+    ("sfh_fre_len", "I"),
+    ("sfh_fdeoff", "I"),
+    ("sfh_freoff", "I"),
+)
+HEADER_SIZE = HEADER_LAYOUT.size  # 28
+
+# FDE records of the FDE sub-section, per version.
+FDE_V1_LAYOUT = RecordLayout(
+    "sframe_func_desc_entry (v1)",
+    ("sfde_func_start_address", "i"),
+    ("sfde_func_size", "I"),
+    ("sfde_func_start_fre_off", "I"),
+    ("sfde_func_num_fres", "I"),
+    ("sfde_func_info", "B"),
+)
+FDE_V2_LAYOUT = RecordLayout(
+    "sframe_func_desc_entry_v2",
+    *FDE_V1_LAYOUT.fields,
+    ("sfde_func_rep_size", "B"),
+    ("sfde_func_padding2", "H"),
+)
+FDE_V3_LAYOUT = RecordLayout(
+    "sframe_func_desc_entry_v3",
+    ("sfde_func_start_address", "q"),
+    ("sfde_func_size", "I"),
+    ("sfde_func_start_fre_off", "I"),
+)
+# v3: the attribute block at sfde_func_start_fre_off, in front of the function's FREs.
+FDE_ATTR_V3_LAYOUT = RecordLayout(
+    "sframe_func_desc_attr_v3",
+    ("sfda_func_num_fres", "H"),
+    ("sfda_func_info", "B"),
+    ("sfda_func_info2", "B"),
+    ("sfda_func_rep_size", "B"),
+)
+FDE_LAYOUTS = {VERSION_1: FDE_V1_LAYOUT, VERSION_2: FDE_V2_LAYOUT, VERSION_3: FDE_V3_LAYOUT}
 
 # Header flags.
 F_FDE_SORTED = 0x1
 F_FRAME_POINTER = 0x2  # v1/v2 only; advisory, never set by gas or ld
 F_FDE_FUNC_START_PCREL = 0x4  # v2 "errata 1" and v3
 
-# Size of one FDE record in the FDE sub-section, per version.
-FDE_SIZE = {VERSION_1: 17, VERSION_2: 20, VERSION_3: 16}
-FDE_ATTR_SIZE_V3 = 5  # the v3 attribute block in front of a function's FREs
+# Size of one FDE record in the FDE sub-section, per version (17, 20, 16 bytes).
+FDE_SIZE = {version: layout.size for version, layout in FDE_LAYOUTS.items()}
+FDE_ATTR_SIZE_V3 = FDE_ATTR_V3_LAYOUT.size  # 5
 
 # FRE start-address encodings (FDE info bits 0-3).
 FRE_TYPE_ADDR1, FRE_TYPE_ADDR2, FRE_TYPE_ADDR4 = 0, 1, 2
-FRE_START_SIZE = {FRE_TYPE_ADDR1: 1, FRE_TYPE_ADDR2: 2, FRE_TYPE_ADDR4: 4}
+
+# The fixed part of an FRE, by FRE type; its data words follow (FRE info bits 1-6).
+FRE_LAYOUTS = {
+    fre_type: RecordLayout(
+        f"sframe_frame_row_entry_addr{size}",
+        ("sfre_start_address", code),
+        ("sfre_info", "B"),
+    )
+    for fre_type, size, code in (
+        (FRE_TYPE_ADDR1, 1, "B"),
+        (FRE_TYPE_ADDR2, 2, "H"),
+        (FRE_TYPE_ADDR4, 4, "I"),
+    )
+}
+FRE_START_SIZE = {
+    fre_type: layout.offsets["sfre_info"] for fre_type, layout in FRE_LAYOUTS.items()
+}  # bytes of sfre_start_address: 1, 2, 4
 
 # PC types (FDE info bit 4).
 PC_TYPE_INC = 0  # FRE starts are offsets from the function start
@@ -55,9 +176,11 @@ FDE_TYPE_FLEX = 1
 # AArch64 pointer-authentication keys (FDE info bit 5).
 PAUTH_KEY_A, PAUTH_KEY_B = 0, 1
 
-# FRE data word sizes (FRE info bits 5-6): code -> bytes.
-WORD_SIZE = {0: 1, 1: 2, 2: 4}
-WORD_SIZE_CODE = {1: 0, 2: 1, 4: 2}
+# FRE data words (signed stack offsets; FRE info bits 5-6 give their size):
+# size code (SFRAME_FRE_OFFSET_1B, _2B, _4B) -> struct code, and -> bytes.
+WORD_CODE = {0: "b", 1: "h", 2: "i"}
+WORD_SIZE = {size_code: struct.calcsize(code) for size_code, code in WORD_CODE.items()}
+WORD_SIZE_CODE = {size: size_code for size_code, size in WORD_SIZE.items()}
 MAX_WORDS = 15
 
 # FRE CFA base register (FRE info bit 0).

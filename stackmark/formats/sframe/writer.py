@@ -28,9 +28,6 @@ from stackmark.formats.sframe.model import (
     SFrameSection,
 )
 
-_START_FORMATS = {spec.FRE_TYPE_ADDR1: "B", spec.FRE_TYPE_ADDR2: "H", spec.FRE_TYPE_ADDR4: "I"}
-_WORD_FORMATS = {1: "b", 2: "h", 4: "i"}
-
 
 class SFrameEncodeError(StackmarkError):
     """The model cannot be written in the requested SFrame version."""
@@ -127,48 +124,63 @@ def encode_sframe(
         _check_fde(fde, version, i)
         fre_offsets[i] = len(fre_blob)
         if version == spec.VERSION_3:
-            fre_blob += struct.pack(
-                endian + "HBBB", len(fde.fres), fde.info, fde.info2, fde.rep_size
+            fre_blob += spec.FDE_ATTR_V3_LAYOUT.pack(
+                endian,
+                {
+                    "sfda_func_num_fres": len(fde.fres),
+                    "sfda_func_info": fde.info,
+                    "sfda_func_info2": fde.info2,
+                    "sfda_func_rep_size": fde.rep_size,
+                },
             )
         for fre in fde.fres:
             fre_blob += _encode_fre(fre, fde, endian, i)
 
+    fde_layout = spec.FDE_LAYOUTS[version]
+    # PC-relative starts count from the sfde_func_start_address field itself.
+    start_field_at = fde_layout.offsets["sfde_func_start_address"]
+    start_bits = 8 * fde_layout.sizes["sfde_func_start_address"]
     fde_blob = bytearray()
     for i, fde in enumerate(fdes):
-        field_at = header_size + i * stride  # fdeoff is 0
+        field_at = header_size + i * stride + start_field_at  # fdeoff is 0
         raw_start = fde.start - address - (field_at if pcrel else 0)
-        if version == spec.VERSION_3:
-            if not -(1 << 63) <= raw_start < (1 << 63):
+        if not -(1 << (start_bits - 1)) <= raw_start < (1 << (start_bits - 1)):
+            if version == spec.VERSION_3:
                 raise SFrameEncodeError(f"FDE {i}: start 0x{fde.start:x} is out of range")
-            fde_blob += struct.pack(endian + "qII", raw_start, fde.size, fre_offsets[i])
-            continue
-        if not -(1 << 31) <= raw_start < (1 << 31):
             raise SFrameEncodeError(
                 f"FDE {i}: start 0x{fde.start:x} is more than 2 GiB from the section at "
                 f"0x{address:x}; SFrame v{version} cannot express it (use v3)"
             )
-        info = fde.info & 0x7F  # bit 7 (signal frame) exists only in v3
-        fde_blob += struct.pack(
-            endian + "iIIIB", raw_start, fde.size, fre_offsets[i], len(fde.fres), info
+        fde_blob += fde_layout.pack(
+            endian,
+            {
+                "sfde_func_start_address": raw_start,
+                "sfde_func_size": fde.size,
+                "sfde_func_start_fre_off": fre_offsets[i],
+                "sfde_func_num_fres": len(fde.fres),
+                "sfde_func_info": fde.info & 0x7F,  # bit 7 (signal frame) exists only in v3
+                "sfde_func_rep_size": fde.rep_size,
+                "sfde_func_padding2": 0,
+            },
         )
-        if version == spec.VERSION_2:
-            fde_blob += struct.pack(endian + "BH", fde.rep_size, 0)
     num_fres = sum(len(fde.fres) for fde in fdes)
 
-    head = struct.pack(
-        endian + "HBBBbbBIIIII",
-        spec.MAGIC,
-        version,
-        flags,
-        int(header.abi_arch),
-        header.cfa_fixed_fp_offset,
-        header.cfa_fixed_ra_offset,
-        header.auxhdr_len,
-        len(fdes),
-        num_fres,
-        len(fre_blob),
-        0,
-        len(fde_blob),
+    head = spec.HEADER_LAYOUT.pack(
+        endian,
+        {
+            "sfp_magic": spec.MAGIC,
+            "sfp_version": version,
+            "sfp_flags": flags,
+            "sfh_abi_arch": int(header.abi_arch),
+            "sfh_cfa_fixed_fp_offset": header.cfa_fixed_fp_offset,
+            "sfh_cfa_fixed_ra_offset": header.cfa_fixed_ra_offset,
+            "sfh_auxhdr_len": header.auxhdr_len,
+            "sfh_num_fdes": len(fdes),
+            "sfh_num_fres": num_fres,
+            "sfh_fre_len": len(fre_blob),
+            "sfh_fdeoff": 0,
+            "sfh_freoff": len(fde_blob),
+        },
     )
     return head + auxhdr + bytes(fde_blob) + bytes(fre_blob)
 
@@ -207,7 +219,6 @@ def _check_fde(fde: FuncDescEntry, version: int, index: int) -> None:
 
 
 def _encode_fre(fre: FrameRowEntry, fde: FuncDescEntry, endian: str, index: int) -> bytes:
-    start_format = _START_FORMATS[fde.fre_type]
     limit = 1 << (8 * spec.FRE_START_SIZE[fde.fre_type])
     if not 0 <= fre.start < limit:
         raise SFrameEncodeError(
@@ -220,9 +231,11 @@ def _encode_fre(fre: FrameRowEntry, fde: FuncDescEntry, endian: str, index: int)
         )
     size = fre.word_size
     words = [_as_signed(w, size) for w in fre.words]
-    return struct.pack(
-        endian + start_format + "B" + _WORD_FORMATS[size] * count, fre.start, fre.info, *words
+    fixed = spec.FRE_LAYOUTS[fde.fre_type].pack(
+        endian, {"sfre_start_address": fre.start, "sfre_info": fre.info}
     )
+    word_code = spec.WORD_CODE[spec.WORD_SIZE_CODE[size]]
+    return fixed + struct.pack(endian + word_code * count, *words)
 
 
 def _as_signed(word: int, size: int) -> int:
