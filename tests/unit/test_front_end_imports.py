@@ -107,9 +107,6 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
 TEMPORARY_REEXPORTS: dict[str, str] = {}
 # Today's import cycles, each by its modules (the same rule: remove, never add).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"stackmark.formats.gsym.convert", "stackmark.formats.gsym.dwarf_units"}): (
-        "formats/gsym/convert.py <-> dwarf_units.py"
-    ),
     frozenset(
         {
             "stackmark.dwarf.unit",
