@@ -108,15 +108,6 @@ TEMPORARY_REEXPORTS: dict[str, str] = {}
 # Today's import cycles, each by its modules (the same rule: remove, never add).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset(
-        {
-            "stackmark.dwarf.unit",
-            "stackmark.dwarf.reader",
-            "stackmark.dwarf.functions",
-            "stackmark.dwarf.lines",
-            "stackmark.dwarf.ranges",
-        }
-    ): "dwarf/unit.py <-> reader.py (with functions.py, lines.py, ranges.py)",
-    frozenset(
         {"stackmark.cli.symbolize", "stackmark.cli.symbolize_batch", "stackmark.cli.symbolize_dask"}
     ): "cli/symbolize.py <-> symbolize_batch.py (symbolize_dask.py imports both)",
 }
