@@ -50,7 +50,7 @@ from stackmark.dwarf.sections import Buffer, read_uleb
 from stackmark.errors import FormatError, StackmarkError
 
 if TYPE_CHECKING:
-    from stackmark.dwarf.unit import AddressRange, Unit
+    from stackmark.dwarf.unit_parts import AddressRange, UnitView
 
 _native = load("_dwarf")  # compiled twin of `_walk`, or None (stackmark/_native)
 
@@ -106,7 +106,7 @@ class Function:
 
     def __init__(
         self,
-        unit: Unit,
+        unit: UnitView,
         offset: int,
         abbrev: Abbrev,
         ranges: list[AddressRange],
@@ -281,7 +281,7 @@ def _int(value: object) -> int:
     return inner if isinstance(inner, int) else 0
 
 
-_Found = tuple["Unit", Abbrev, dict[int, object], int]
+_Found = tuple["UnitView", Abbrev, dict[int, object], int]
 
 
 def _string_of(found: _Found | None) -> str | None:
@@ -289,7 +289,7 @@ def _string_of(found: _Found | None) -> str | None:
 
 
 def find_recursively(
-    unit: Unit, abbrev: Abbrev, values: dict[int, object], attrs: tuple[int, ...]
+    unit: UnitView, abbrev: Abbrev, values: dict[int, object], attrs: tuple[int, ...]
 ) -> _Found | None:
     """The first of `attrs` on this DIE or, failing that, on the DIEs it refers to through
     DW_AT_abstract_origin / DW_AT_specification / DW_AT_signature (llvm's worklist
@@ -299,14 +299,14 @@ def find_recursively(
 
 
 def find_recursively_each(
-    unit: Unit, abbrev: Abbrev, values: dict[int, object], groups: tuple[tuple[int, ...], ...]
+    unit: UnitView, abbrev: Abbrev, values: dict[int, object], groups: tuple[tuple[int, ...], ...]
 ) -> list[_Found | None]:
     """`find_recursively` for each group of attributes, in one walk: the walk's order
     does not depend on what it finds, so each group's answer is the one its own walk
     gives (this one goes on until every group has one, or the DIEs run out)."""
     answers: list[_Found | None] = [None] * len(groups)
     missing = len(groups)
-    work: list[tuple[Unit, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
+    work: list[tuple[UnitView, Abbrev, dict[int, object]]] = [(unit, abbrev, values)]
     seen: set[tuple[int, int]] = set()
     while work:
         u, ab, vals = work.pop()
@@ -395,7 +395,7 @@ class _AddressMap:
 class FunctionIndex:
     """The functions of one unit and the address -> subroutine lookup over them."""
 
-    def __init__(self, unit: Unit):
+    def __init__(self, unit: UnitView):
         self.unit = unit
         self.top = _walk_top(unit)
         ranges: list[AddressRange] = []
@@ -458,7 +458,7 @@ class FunctionIndex:
         self._nested_mapped = True
 
 
-def build_function_index(unit: Unit) -> FunctionIndex:
+def build_function_index(unit: UnitView) -> FunctionIndex:
     """The unit's top-level functions, their inline trees parsed on demand."""
     return FunctionIndex(unit)
 
@@ -469,7 +469,7 @@ def build_function_index(unit: Unit) -> FunctionIndex:
 class _CodeTables:
     """Per-abbreviation-code facts the walks need, in flat lists, filled on first use."""
 
-    def __init__(self, unit: Unit):
+    def __init__(self, unit: UnitView):
         self.abbrevs = unit.abbrevs
         self.enc = unit.enc
         size = max(self.abbrevs, default=0) + 1
@@ -516,14 +516,14 @@ def _kind_of(abbrev: Abbrev, plan: Plan) -> int:
     return kind
 
 
-def _tables(unit: Unit) -> _CodeTables:
+def _tables(unit: UnitView) -> _CodeTables:
     tables = unit._code_tables
-    if tables is None:
+    if not isinstance(tables, _CodeTables):  # None until the first walk
         tables = unit._code_tables = _CodeTables(unit)
     return tables
 
 
-def _walk_top(unit: Unit) -> list[Function]:
+def _walk_top(unit: UnitView) -> list[Function]:
     """Subprograms (and stray inlined calls) with code outside any subprogram, in DIE
     order, their subtrees left for later."""
     top_abbrev, _, after_top = unit.die(unit.header.die_offset)
@@ -535,7 +535,7 @@ def _walk_top(unit: Unit) -> list[Function]:
 
 
 def _walk(
-    unit: Unit,
+    unit: UnitView,
     pos: int,
     root: Function | None,
     nested: list[Function],
@@ -838,7 +838,7 @@ def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | N
 
 
 def _walk_compiled(
-    unit: Unit,
+    unit: UnitView,
     tables: _CodeTables,
     pos: int,
     root: Function | None,

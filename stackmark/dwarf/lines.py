@@ -31,7 +31,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
 from collections.abc import Sequence as Sequence_
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from stackmark._native import load
 from stackmark.dwarf import constants as C
@@ -39,7 +39,7 @@ from stackmark.dwarf.abbrev import Encoding, read_form
 from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb
 
 if TYPE_CHECKING:
-    from stackmark.dwarf.reader import DwarfReader
+    from stackmark.dwarf.unit_parts import ReaderView
 
 _MASK64 = (1 << 64) - 1
 _native = load("_dwarf")  # compiled twin of `_run_program`, or None (stackmark/_native)
@@ -116,7 +116,7 @@ class LineProgramHeader:
 
 
 def _read_header(
-    reader: DwarfReader, section: Section, offset: int, unit_addr_size: int
+    reader: ReaderView[Any], section: Section, offset: int, unit_addr_size: int
 ) -> LineProgramHeader:
     h = LineProgramHeader()
     h.offset = offset
@@ -225,7 +225,7 @@ def _cstr(section: Section, p: int) -> tuple[str, int]:
 
 
 def _read_entry_table(
-    reader: DwarfReader, section: Section, p: int, enc: Encoding, what: str
+    reader: ReaderView[Any], section: Section, p: int, enc: Encoding, what: str
 ) -> tuple[list[dict[int, object]], int]:
     """A DWARF 5 directory or file-name table: formats, then entries."""
     buf = section.buf
@@ -254,7 +254,7 @@ def _read_entry_table(
     return entries, pos - base
 
 
-def _string_of(reader: DwarfReader, form: int, raw: object) -> str:
+def _string_of(reader: ReaderView[Any], form: int, raw: object) -> str:
     if isinstance(raw, str):
         return raw
     if isinstance(raw, int):
@@ -460,7 +460,7 @@ def _path_append(path: str, *components: str) -> str:
 
 
 def parse_line_table(
-    reader: DwarfReader, offset: int, unit_addr_size: int, comp_dir: str | None
+    reader: ReaderView[Any], offset: int, unit_addr_size: int, comp_dir: str | None
 ) -> LineTable:
     """Read the line number program at .debug_line `offset` and run it."""
     section = reader.line

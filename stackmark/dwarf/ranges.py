@@ -16,7 +16,7 @@ from stackmark.dwarf.sections import byteorder, read_uleb
 from stackmark.errors import FormatError
 
 if TYPE_CHECKING:
-    from stackmark.dwarf.unit import AddressRange, Unit
+    from stackmark.dwarf.unit_parts import AddressRange, UnitView
 
 _MASK64 = (1 << 64) - 1
 _native = load("_dwarf")  # compiled twin of `_read_rnglist`, or None (stackmark/_native)
@@ -27,7 +27,7 @@ _ADDRESS_STRUCTS = {
 }
 
 
-def read_ranges(unit: Unit, form: int, value: int) -> list[AddressRange]:
+def read_ranges(unit: UnitView, form: int, value: int) -> list[AddressRange]:
     """The ranges DW_AT_ranges (in `form`, with raw `value`) designates for `unit`."""
     if unit.version >= 5:
         if form == C.DW_FORM_rnglistx:
@@ -38,7 +38,7 @@ def read_ranges(unit: Unit, form: int, value: int) -> list[AddressRange]:
     return _read_debug_ranges(unit, value + unit._ranges_base)
 
 
-def _rnglist_offset(unit: Unit, index: int) -> int:
+def _rnglist_offset(unit: UnitView, index: int) -> int:
     section = unit.reader.rnglists
     size = unit.header.offset_size
     base = unit.rnglists_base
@@ -46,7 +46,7 @@ def _rnglist_offset(unit: Unit, index: int) -> int:
     return base + relative
 
 
-def _read_debug_ranges(unit: Unit, offset: int) -> list[AddressRange]:
+def _read_debug_ranges(unit: UnitView, offset: int) -> list[AddressRange]:
     section = unit.skeleton.reader.ranges if unit.skeleton is not None else unit.reader.ranges
     size = unit.header.addr_size
     max_address = (1 << (8 * size)) - 1
@@ -75,7 +75,7 @@ def _read_debug_ranges(unit: Unit, offset: int) -> list[AddressRange]:
         result.append((start, end))
 
 
-def _read_rnglist(unit: Unit, offset: int) -> list[AddressRange]:
+def _read_rnglist(unit: UnitView, offset: int) -> list[AddressRange]:
     section = unit.reader.rnglists
     if _native is not None and 0 <= offset < 1 << 64:
         try:

@@ -23,9 +23,9 @@ from stackmark.dwarf.sections import Section, read_uleb
 from stackmark.errors import FormatError
 
 if TYPE_CHECKING:
-    from stackmark.dwarf.functions import Function, FunctionIndex, _CodeTables
+    from stackmark.dwarf.functions import Function, FunctionIndex
     from stackmark.dwarf.lines import LineTable
-    from stackmark.dwarf.reader import DwarfReader
+    from stackmark.dwarf.unit_parts import AddressRange, ReaderView
 
 _STRX_FORMS = frozenset(
     {
@@ -61,9 +61,6 @@ _CONSTANT_FORMS = frozenset(
         C.DW_FORM_implicit_const,
     }
 )
-
-AddressRange = tuple[int, int]
-"""[low, high) in the file's virtual address space."""
 
 
 class UnitHeader:
@@ -202,7 +199,7 @@ class Die:
 class Unit:
     """One compile (or skeleton, split, partial) unit and its lazily parsed parts."""
 
-    def __init__(self, reader: DwarfReader, header: UnitHeader):
+    def __init__(self, reader: ReaderView[Unit], header: UnitHeader):
         self.reader = reader
         self.header = header
         self.offset = header.offset
@@ -214,7 +211,7 @@ class Unit:
         self._top: dict[int, object] | None = None
         self._top_abbrev: Abbrev | None = None
         self._functions: FunctionIndex | None = None
-        self._code_tables: _CodeTables | None = None  # the DIE walks' per-code tables
+        self._code_tables: object | None = None  # the DIE walks' per-code tables (functions.py)
         self._line_table: LineTable | None = None
         self._line_table_loaded = False
         # Bases and sections for indexed forms; a skeleton's split unit
@@ -460,7 +457,7 @@ class Unit:
 
     def ref_target(
         self, abbrev: Abbrev, values: dict[int, object], attr: int
-    ) -> tuple[DwarfReader, int] | None:
+    ) -> tuple[ReaderView[Unit], int] | None:
         """(reader, .debug_info offset) a reference attribute points at, following
         references into a supplementary (dwz) file; None when it cannot be followed."""
         value = values.get(attr)

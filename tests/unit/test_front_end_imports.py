@@ -99,20 +99,7 @@ KNOWN_ARROWS: dict[tuple[str, str], str] = {
 # goes when nothing imports it any more (a test below says when).
 TEMPORARY_REEXPORTS: dict[str, str] = {}
 # Today's import cycles, each by its modules (the same rule: remove, never add).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"stackmark.formats.gsym.convert", "stackmark.formats.gsym.dwarf_units"}): (
-        "formats/gsym/convert.py <-> dwarf_units.py"
-    ),
-    frozenset(
-        {
-            "stackmark.dwarf.unit",
-            "stackmark.dwarf.reader",
-            "stackmark.dwarf.functions",
-            "stackmark.dwarf.lines",
-            "stackmark.dwarf.ranges",
-        }
-    ): "dwarf/unit.py <-> reader.py (with functions.py, lines.py, ranges.py)",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def product_modules() -> dict[str, tuple[Path, bool]]:

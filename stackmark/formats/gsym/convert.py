@@ -22,10 +22,9 @@ a failed conversion leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TextIO
@@ -49,33 +48,9 @@ from stackmark.formats.gsym.from_symtab import (
     text_ranges,
 )
 from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.gc_pause import gc_paused
 from stackmark.formats.gsym.ranges import Range
 from stackmark.macho import FatArch, MachOFile, dsym_members, is_macho, read_universal
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for a conversion.
-
-    A conversion allocates millions of small objects (DIE values, rows,
-    inline nodes) and frees almost none of them until it ends, so every
-    collection scans an ever larger heap and finds nothing: about a third
-    of the merge step's time on a large binary. Reference counting still
-    frees what is dropped; the collector is resumed (if it was running)
-    afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # Everything made meanwhile is still in the youngest generation: the first
-        # collection after `enable` would scan millions of objects (about a second
-        # on a large binary). Move them to the oldest generation without a scan.
-        gc.freeze()
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 class ProgressSink(Protocol):
@@ -527,7 +502,6 @@ __all__ = [
     "convert_image",
     "convert_macho",
     "elf_image",
-    "gc_paused",
     "log_text",
     "macho_image",
     "write_atomically",

@@ -26,7 +26,7 @@ from bisect import bisect_right
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
 from stackmark.dwarf.functions import find_recursively
-from stackmark.dwarf.unit import Unit
+from stackmark.dwarf.unit_parts import UnitView
 
 DW_LANG_C = 0x0002
 DW_LANG_C_plus_plus = 0x0004
@@ -57,7 +57,7 @@ _CONTEXT_TAGS = frozenset(
     }
 )
 
-Die = tuple[Unit, int]  # (unit holding it, .debug_info offset)
+Die = tuple[UnitView, int]  # (unit holding it, .debug_info offset)
 
 
 class DieParents:
@@ -69,7 +69,7 @@ class DieParents:
         self._children: dict[int, list[int]] = {}
         self._parent: dict[int, int | None] = {}
 
-    def _children_of(self, unit: Unit, offset: int) -> list[int]:
+    def _children_of(self, unit: UnitView, offset: int) -> list[int]:
         kids = self._children.get(offset)
         if kids is not None:
             return kids
@@ -94,7 +94,7 @@ class DieParents:
         self._children[offset] = kids
         return kids
 
-    def parent(self, unit: Unit, offset: int) -> int | None:
+    def parent(self, unit: UnitView, offset: int) -> int | None:
         """Offset of the parent of the DIE at `offset` (None for the unit DIE or if lost)."""
         known = self.known.get(offset)
         if known is not None:
@@ -116,7 +116,7 @@ class DieParents:
         return result
 
 
-def _skip(unit: Unit, pos: int) -> int:
+def _skip(unit: UnitView, pos: int) -> int:
     """Position after the children starting at `pos` and their closing null entry."""
     depth = 1
     end = unit.header.end

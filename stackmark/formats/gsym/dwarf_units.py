@@ -36,6 +36,7 @@ from stackmark.formats.gsym.from_dwarf import (
     unit_to_convert,
 )
 from stackmark.formats.gsym.function_info import FunctionInfo
+from stackmark.formats.gsym.gc_pause import gc_paused
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range
@@ -182,8 +183,6 @@ def _convert_chunk(
     want_extras: bool,
 ) -> _Chunk:
     """Worker: convert the units at `offsets` of the object file `reopen` opens."""
-    from stackmark.formats.gsym.convert import gc_paused
-
     with gc_paused():
         return _convert_units(reopen, offsets, text_ranges, want_extras)
 

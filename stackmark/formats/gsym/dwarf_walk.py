@@ -30,6 +30,7 @@ from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attribu
 from stackmark.dwarf.functions import find_recursively
 from stackmark.dwarf.sections import read_uleb
 from stackmark.dwarf.unit import Unit
+from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
 
 DW_AT_declaration = 0x3C
@@ -72,7 +73,9 @@ class DieFunction:
     def is_inlined(self) -> bool:
         return self.tag == C.DW_TAG_inlined_subroutine
 
-    def _find(self, attrs: tuple[int, ...]) -> tuple[Unit, Abbrev, dict[int, object], int] | None:
+    def _find(
+        self, attrs: tuple[int, ...]
+    ) -> tuple[UnitView, Abbrev, dict[int, object], int] | None:
         return find_recursively(self.unit, self.abbrev, self.values, attrs)
 
     def _string(self, attrs: tuple[int, ...]) -> str | None:
