@@ -29,6 +29,13 @@ NATIVE = ROOT / "stackmark" / "_native"
 NOTICE = "stackmark: {reason}; installing the pure-Python implementation only"
 
 
+_LIBRARIES = {"_demangle": ("-l:libstdc++.so.6",)}
+"""Libraries a module links with, beyond Python's (`__cxa_demangle` is libstdc++'s; by
+its runtime name, so that the C++ development files are not needed). Such a module
+is optional: when it cannot be built, the others still are, and the ctypes path
+runs instead."""
+
+
 def sources(native: Path = NATIVE) -> list[Path]:
     """The C files that are extension modules (headers and other files are not)."""
     return sorted(native.glob("_*.c"))
@@ -73,10 +80,17 @@ def build(out_dir: Path, native: Path = NATIVE) -> list[Path] | str:
             f"-I{include}",
             f"-I{native}",
             str(source),
+            *_LIBRARIES.get(source.stem, ()),
             "-o",
             str(partial),
         ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0 and source.stem in _LIBRARIES:
+            # An optional module: its pure-Python twin runs instead.
+            partial.unlink(missing_ok=True)
+            first = (result.stderr.strip().splitlines() or ["(no message)"])[0]
+            sys.stderr.write(f"stackmark: {source.name} not built ({first})\n")
+            continue
         if result.returncode != 0:
             partial.unlink(missing_ok=True)
             for done in made:

@@ -4,6 +4,7 @@ stackmark's pure-Python modules are the reference implementation. A few hot
 kernels also exist in C, one extension module per concern, compiled from the
 `_*.c` files of this package when stackmark is installed (`build_native.py`):
 
+    _demangle.c       C++ names: libstdc++'s __cxa_demangle without ctypes
     _dwarf.c          DWARF: the line-number program, the DIE walks, attribute
                       decoding, abbreviation tables, range lists, address maps
     _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
@@ -44,7 +45,7 @@ from types import ModuleType
 
 PURE_ENV = "STACKMARK_PURE"
 
-MODULES = ("_dwarf", "_gsym_convert", "_gsym_extras", "_gsym_records", "_markup")
+MODULES = ("_demangle", "_dwarf", "_gsym_convert", "_gsym_extras", "_gsym_records", "_markup")
 """Every compiled module: each `_name.c` of this package, by name."""
 
 _loaded: dict[str, ModuleType | None] = {}

@@ -24,7 +24,10 @@ File names are resolved the way llvm-symbolizer prints them by default
 (absolute: comp_dir / include directory / name, llvm's path joining).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: with it, every field of the
+# NamedTuples below is a string that typing turns into a ForwardRef by calling
+# compile(), and a process's first compile() builds all of CPython's AST types
+# (about 10 million instructions, 4% of a one-frame `stackmark symbolize`).
 
 import struct
 from array import array
@@ -116,7 +119,7 @@ class LineProgramHeader:
 
 
 def _read_header(
-    reader: ReaderView[Any], section: Section, offset: int, unit_addr_size: int
+    reader: "ReaderView[Any]", section: Section, offset: int, unit_addr_size: int
 ) -> LineProgramHeader:
     h = LineProgramHeader()
     h.offset = offset
@@ -225,7 +228,7 @@ def _cstr(section: Section, p: int) -> tuple[str, int]:
 
 
 def _read_entry_table(
-    reader: ReaderView[Any], section: Section, p: int, enc: Encoding, what: str
+    reader: "ReaderView[Any]", section: Section, p: int, enc: Encoding, what: str
 ) -> tuple[list[dict[int, object]], int]:
     """A DWARF 5 directory or file-name table: formats, then entries."""
     buf = section.buf
@@ -254,7 +257,7 @@ def _read_entry_table(
     return entries, pos - base
 
 
-def _string_of(reader: ReaderView[Any], form: int, raw: object) -> str:
+def _string_of(reader: "ReaderView[Any]", form: int, raw: object) -> str:
     if isinstance(raw, str):
         return raw
     if isinstance(raw, int):
@@ -278,7 +281,7 @@ class Rows(Sequence_[RawRow]):
 
     __slots__ = ("_flat",)
 
-    def __init__(self, flat: array[int]):
+    def __init__(self, flat: "array[int]"):
         self._flat = flat
 
     def __len__(self) -> int:
@@ -302,7 +305,7 @@ class Rows(Sequence_[RawRow]):
         return _row(flat, index)
 
 
-def _row(flat: array[int], index: int) -> RawRow:
+def _row(flat: "array[int]", index: int) -> RawRow:
     at = index * WIDTH
     a, f, line, c, stmt, end, d = flat[at : at + WIDTH]
     return (a, f, line, c, bool(stmt), bool(end), d)
@@ -314,7 +317,7 @@ class LineTable:
     def __init__(
         self,
         header: LineProgramHeader,
-        flat: array[int],
+        flat: "array[int]",
         sequences: list[Sequence],
         comp_dir: str | None,
         sequence_sections: list[int | None] | None = None,
@@ -460,7 +463,7 @@ def _path_append(path: str, *components: str) -> str:
 
 
 def parse_line_table(
-    reader: ReaderView[Any], offset: int, unit_addr_size: int, comp_dir: str | None
+    reader: "ReaderView[Any]", offset: int, unit_addr_size: int, comp_dir: str | None
 ) -> LineTable:
     """Read the line number program at .debug_line `offset` and run it."""
     section = reader.line
@@ -488,7 +491,7 @@ def parse_line_table(
 
 def _run_program_compiled(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[array[int], list[Sequence]] | None:
+) -> "tuple[array[int], list[Sequence]] | None":
     """`_run_program` by the compiled kernel (without the sequences' address
     offsets, which only relocatable objects need); None when the reference must run."""
     assert _native is not None
@@ -515,7 +518,7 @@ def _run_program_compiled(
 
 def _run_program(
     section: Section, h: LineProgramHeader, endian: str
-) -> tuple[array[int], list[Sequence], list[int]]:
+) -> "tuple[array[int], list[Sequence], list[int]]":
     """The line number state machine (DWARF 5 6.2.2), producing rows and sequences,
     and for each sequence the section offset of its last DW_LNE_set_address
     operand (-1: none), where a relocatable object's relocation says its section.
@@ -687,7 +690,7 @@ def _run_program(
     return _packed(flat), sequences, sequence_address_at
 
 
-def _packed(flat: list[int]) -> array[int]:
+def _packed(flat: list[int]) -> "array[int]":
     """The flat row list as an array, address, line and discriminator wrapped to
     llvm's register widths (64, 32 and 32 bits) when a garbage table took them out
     of range (a discriminator's LEB128 can be wider than 64 bits)."""

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 KERNEL_USERS = (
+    "stackmark.demangle.itanium",
     "stackmark.dwarf.abbrev",
     "stackmark.dwarf.functions",
     "stackmark.dwarf.lines",

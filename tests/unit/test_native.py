@@ -41,7 +41,7 @@ def test_version_names_the_active_implementation() -> None:
 
     assert "pure Python: STACKMARK_PURE is set" in version(STACKMARK_PURE="1")
     if not _native.forced_pure():
-        assert "compiled accelerator: dwarf" in version(STACKMARK_PURE="")
+        assert "compiled accelerator: demangle, dwarf" in version(STACKMARK_PURE="")
 
 
 def test_every_module_that_runs_a_kernel_is_known_to_the_differential_tests() -> None:
