@@ -10,7 +10,8 @@ Exit status:
      (modules without symbols only warn: their frames are printed best-effort);
   1  some element had an error (malformed markup, an unknown module, an
      overlapping mmap, an address no mmap covers); the output is complete;
-  2  usage error, or an input file could not be read;
+  2  usage error, an input file could not be read, or the output could not
+     be written (a full disk);
   3  only with --fail-on-unresolved: some pc, bt or data element was left
      without a name (its module's symbols were not found, or they say
      nothing about the address); takes precedence over 1.
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 
 from stackmark.cli import scale_args
 from stackmark.markup.naming import Naming
-from stackmark.markup.stream import EXIT_USAGE, filter_streams
+from stackmark.markup.stream import EXIT_USAGE, OutputError, filter_streams
 from stackmark.markup.symbolize_options import (
     add_arguments as add_arguments,  # the command's options (stackmark.cli.main asks here)
 )
@@ -188,6 +189,16 @@ def _open_inputs(
     return inputs, ok
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that what its buffer still holds is not written
+    (and reported) again when the process ends."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 GC_YOUNG_THRESHOLD = 100_000
 """Container objects allocated (net) between two young-generation collections in
 the filter's process: Python's default (700) ran ~180 collections over a
@@ -235,6 +246,10 @@ def run(args: argparse.Namespace) -> int:
         status = run_streams(
             inputs, sys.stdout.buffer, err_write, args, _make_symbolizer(args), _make_naming(args)
         )
+    except OutputError as exc:  # a full disk: said once, and nothing more is tried
+        err_write(f"stackmark symbolize: error: {exc}\n")
+        _silence_stdout()
+        return EXIT_USAGE
     finally:
         for _name, stream in inputs:
             if stream is not sys.stdin.buffer:

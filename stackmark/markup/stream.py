@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
+from stackmark.errors import StackmarkError
 from stackmark.markup.naming import NameOptions, Naming
 from stackmark.markup.report import DiagnosticPrinter, stream_wants_colour
 from stackmark.markup.resolve import Resolver
@@ -121,6 +122,38 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[str, str]]:
         yield body.decode("utf-8", "surrogateescape"), eol
 
 
+class OutputError(StackmarkError):
+    """Writing the filtered log failed (a full disk, a closed file): said as such,
+    not blamed on the input being read."""
+
+
+class _Output:
+    """`out`, with a failed write or flush raised as an OutputError (an OSError
+    from `out` would look like the input's)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._out.write(data)
+        except BrokenPipeError:
+            raise  # the reader went away: main() ends quietly
+        except OSError as exc:
+            raise OutputError(f"writing the output: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            self._out.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"writing the output: {exc.strerror or exc}") from None
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+
 def filter_streams(
     inputs: Iterable[tuple[str, BinaryIO]],
     out: BinaryIO,
@@ -145,6 +178,7 @@ def filter_streams(
     )
     err_colour = stream_wants_colour(2)
     flush_each_line = _is_tty(out)
+    out = cast("BinaryIO", _Output(out))
     resolver = Resolver(symbolizer, cache_size=RESOLVER_ANSWERS)
     status = EXIT_OK
     for source, stream in inputs:
