@@ -81,7 +81,10 @@ def unknown(command: str) -> str:
 def parser() -> argparse.ArgumentParser:
     import argparse
 
-    from stackmark.markup.symbolize_options import add_debuginfod_arguments
+    from stackmark.markup.symbolize_options import (
+        add_debuginfod_arguments,
+        add_symbol_source_arguments,
+    )
 
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
@@ -100,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("addresses", nargs="*", metavar="ADDRESS", help="requests to answer")
-    where = parser.add_argument_group("where symbols are found")
+    where = add_symbol_source_arguments(parser, objects=False)
     where.add_argument(
         "--obj",
         "--exe",
@@ -108,35 +111,6 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the file the addresses are in (requests then carry no module name)",
     )
-    where.add_argument(
-        "--debug-file-directory",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="look for DIR/.build-id/xx/rest.debug (repeatable; default /usr/lib/debug)",
-    )
-    where.add_argument(
-        "--symbol-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of ELF files, matched by build ID (repeatable)",
-    )
-    where.add_argument(
-        "--gsym-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of GSYM files, matched by build ID (repeatable)",
-    )
-    where.add_argument(
-        "--gsym-cache",
-        choices=["use", "build", "off"],
-        default="use",
-        help="GSYM cache of symbols per build ID: use entries already built (default), "
-        "also build missing ones, or not",
-    )
-    where.add_argument("--gsym-cache-dir", metavar="DIR", help="where the GSYM cache lives")
     add_debuginfod_arguments(parser)
     out = parser.add_argument_group("output")
     out.add_argument(

@@ -105,8 +105,11 @@ def add_arguments(
     add_batch_arguments(parser)
 
 
-def add_symbol_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that say where symbols are (shared with `stackmark serve`)."""
+def add_symbol_source_arguments(
+    parser: argparse.ArgumentParser, *, objects: bool = True
+) -> argparse._ArgumentGroup:
+    """The options that say where symbols are (shared with `stackmark serve` and
+    `llvm-symbolizer-stackmark`, which declares its own `--obj`: without `objects`)."""
     where = parser.add_argument_group("where symbols are found")
     where.add_argument(
         "--debug-file-directory",
@@ -115,15 +118,16 @@ def add_symbol_source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="look for DIR/.build-id/xx/rest.debug (repeatable)",
     )
-    where.add_argument(
-        "--obj",
-        "--exe",
-        "-e",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="an ELF file to use for the module with its build ID (repeatable)",
-    )
+    if objects:
+        where.add_argument(
+            "--obj",
+            "--exe",
+            "-e",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="an ELF file to use for the module with its build ID (repeatable)",
+        )
     where.add_argument(
         "--symbol-path",
         action="append",
@@ -153,6 +157,7 @@ def add_symbol_source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where the GSYM cache lives (default $XDG_CACHE_HOME/stackmark)",
     )
+    return where
 
 
 def add_naming_arguments(out: argparse._ArgumentGroup) -> None:
