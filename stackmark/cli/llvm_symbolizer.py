@@ -83,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
 
     from stackmark.markup.symbolize_options import (
         add_debuginfod_arguments,
+        add_naming_arguments,
         add_symbol_source_arguments,
     )
 
@@ -127,33 +128,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_false",
         help="one frame per address (the physical function's name, the innermost line)",
     )
-    out.add_argument(
-        "--demangle",
-        "-C",
-        dest="demangle",
-        action="store_true",
-        default=True,
-        help="demangle function and data names (the default)",
-    )
-    out.add_argument(
-        "--no-demangle", dest="demangle", action="store_false", help="names as in the binary"
-    )
-    out.add_argument(
-        "--functions",
-        "-f",
-        nargs="?",
-        const="linkage",
-        default="linkage",
-        choices=["linkage", "short", "none"],
-        help="function names: demangled linkage names (default), short names, or none",
-    )
-    paths = out.add_mutually_exclusive_group()
-    paths.add_argument("--basenames", "-s", action="store_true", help="file names only")
-    paths.add_argument(
-        "--relativenames",
-        action="store_true",
-        help="file names relative to the compilation directory",
-    )
+    add_naming_arguments(out, short_functions=True)
     out.add_argument(
         "--print-address", "--addresses", "-a", action="store_true", help="echo each address"
     )

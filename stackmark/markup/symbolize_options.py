@@ -160,8 +160,9 @@ def add_symbol_source_arguments(
     return where
 
 
-def add_naming_arguments(out: argparse._ArgumentGroup) -> None:
-    """The options that say how functions and files are named (shared with `serve`)."""
+def add_naming_arguments(out: argparse._ArgumentGroup, *, short_functions: bool = False) -> None:
+    """The options that say how functions and files are named (shared with `serve` and
+    `llvm-symbolizer-stackmark`, which also takes llvm-symbolizer's `-f`: `short_functions`)."""
     out.add_argument(
         "--no-demangle",
         dest="demangle",
@@ -177,7 +178,7 @@ def add_naming_arguments(out: argparse._ArgumentGroup) -> None:
         help="demangle function and data names (the default)",
     )
     out.add_argument(
-        "--functions",
+        *(("--functions", "-f") if short_functions else ("--functions",)),
         nargs="?",
         const="linkage",
         default="linkage",
