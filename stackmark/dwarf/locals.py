@@ -173,7 +173,12 @@ def _subtree(unit: Unit, root: int) -> Iterator[tuple[int, Abbrev, dict[int, obj
 
 def _origin(unit: Unit, abbrev: Abbrev, values: dict[int, object]) -> _Entry | None:
     """The DIE DW_AT_abstract_origin names (in whichever unit holds it), or None."""
-    found = unit.ref_target(abbrev, values, C.DW_AT_abstract_origin)
+    return _referenced(unit, abbrev, values, C.DW_AT_abstract_origin)
+
+
+def _referenced(unit: Unit, abbrev: Abbrev, values: dict[int, object], at: int) -> _Entry | None:
+    """The DIE attribute `at` refers to (in whichever unit holds it), or None."""
+    found = unit.ref_target(abbrev, values, at)
     if found is None:
         return None
     reader, target = found
@@ -369,20 +374,7 @@ def _loclist(unit: Unit, offset: int) -> list[bytes]:
 
 def _type_of(unit: Unit, abbrev: Abbrev, values: dict[int, object]) -> _Entry | None:
     """The DIE DW_AT_type names, or None."""
-    found = unit.ref_target(abbrev, values, C.DW_AT_type)
-    if found is None:
-        return None
-    reader, target = found
-    target_unit = reader.unit_containing(target)
-    if target_unit is None:
-        return None
-    try:
-        target_abbrev, target_values, _ = target_unit.die(target)
-    except FormatError:
-        return None
-    if target_abbrev is None:
-        return None
-    return target_unit, target_abbrev, target_values, target
+    return _referenced(unit, abbrev, values, C.DW_AT_type)
 
 
 def _type_size(entry: _Entry, pointer_size: int, depth: int) -> int | None:
