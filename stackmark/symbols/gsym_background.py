@@ -127,7 +127,12 @@ class BackgroundGsymBuilds:
             return
         with self.watch(files) as progress:
             try:
-                entry = cache.get_or_build(files.build_id, files.dwarf_file, progress)
+                entry = cache.get_or_build(
+                    files.build_id,
+                    files.dwarf_file,
+                    progress,
+                    load_supplementary=files.load_supplementary,
+                )
                 gsym = GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
             except (StackmarkError, OSError):
                 return  # the DWARF source keeps answering
