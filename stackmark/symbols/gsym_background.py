@@ -16,6 +16,7 @@ request that asked. `BackgroundGsymBuilds.factory(cache_dir)` is a
     settings = SymbolSettings(gsym_cache="background", gsym_cache_dir=cache_dir)
     symbolizer = build_symbolizer(settings, builds=builds)
     ...
+    builds.wait()           # (if need be) until the entries asked for are built
     builds.close()          # no new builds; a build under way is left to finish
 
 `lock` is the lock the caller's lookups hold: the switch happens under it,
@@ -50,6 +51,10 @@ conversion's progress goes (None: nowhere)."""
 
 def _unwatched(files: ModuleFiles) -> AbstractContextManager[ProgressSink | None]:
     return contextlib.nullcontext(None)
+
+
+def _nothing() -> None:
+    return None
 
 
 class UpgradableSource:
@@ -139,6 +144,12 @@ class BackgroundGsymBuilds:
         with self.lock:
             old, source.current = source.current, gsym
         old.close()
+
+    def wait(self) -> None:
+        """Return once every build asked for so far has ended (before `close`; for a
+        front end that wants its entries before it exits). Builds run one at a time,
+        in order, so a task queued now runs after them."""
+        self._builder.submit(_nothing).result()
 
     def close(self) -> None:
         """Start no more builds (those queued are dropped; one under way finishes)."""
