@@ -12,10 +12,12 @@ Modules are indexed lazily, on their first lookup: the DWARF source opens
 at once and answers; if the module has DWARF and no GSYM cache entry yet,
 the GSYM entry is built in the background (one at a time, with progress),
 and the module's answers switch to it when it is ready. Entries built
-earlier are used right away.
+earlier are used right away. That is the core's "background" GSYM cache
+mode (`stackmark.symbols.gsym_background`).
 
-Settings map onto the core as `stackmark symbolize` maps its options, so
-the symbolized view shows what the command prints.
+The settings become the core's `SymbolSettings`, as `stackmark symbolize`
+turns its options into them, and `build_symbolizer` assembles the
+symbolizer, so the symbolized view shows what the command prints.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ import asyncio
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from stackmark.errors import StackmarkError
-from stackmark.model import DataSymbol, Module, SourceFrame
+from stackmark.model import Module
 from stackmark.symbols.api import CodeLookup, DataLookup, Failure, ModuleResolution, Reason
-from stackmark.symbols.source import ModuleFiles, SymbolSource
-from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
-from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
+from stackmark.symbols.gsym_background import BackgroundGsymBuilds, UpgradableSource
+from stackmark.symbols.setup import SymbolSettings, build_symbolizer
+from stackmark.symbols.source import ModuleFiles
+from stackmark.symbols.symbolizer import ANSWERS_KEPT
 from stackmark_lsp.settings import Settings
 
 if TYPE_CHECKING:
@@ -56,30 +60,6 @@ class ProgressSink(Protocol):
 
 class Titles(Protocol):
     def __call__(self, message_id: str, /, **values: object) -> str: ...
-
-
-class _Upgradable:
-    """A module's source that starts as DWARF and switches to a GSYM entry once built."""
-
-    def __init__(self, first: SymbolSource) -> None:
-        self.current = first
-
-    @property
-    def description(self) -> str:
-        return self.current.description
-
-    @property
-    def has_debug_info(self) -> bool:
-        return self.current.has_debug_info
-
-    def frames_at(self, address: int) -> list[SourceFrame]:
-        return self.current.frames_at(address)
-
-    def data_at(self, address: int) -> DataSymbol | None:
-        return self.current.data_at(address)
-
-    def close(self) -> None:
-        self.current.close()
 
 
 class _ConversionProgress:
@@ -115,7 +95,6 @@ class SymbolService:
         self.titles = titles
         self.lock = threading.RLock()
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stackmark-symbols")
-        self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-gsym")
         self._resolving: dict[str, Future[ModuleResolution]] = {}
         self._resolved: dict[str, ModuleResolution] = {}
         self._meta = threading.Lock()
@@ -123,20 +102,11 @@ class SymbolService:
         self._names: dict[str, str] = {}  # build ID -> a module name the log gives it
         # Recent answers, so that a repeated question is answered on the event loop.
         self._answers: OrderedDict[tuple[str, str, int], CodeLookup | DataLookup] = OrderedDict()
-        self._closed = False
-        self.gsym_root = Path(settings.cache_dir) if settings.cache_dir else None
         self.debuginfod = self._debuginfod_client(report)
-        options = SymbolizerOptions(
-            debug_file_directories=list(
-                settings.debug_file_directories or DEFAULT_DEBUG_FILE_DIRECTORIES
-            ),
-            objects=list(settings.objects),
-            symbol_paths=list(settings.symbol_paths),
-            gsym_paths=list(settings.gsym_paths),
-            source_factories=[self._source],
-            debuginfod=self.debuginfod,
+        self.gsym_builds = BackgroundGsymBuilds(lock=self.lock, watch=self._conversion)
+        self.symbolizer = build_symbolizer(
+            symbol_settings(settings), self.debuginfod, builds=self.gsym_builds
         )
-        self.symbolizer = Symbolizer(options)
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -189,52 +159,16 @@ class SymbolService:
         percentage = int(100 * status.received / status.total) if status.total else None
         self.progress.report(handle, f"{status.received // 1024} KiB", percentage)
 
-    # -- sources (the core's extension point) ------------------------------------------
-
-    def _source(self, files: ModuleFiles) -> SymbolSource | None:
-        """The source factory given to the Symbolizer: a GSYM entry if one is built, else
-        DWARF at once and a GSYM entry built in the background."""
-        from stackmark.symbols.cache import GsymCache
-        from stackmark.symbols.elf_source import elf_source_factory
-        from stackmark.symbols.gsym_source import GsymSource
-
-        cache = GsymCache(self.gsym_root)
-        if files.build_id:
-            try:
-                entry = cache.validate(files.build_id)
-                if entry is not None:
-                    return GsymSource(str(entry.gsym), str(entry.extras), files)
-            except (StackmarkError, OSError):
-                pass
-        first = elf_source_factory(files)
-        if not files.build_id or not first.has_debug_info or self._closed:
-            return first
-        source = _Upgradable(first)
-        self._indexer.submit(self._convert, cache, files, source)
-        return source
-
-    def _convert(self, cache: object, files: ModuleFiles, source: _Upgradable) -> None:
-        """Build the module's GSYM entry (background thread), then answer from it."""
-        from stackmark.symbols.cache import GsymCache
-        from stackmark.symbols.gsym_source import GsymSource
-
-        assert isinstance(cache, GsymCache)
-        if self._closed:
-            return
+    @contextmanager
+    def _conversion(self, files: ModuleFiles) -> Iterator[_ConversionProgress]:
+        """Work-done progress for the background build of `files`' GSYM entry, named as
+        the log names the module."""
         name = self._names.get(files.build_id) or os.path.basename(files.binary)
         handle = self.progress.begin(self.titles("progress.convert", name=name))
         try:
-            entry = cache.get_or_build(
-                files.build_id, files.dwarf_file, _ConversionProgress(self.progress, handle)
-            )
-            gsym = GsymSource(str(entry.gsym), str(entry.extras), files)
-        except (StackmarkError, OSError):
-            return  # the DWARF source keeps answering
+            yield _ConversionProgress(self.progress, handle)
         finally:
             self.progress.end(handle)
-        with self.lock:
-            old, source.current = source.current, gsym
-        old.close()
 
     # -- lookups (worker threads) ------------------------------------------------------
 
@@ -356,7 +290,7 @@ class SymbolService:
         if resolution is None or resolution.binary is None:
             return False
         source = self.symbolizer.opened_source(module)
-        if isinstance(source, _Upgradable):
+        if isinstance(source, UpgradableSource):
             source = source.current
         return isinstance(source, GsymSource) and not source.extras_damaged
 
@@ -376,11 +310,27 @@ class SymbolService:
         return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
 
     def close(self) -> None:
-        self._closed = True
-        self._indexer.shutdown(wait=False, cancel_futures=True)
+        self.gsym_builds.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
         with self.lock:
             self.symbolizer.close()
+
+
+def symbol_settings(settings: Settings) -> SymbolSettings:
+    """The core's settings for the server's: where to look as `stackmark symbolize`
+    looks with the same options, GSYM cache entries built in the background, a
+    module's name in the log taken as a path worth looking at, and answers kept
+    (`_answers` only holds those the event loop may give at once)."""
+    return SymbolSettings(
+        debug_file_directories=list(settings.debug_file_directories),
+        objects=list(settings.objects),
+        symbol_paths=list(settings.symbol_paths),
+        gsym_paths=list(settings.gsym_paths),
+        gsym_cache="background",
+        gsym_cache_dir=settings.cache_dir,
+        module_names=True,
+        cache_size=ANSWERS_KEPT,
+    )
 
 
 class ThreadSafeSymbolizer:

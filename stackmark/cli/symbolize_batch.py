@@ -107,18 +107,29 @@ def _resolve_once(
                 pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids))
             )
         if build_gsym:
-            _build_gsym_entries(resolutions, args.gsym_cache_dir, jobs, status)
+            from stackmark.markup.symbolize_options import settings_from
+
+            directories = settings_from(args).debug_file_directories
+            _build_gsym_entries(resolutions, args.gsym_cache_dir, directories, jobs, status)
     return client.snapshot() if client is not None else None
 
 
 def _build_gsym_entries(
-    resolutions: list[ModuleResolution], cache_dir: str | None, jobs: int, status: StatusLine
+    resolutions: list[ModuleResolution],
+    cache_dir: str | None,
+    debug_file_directories: list[str],
+    jobs: int,
+    status: StatusLine,
 ) -> None:
-    """Make the GSYM cache entries the workers will read (one conversion per build ID)."""
+    """Make the GSYM cache entries the workers will read (one conversion per build ID;
+    dwz supplementary files are found in `debug_file_directories`, as the symbolizer
+    finds them)."""
+    from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.errors import StackmarkError
     from stackmark.symbols.cache import GsymCache
 
     cache = GsymCache(cache_dir, jobs=jobs)
+    load_supplementary = supplementary_finder(debug_file_directories)
     wanted = [r for r in resolutions if r.binary is not None and r.has_debug_info]
     for number, resolution in enumerate(wanted, 1):
         assert resolution.binary is not None
@@ -129,7 +140,9 @@ def _build_gsym_entries(
             force=True,
         )
         try:
-            cache.get_or_build(resolution.build_id, resolution.binary)
+            cache.get_or_build(
+                resolution.build_id, resolution.binary, load_supplementary=load_supplementary
+            )
         except (StackmarkError, OSError) as exc:
             # The workers read DWARF for this module instead.
             status.print(f"stackmark: cannot build GSYM for {resolution.build_id}: {exc}")

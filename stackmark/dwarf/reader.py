@@ -29,8 +29,10 @@ Split DWARF: a skeleton unit's `functions()` come from its .dwo file
 or from the package FILE.dwp beside the binary when there is one,
 read with the skeleton's address table and line table. dwz: names and
 abstract instances moved to a supplementary file (.gnu_debugaltlink) are
-read from it. Relocatable objects (.o, .ko): each debug section is read
-with its relocations applied (`stackmark.elf_relocations`).
+read from it. The reader does not look for those files itself: it asks
+its caller (`load_split`, `load_supplementary`). Relocatable objects (.o,
+.ko): each debug section is read with its relocations applied
+(`stackmark.elf_relocations`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section, SectionSource
+from stackmark.dwarf.split_files import SplitDwarfFinder, SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
@@ -68,9 +71,12 @@ class DwarfReader:
         is_dwo: bool = False,
         windows: Contributions | None = None,
         load_supplementary: SupplementaryLoad = find_supplementary,
+        load_split: SplitDwarfLoad | None = None,
     ):
         """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp).
-        `load_supplementary` is asked for the dwz file .gnu_debugaltlink names."""
+        `load_supplementary` is asked for the dwz file .gnu_debugaltlink names,
+        `load_split` for the .dwp and .dwo files of split units (default: a
+        `SplitDwarfFinder` of this reader's own, looking where llvm looks)."""
         self.elf = elf
         self.name = elf.name
         self.endian = elf.endian
@@ -93,6 +99,7 @@ class DwarfReader:
         self._unit_offsets: list[int] | None = None
         self._units: dict[int, Unit] = {}
         self._address_ranges: AddressRanges | None = None
+        self._load_split = load_split if load_split is not None else SplitDwarfFinder()
         self._dwo_readers: dict[str, DwarfReader | None] = {}
         self._dwp: tuple[ElfFile, UnitIndex] | None = None
         self._places: dict[str, dict[int, int]] = {}
@@ -294,8 +301,8 @@ class DwarfReader:
         name = skeleton.dwo_name
         if not name:
             return None
-        for path in self._dwo_candidates(name, skeleton.comp_dir):
-            reader = self._dwo_reader(path)
+        for elf in self._load_split.dwo_files(name, skeleton.comp_dir, self.name):
+            reader = self._dwo_reader(elf)
             if reader is None:
                 continue
             unit = _matching_split_unit(reader, skeleton)
@@ -304,44 +311,29 @@ class DwarfReader:
         return None
 
     def _dwp_file(self) -> tuple[ElfFile, UnitIndex] | None:
-        """FILE.dwp and its unit index, when it exists and can be read."""
+        """The package of this file (`load_split`) and its unit index, when there is
+        one and it can be read."""
         if not self._dwp_loaded:
-            path = self.name + ".dwp"
-            if os.path.isfile(path):
+            elf = self._load_split.package(self.name)
+            if elf is not None:
                 try:
-                    elf = ElfFile.open(path)
-                    index = UnitIndex(elf.section_data(".debug_cu_index"), elf.endian, path)
+                    index = UnitIndex(elf.section_data(".debug_cu_index"), elf.endian, elf.name)
                     self._dwp = (elf, index)
                 except FormatError:
                     self._dwp = None
             self._dwp_loaded = True
         return self._dwp
 
-    def _dwo_candidates(self, name: str, comp_dir: str | None) -> list[str]:
-        """Where a .dwo file named `name` may be: at its absolute path, or under
-        the compilation directory, or beside this file."""
-        candidates = []
-        if os.path.isabs(name):
-            candidates.append(name)
-        else:
-            if comp_dir:
-                candidates.append(os.path.join(comp_dir, name))
-            candidates.append(os.path.join(os.path.dirname(os.path.abspath(self.name)), name))
-        candidates.append(
-            os.path.join(os.path.dirname(os.path.abspath(self.name)), os.path.basename(name))
-        )
-        return list(dict.fromkeys(candidates))
-
-    def _dwo_reader(self, path: str) -> DwarfReader | None:
-        if path not in self._dwo_readers:
+    def _dwo_reader(self, elf: ElfFile) -> DwarfReader | None:
+        """The reader of a .dwo file `load_split` gave (one per file)."""
+        if elf.name not in self._dwo_readers:
             reader: DwarfReader | None = None
-            if os.path.isfile(path):
-                try:
-                    reader = DwarfReader(ElfFile.open(path), is_dwo=True)
-                except FormatError:
-                    reader = None
-            self._dwo_readers[path] = reader
-        return self._dwo_readers[path]
+            try:
+                reader = DwarfReader(elf, is_dwo=True)
+            except FormatError:
+                reader = None
+            self._dwo_readers[elf.name] = reader
+        return self._dwo_readers[elf.name]
 
 
 def _matching_split_unit(reader: DwarfReader, skeleton: Unit) -> Unit | None:

@@ -12,12 +12,16 @@ default. Either looks, in order, at:
 2. `DIR/.build-id/xx/rest.debug` in each debug-file directory DIR;
 
 and takes the first ELF file there with the build ID the link gives.
+
+A finder is picklable (a partial of a module-level function), so that the
+GSYM converter's worker processes look where their caller does.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
@@ -29,30 +33,29 @@ SupplementaryLoad = Callable[[str, str, str], "ElfFile | None"]
 
 def supplementary_finder(debug_file_directories: Sequence[str]) -> SupplementaryLoad:
     """A `SupplementaryLoad` looking beside the file and in `debug_file_directories`."""
-    directories = tuple(debug_file_directories)
+    return partial(_find, tuple(debug_file_directories))
 
-    def find(name: str, build_id: str, referrer: str) -> ElfFile | None:
-        here = os.path.dirname(os.path.abspath(referrer))
-        candidates = [name if os.path.isabs(name) else os.path.join(here, name)]
-        if build_id:
-            for directory in directories:
-                candidates.append(
-                    os.path.join(directory, ".build-id", build_id[:2], build_id[2:] + ".debug")
-                )
-        for path in dict.fromkeys(candidates):
-            if not os.path.isfile(path):
-                continue
-            try:
-                elf = ElfFile.open(path)
-            except FormatError:
-                continue
-            if build_id and elf.build_id != build_id:
-                elf.close()
-                continue
-            return elf
-        return None
 
-    return find
+def _find(directories: tuple[str, ...], name: str, build_id: str, referrer: str) -> ElfFile | None:
+    here = os.path.dirname(os.path.abspath(referrer))
+    candidates = [name if os.path.isabs(name) else os.path.join(here, name)]
+    if build_id:
+        for directory in directories:
+            candidates.append(
+                os.path.join(directory, ".build-id", build_id[:2], build_id[2:] + ".debug")
+            )
+    for path in dict.fromkeys(candidates):
+        if not os.path.isfile(path):
+            continue
+        try:
+            elf = ElfFile.open(path)
+        except FormatError:
+            continue
+        if build_id and elf.build_id != build_id:
+            elf.close()
+            continue
+        return elf
+    return None
 
 
 find_supplementary = supplementary_finder(("/usr/lib/debug",))

@@ -50,6 +50,7 @@ from stackmark.plain import FrozenRecord
 from stackmark.symbols.buildid import is_valid_build_id
 
 if TYPE_CHECKING:
+    from stackmark.dwarf.supplementary import SupplementaryLoad
     from stackmark.formats.gsym.convert import ProgressSink
 
 LAYOUT = "gsym-v1"
@@ -178,10 +179,18 @@ class GsymCache:
         return CacheEntry(gsym_path, extras_path, identity)
 
     def get_or_build(
-        self, build_id: str, dwarf_file: str, progress: ProgressSink | None = None
+        self,
+        build_id: str,
+        dwarf_file: str,
+        progress: ProgressSink | None = None,
+        *,
+        load_supplementary: SupplementaryLoad | None = None,
     ) -> CacheEntry:
         """The sound entry for `build_id`, made from `dwarf_file` when missing
-        (`progress`, if given, hears how the conversion goes)."""
+        (`progress`, if given, hears how the conversion goes). `load_supplementary`
+        finds a dwz supplementary file as the symbolizer does (`ModuleFiles`' own,
+        looking in the user's debug-file directories; None: the converter's
+        default)."""
         entry = self.validate(build_id)
         if entry is not None:
             return entry
@@ -194,7 +203,7 @@ class GsymCache:
                 if entry is not None:
                     return entry
                 _remove_stale_temporaries(lock_path.parent)
-                self._build(dwarf_file, gsym_path, extras_path, progress)
+                self._build(dwarf_file, gsym_path, extras_path, progress, load_supplementary)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         entry = self.validate(build_id)
@@ -208,6 +217,7 @@ class GsymCache:
         gsym_path: Path,
         extras_path: Path,
         progress: ProgressSink | None = None,
+        load_supplementary: SupplementaryLoad | None = None,
     ) -> None:
         # The converter is imported here, not at the top: a warm lookup
         # (the common case) never needs it, and it costs ~30 ms to import.
@@ -218,7 +228,13 @@ class GsymCache:
 
         with gc_paused():
             collector = ExtrasCollector()
-            result = convert_elf(dwarf_file, jobs=self.jobs, extras=collector, progress=progress)
+            result = convert_elf(
+                dwarf_file,
+                jobs=self.jobs,
+                extras=collector,
+                progress=progress,
+                load_supplementary=load_supplementary,
+            )
             if progress is not None:
                 progress.update(EXTRAS_LABEL, 0, 1)
             builder = ExtrasBuilder(collector.column_points())

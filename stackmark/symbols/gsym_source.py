@@ -216,7 +216,12 @@ def gsym_source_factory(cache: GsymCache, progress: ProgressSink | None = None) 
             with ElfFile.open(files.dwarf_file) as elf:
                 if not elf.has_dwarf:
                     return None
-            entry = cache.get_or_build(files.build_id, files.dwarf_file, progress)
+            entry = cache.get_or_build(
+                files.build_id,
+                files.dwarf_file,
+                progress,
+                load_supplementary=files.load_supplementary,
+            )
             return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
         except (StackmarkError, OSError):
             return None

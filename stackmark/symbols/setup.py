@@ -6,9 +6,11 @@
 `SymbolSettings` holds what `stackmark symbolize` takes on its command line
 about symbol files (and nothing about output); `build_symbolizer` turns it
 into `SymbolizerOptions` with the right source factories: the GSYM cache
-first (entries already built, or built on first use), then DWARF + symbol
-table. The CLI, the symbolication service and the Dask workers all build
-their symbolizer here, so that the same options give the same answers.
+first (entries already built, or built on first use, or built in the
+background while DWARF answers), then DWARF + symbol table. The CLI, the
+symbolication service, the Dask workers, the debugger session and the
+language server all build their symbolizer here, so that the same options
+give the same answers.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 
 if TYPE_CHECKING:
     from stackmark.symbols.debuginfod import DebuginfodClient
+    from stackmark.symbols.gsym_background import BackgroundGsymBuilds
     from stackmark.symbols.source import ModuleFiles, SourceFactory, SymbolSource
     from stackmark.symbols.symbolizer import Symbolizer
 
-GSYM_CACHE_MODES = ("use", "build", "off")
+GSYM_CACHE_MODES = ("use", "build", "background", "off")
 
 SYMBOLIZER_ANSWERS = 0
 """Answers the Symbolizer keeps for the markup filter: none, since the Resolver
@@ -38,7 +41,9 @@ class SymbolSettings(Record):
     """Where symbols are looked for, as `stackmark symbolize` takes it.
 
     `gsym_cache` is "use" (entries already built), "build" (also build missing
-    ones on first use) or "off"; `gsym_cache_dir` None is the default cache.
+    ones on first use), "background" (answer from DWARF at once and build the
+    missing entry in a background thread: `stackmark.symbols.gsym_background`)
+    or "off"; `gsym_cache_dir` None is the default cache.
     `relative_names`: files named relative to their compilation directory (only
     DWARF keeps that, so the GSYM cache is not used). `llvm19`: look where
     llvm-symbolizer 19 looks (no --obj, no GSYM, no module's own path).
@@ -116,12 +121,15 @@ def build_symbolizer(
     *,
     progress_stream: TextIO | None = None,
     report: Callable[[str], None] | None = None,
+    builds: BackgroundGsymBuilds | None = None,
 ) -> Symbolizer:
     """The symbolizer `settings` describe (llvm 19 ignores --obj, reads no GSYM file,
     never looks at a module's own path and uses the file at a `.build-id` path
     whatever its build ID, so `settings.llvm19` does the same). GSYM cache builds
     are announced through `report` (default: a line on `progress_stream`, itself
-    stderr by default), their progress on `progress_stream`."""
+    stderr by default), their progress on `progress_stream`. In the "background"
+    mode, `builds` runs them (default: one reporting no progress); whoever made
+    it closes it."""
     from stackmark.symbols.elf_source import elf_source_factory
     from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 
@@ -140,6 +148,12 @@ def build_symbolizer(
         from stackmark.symbols.elf_source import relative_elf_source_factory
 
         options.source_factories = [relative_elf_source_factory]
+    elif settings.gsym_cache == "background":
+        if builds is None:
+            from stackmark.symbols.gsym_background import BackgroundGsymBuilds
+
+            builds = BackgroundGsymBuilds()
+        options.source_factories = [builds.factory(settings.gsym_cache_dir)]
     elif settings.gsym_cache != "off":
         options.source_factories = [
             gsym_cache_factory(

@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # imported (with urllib) only when a client is given
     from stackmark.symbols.debuginfod import DebuginfodClient
 
 
+ANSWERS_KEPT = 1 << 16
+"""Answers a Symbolizer remembers by default (for callers that keep none themselves)."""
+
+
 class SymbolizerOptions(Record):
     """Where to look for files, and how much to remember.
 
@@ -79,7 +83,7 @@ class SymbolizerOptions(Record):
         objects: list[str] | None = None,
         symbol_paths: list[str] | None = None,
         source_factories: list[SourceFactory] | None = None,
-        cache_size: int = 1 << 16,
+        cache_size: int = ANSWERS_KEPT,
         debuginfod: DebuginfodClient | None = None,
         gsym_paths: list[str] | None = None,
         module_names: bool = True,

@@ -309,3 +309,46 @@ def test_a_build_shows_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
     )
     assert piped.stdout == proc.stdout
     assert b"\x1b[K" not in piped.stderr and b"indexing" not in piped.stderr
+
+
+def test_a_cache_build_finds_a_dwz_file_where_the_symbolizer_does(tmp_path: Path) -> None:
+    """A program's dwz supplementary file is only in the debug-file directory the user
+    gave (its link names another machine's path). The GSYM cache entry is converted
+    with that file, found as the DWARF source finds it, so `--gsym-cache=build`
+    prints exactly what DWARF does, names dwz moved included."""
+    import sys
+
+    from tests.support.dwz import dwz_in_debug_directory
+    from tests.support.symbolizer_oracle import line_table_addresses
+
+    compressed, original, debug_dir = dwz_in_debug_directory(tmp_path)
+    build_id = build_id_of(compressed)
+    addresses = line_table_addresses(original, limit=1500)
+    log = "".join(
+        [
+            f"{{{{{{module:0:{compressed.name}:elf:{build_id}}}}}}}\n",
+            "{{{mmap:0x100000000:0x100000:load:0:rx:0x0}}}\n",
+            *(f"{{{{{{bt:{n}:0x{0x100000000 + a:x}:pc}}}}}}\n" for n, a in enumerate(addresses)),
+        ]
+    )
+
+    def symbolize(*options: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "stackmark", "symbolize", f"--obj={compressed}", *options],
+            input=log,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    cache_dir = tmp_path / "cache"
+    through_gsym = symbolize(
+        f"--debug-file-directory={debug_dir}",
+        "--gsym-cache=build",
+        f"--gsym-cache-dir={cache_dir}",
+    )
+    assert GsymCache(cache_dir).validate(build_id) is not None  # the entry answered
+    through_dwarf = symbolize(f"--debug-file-directory={debug_dir}", "--gsym-cache=off")
+    assert through_gsym == through_dwarf
+    # Without that directory the names dwz moved are lost: the test needs the file.
+    assert symbolize("--gsym-cache=off") != through_dwarf

@@ -22,6 +22,7 @@ from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 from tests.conftest import require_tool
 from tests.support import sym_builds
 from tests.support.build import build_id_of
+from tests.support.dwz import dwz_in_debug_directory
 from tests.support.symbolizer_oracle import (
     as_llvm_frame,
     describe,
@@ -235,26 +236,7 @@ def test_a_dwz_supplementary_file_is_found_in_a_debug_file_directory(tmp_path: P
     """The supplementary file is not where its link says (another machine's path):
     it is found by its build ID in the debug-file directory the user gave, as the
     program's own debug files are, and gives back the same names."""
-    dwz = require_tool("dwz")
-    originals = [sym_builds.cpp_program(), sym_builds.local_classes_program()]
-    copies = []
-    for original in originals:
-        copies.append(tmp_path / original.name)
-        shutil.copyfile(original, copies[-1])
-    made = tmp_path / "common.debug"
-    elsewhere = "/nonexistent/stackmark-test/common.debug"  # what the link records
-    subprocess.run(
-        [dwz, "-m", str(made), "-M", elsewhere, *map(str, copies)],
-        check=True,
-        capture_output=True,
-    )
-    compressed, original = copies[0], originals[0]
-    supplementary_id = ElfFile.open(made).build_id
-    assert supplementary_id
-    debug_dir = tmp_path / "debug"
-    placed = debug_dir / ".build-id" / supplementary_id[:2] / (supplementary_id[2:] + ".debug")
-    placed.parent.mkdir(parents=True)
-    made.rename(placed)
+    compressed, original, debug_dir = dwz_in_debug_directory(tmp_path)
     addresses = line_table_addresses(original, limit=MAX_ADDRESSES)
     expected = llvm_frames(original, addresses)
     module = Module(0, compressed.name, build_id_of(compressed))

@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any, Protocol, TextIO
 
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import ElfFile, is_elf
 from stackmark.errors import StackmarkError
 from stackmark.formats.breakpad import is_breakpad, read_breakpad
@@ -141,13 +142,16 @@ def convert_elf(
     little: bool | None = None,
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
+    load_supplementary: SupplementaryLoad | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
 
     With `extras`, also collects what the cache's extras file needs; the
     final functions, in file order, are in `result.functions`. With
     `segment_size`, the bytes are cut into `result.segments` instead
-    (stackmark.formats.gsym.segments).
+    (stackmark.formats.gsym.segments). `load_supplementary` finds a dwz
+    supplementary file (default: beside the file, then /usr/lib/debug; the
+    GSYM cache passes the symbol store's, which looks where the user said).
     """
     with gc_paused(), ElfFile.open(path) as elf:
         return convert_image(
@@ -157,6 +161,7 @@ def convert_elf(
             little=little,
             extras=extras,
             segment_size=segment_size,
+            load_supplementary=load_supplementary,
         )
 
 
@@ -192,8 +197,10 @@ def convert_image(
     little: bool | None = None,
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
+    load_supplementary: SupplementaryLoad | None = None,
 ) -> ConversionResult:
-    """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order)."""
+    """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order);
+    `load_supplementary` as for `convert_elf`."""
     from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
     from stackmark.formats.gsym.parallel_records import records_in_parallel
 
@@ -211,6 +218,7 @@ def convert_image(
         progress=progress,
         extras=extras,
         reopen=image.reopen,
+        load_supplementary=load_supplementary,
     )
     result.dwarf_functions = report.functions
     result.warnings.update(report.warnings)

@@ -11,7 +11,11 @@ which yields exactly the string and file tables a single process builds
 workers' indexes. So the output never depends on the number of processes.
 
 The object file is any `SectionSource` (an ELF file, a Mach-O image); the
-workers open their own copy through `reopen`, a picklable callable.
+workers open their own copy through `reopen`, a picklable callable. The
+reader does not search for other files itself: a dwz supplementary file is
+asked of `load_supplementary` (stackmark.dwarf.supplementary), which the
+caller gives (the symbol store's looks in the user's debug-file
+directories); the workers get the same one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.extras import NodeExtra
@@ -75,14 +80,18 @@ def convert_dwarf(
     progress: ProgressSink | None = None,
     extras: ExtrasCollector | None = None,
     reopen: Reopen | None = None,
+    load_supplementary: SupplementaryLoad | None = None,
 ) -> DwarfReport:
     """Add the FunctionInfos of every compile unit of `obj` to `creator`.
 
     `jobs` 0 picks one process per core for large DWARF, else one. Workers
     open the file with `reopen` (default: `obj.name` as an ELF file).
+    `load_supplementary` finds a dwz supplementary file (default: beside the
+    file, then /usr/lib/debug); with several processes it must be picklable.
     """
     report = DwarfReport()
-    dwarf = DwarfReader(obj)
+    load = load_supplementary if load_supplementary is not None else find_supplementary
+    dwarf = DwarfReader(obj, load_supplementary=load)
     if not dwarf.has_info:
         return report
     units = list(dwarf.units())
@@ -90,7 +99,7 @@ def convert_dwarf(
         jobs = default_jobs(obj)
     if jobs > 1 and len(units) >= 2:
         opener = reopen if reopen is not None else partial(ElfFile.open, obj.name)
-        _convert_parallel(opener, units_sizes(units), creator, jobs, report, progress, extras)
+        _convert_parallel(opener, load, units_sizes(units), creator, jobs, report, progress, extras)
         return report
     names = NameBuilder()
     valid: Callable[[int], bool] = creator.is_valid_text_address
@@ -178,17 +187,19 @@ def _flatten_tree(root: InlineInfo, out: array[int]) -> int:
 
 def _convert_chunk(
     reopen: Reopen,
+    load_supplementary: SupplementaryLoad,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
 ) -> _Chunk:
     """Worker: convert the units at `offsets` of the object file `reopen` opens."""
     with gc_paused():
-        return _convert_units(reopen, offsets, text_ranges, want_extras)
+        return _convert_units(reopen, load_supplementary, offsets, text_ranges, want_extras)
 
 
 def _convert_units(
     reopen: Reopen,
+    load_supplementary: SupplementaryLoad,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -203,7 +214,7 @@ def _convert_units(
     collector = ExtrasCollector() if want_extras else None
     obj = reopen()
     try:
-        dwarf = DwarfReader(obj)
+        dwarf = DwarfReader(obj, load_supplementary=load_supplementary)
         names = NameBuilder()
         functions: list[FunctionInfo] = []
         for offset in offsets:
@@ -243,6 +254,7 @@ def _convert_units(
 
 def _convert_parallel(
     reopen: Reopen,
+    load_supplementary: SupplementaryLoad,
     sizes: list[tuple[int, int]],
     creator: GsymCreator,
     jobs: int,
@@ -268,7 +280,9 @@ def _convert_parallel(
     ranges = creator.text_ranges
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [
-            pool.submit(_convert_chunk, reopen, offsets, ranges, extras is not None)
+            pool.submit(
+                _convert_chunk, reopen, load_supplementary, offsets, ranges, extras is not None
+            )
             for offsets in slices
         ]
         for done, future in enumerate(futures):
