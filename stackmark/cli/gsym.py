@@ -119,6 +119,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     convert.add_argument(
+        "--debug-file-directory",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=(
+            "find a dwz supplementary file (.gnu_debugaltlink) as DIR/.build-id/xx/rest.debug "
+            "(repeatable; default /usr/lib/debug), after the path the link names"
+        ),
+    )
+    convert.add_argument(
         "--big-endian", action="store_true", help="write a big-endian file (default: the input's)"
     )
     convert.add_argument(
@@ -386,6 +396,7 @@ def _segment_size(text: str) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from stackmark.cli.main import keep_until_exit
+    from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.formats.gsym.convert import convert_file
 
     output = args.output or args.input + ".gsym"
@@ -401,6 +412,9 @@ def _convert(args: argparse.Namespace) -> int:
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),
         arch_filters=_arch_filters(args.arch),
+        load_supplementary=(
+            supplementary_finder(args.debug_file_directory) if args.debug_file_directory else None
+        ),
     )
     keep_until_exit(result)
     return 0

@@ -305,3 +305,33 @@ def test_merged_functions_and_call_sites_against_llvm19(tmp_path: Path) -> None:
         assert "unsupported InfoType 3" in theirs and "unsupported InfoType 4" in theirs
         assert dump_text(reader, llvm19=True) == theirs
         assert reencode(reader) == data
+
+
+def test_convert_finds_a_dwz_file_in_a_debug_file_directory(tmp_path: Path) -> None:
+    """`gsym convert --debug-file-directory` finds the dwz supplementary file a
+    program's link names elsewhere; the GSYM is then the bytes llvm-gsymutil-19
+    writes for the program before dwz (llvm reads no dwz file itself). Without
+    the directory the names dwz moved are missing."""
+    from tests.support.dwz import dwz_in_debug_directory
+
+    gsymutil = require_tool("llvm-gsymutil-19")
+    compressed, original, debug_dir = dwz_in_debug_directory(tmp_path)
+    expected = tmp_path / "llvm.gsym"
+    subprocess.run(
+        [gsymutil, "--convert", str(original), "--out-file", str(expected), "--num-threads=1"],
+        capture_output=True,
+        check=True,
+    )
+
+    def convert(name: str, *options: str) -> bytes:
+        out = tmp_path / name
+        stackmark = [sys.executable, "-m", "stackmark", "gsym", "convert"]
+        subprocess.run(
+            [*stackmark, str(compressed), "-o", str(out), *options],
+            capture_output=True,
+            check=True,
+        )
+        return out.read_bytes()
+
+    assert convert("with.gsym", f"--debug-file-directory={debug_dir}") == expected.read_bytes()
+    assert convert("without.gsym") != expected.read_bytes()

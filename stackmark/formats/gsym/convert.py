@@ -357,6 +357,7 @@ def convert_file(
     progress: ProgressSink | None = None,
     segment_size: int | None = None,
     arch_filters: Collection[str | int] = (),
+    load_supplementary: SupplementaryLoad | None = None,
 ) -> ConversionResult:
     """Convert `input_path`, write `output_path`, print llvm's log; returns the
     result of the last file written.
@@ -367,7 +368,8 @@ def convert_file(
     .dSYM bundle (each file inside is converted to `output_path`). The log is
     as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
     segment files `output_path-0x<first address>` are written instead, as
-    llvm does.
+    llvm does. `load_supplementary` finds an ELF file's dwz supplementary file
+    (default: beside the file, then /usr/lib/debug).
     """
     if log is not None:
         log.write(f"Input file: {input_path}\n")
@@ -383,6 +385,7 @@ def convert_file(
             little=None if big_endian is None else not big_endian,
             progress=progress,
             arch_filters=arch_filters,
+            load_supplementary=load_supplementary,
         )
     assert result is not None
     return result
@@ -406,6 +409,7 @@ def _convert_path(
     little: bool | None,
     progress: ProgressSink | None,
     arch_filters: Collection[str | int],
+    load_supplementary: SupplementaryLoad | None,
 ) -> ConversionResult:
     if not os.path.isfile(path):  # a FIFO would block the reads below
         raise StackmarkError(f"{path}: not a regular file")
@@ -423,6 +427,7 @@ def _convert_path(
             progress=progress,
             little=little,
             segment_size=segment_size,
+            load_supplementary=load_supplementary,
         )
         return _write(path, output_path, convert, out)
     if not is_macho(path):
