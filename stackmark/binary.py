@@ -32,11 +32,11 @@ from __future__ import annotations
 import mmap
 import struct
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Self, TypeAlias
 
 from stackmark.errors import FormatError
 
-Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+Buffer: TypeAlias = bytes | bytearray | mmap.mmap
 
 _U64_MASK = 0xFFFFFFFFFFFFFFFF
 
@@ -202,7 +202,7 @@ class Cursor:
         self.pos = pos + size
         return bytes(self.data[pos : pos + size])
 
-    def sub(self, size: int, what: str) -> Cursor:
+    def sub(self, size: int, what: str) -> Self:
         """A cursor of the same kind over the next `size` bytes (a record of
         its own, whose relative offsets count from its start); skip them here."""
         pos = self.pos
