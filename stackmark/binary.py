@@ -220,13 +220,14 @@ def unpack_at(
     data: Buffer,
     at: int,
     end: int,
-    overrun: Callable[[int, int], FormatError],
+    what: str,
+    overrun: Callable[[str, int, int], FormatError],
 ) -> tuple[Any, ...]:
-    """`layout` unpacked at `data[at]`, or `overrun(at, layout.size)` raised
-    when it does not lie within [0, end). `overrun` builds the reader's own
-    message (a file, a Mach-O image, a section...)."""
+    """`layout` unpacked at `data[at]`, or the error `overrun(what, at,
+    layout.size)` builds when it does not lie within [0, end) (the reader's
+    own text: a file, a Mach-O image...), as `Cursor.overrun` does."""
     if at < 0 or at + layout.size > end:
-        raise overrun(at, layout.size)
+        raise overrun(what, at, layout.size)
     return layout.unpack_from(data, at)
 
 

@@ -163,17 +163,17 @@ def test_unpack_at_checks_both_ends() -> None:
     layout = struct.Struct("<HI")  # 6 bytes
     data = bytes(range(10))
 
-    def overrun(at: int, size: int) -> FormatError:
-        return FormatError(f"{size} bytes", offset=at, source="table")
+    def overrun(what: str, at: int, size: int) -> FormatError:
+        return FormatError(f"{what}: {size} bytes", offset=at, source="table")
 
-    assert unpack_at(layout, data, 4, 10, overrun) == (0x0504, 0x09080706)
+    assert unpack_at(layout, data, 4, 10, "entry", overrun) == (0x0504, 0x09080706)
     with pytest.raises(FormatError) as caught:
-        unpack_at(layout, data, 5, 10, overrun)
-    assert (caught.value.offset, caught.value.reason) == (5, "6 bytes")
+        unpack_at(layout, data, 5, 10, "entry", overrun)
+    assert (caught.value.offset, caught.value.reason) == (5, "entry: 6 bytes")
     with pytest.raises(FormatError):
-        unpack_at(layout, data, 0, 5, overrun)  # the end, not the buffer, bounds it
+        unpack_at(layout, data, 0, 5, "entry", overrun)  # the end, not the buffer, bounds it
     with pytest.raises(FormatError):
-        unpack_at(layout, data, -1, 10, overrun)
+        unpack_at(layout, data, -1, 10, "entry", overrun)
 
 
 # --- the unchecked fast paths -----------------------------------------------------------
