@@ -23,8 +23,15 @@ struct.error. This module imports nothing of stackmark but `errors`.
     uleb_bytes          encoders; `uleb_bytes(value, width)` pads to a fixed
     sleb_bytes          width, as an assembler leaves room for a relocation.
 
-The compiled kernels in `stackmark._native` decode LEB128 in C; their
-differential tests (tests/unit/test_native*.py) keep them equal to these.
+Readers that check a whole region once and then unpack inside it keep that
+shape, for speed: DWARF sections (`dwarf/sections.py`: `Section.check` on
+section-relative offsets, and `guarded` around the unchecked LEB128 loops),
+SFrame's sub-sections (`formats/sframe/reader.py`), the DWP index
+(`dwarf/dwp.py`) and CBF's instruction loop, which returns errors as values
+(`formats/cbf.py`). The compiled kernels in `stackmark._native` decode
+LEB128 in C; their differential tests (tests/unit/test_native*.py) keep
+them equal to these. tests/unit/test_leb128_written_once.py fails on a
+LEB128 decoder or encoder anywhere else in the package.
 """
 
 from __future__ import annotations
