@@ -1,8 +1,8 @@
 """Bounds-checked reads and LEB128, written once for every binary format.
 
-Every reader of a binary format (DWARF, its CFI, GSYM, SFrame, ELF, Mach-O,
-the Compact Image Map) reads through this module, so that a value running
-past the end of its data is found in one way and reported as a
+The readers of GSYM, DWARF and its CFI, ELF and its relocations, Mach-O
+and the Compact Image Map read through this module, so that a value
+running past the end of its data is found in one way and reported as a
 `FormatError` naming the source and the offset, never an IndexError or a
 struct.error. This module imports nothing of stackmark but `errors`.
 
