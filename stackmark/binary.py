@@ -211,7 +211,8 @@ class Cursor:
 
     def sub(self, size: int, what: str) -> Self:
         """A cursor of the same kind over the next `size` bytes (a record of
-        its own, whose relative offsets count from its start); skip them here."""
+        its own, whose relative offsets count from its start); skip them here.
+        A subclass whose constructor takes other arguments overrides it."""
         pos = self.pos
         if pos + size > self.end:
             raise self.overrun(what, pos, size)
