@@ -47,9 +47,10 @@ Buffer: TypeAlias = bytes | bytearray | mmap.mmap
 
 _U64_MASK = 0xFFFFFFFFFFFFFFFF
 
-_U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
-_U32 = {True: struct.Struct("<I"), False: struct.Struct(">I")}
-_U64 = {True: struct.Struct("<Q"), False: struct.Struct(">Q")}
+# The fixed-width layouts by byte order (True: little-endian), for readers and writers.
+U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
+U32 = {True: struct.Struct("<I"), False: struct.Struct(">I")}
+U64 = {True: struct.Struct("<Q"), False: struct.Struct(">Q")}
 
 
 # --- the sequential cursor ------------------------------------------------------------
@@ -89,9 +90,9 @@ class Cursor:
         self.little = little
         self.source = source
         self.base = pos if base is None else base
-        self._u16 = _U16[little]
-        self._u32 = _U32[little]
-        self._u64 = _U64[little]
+        self._u16 = U16[little]
+        self._u32 = U32[little]
+        self._u64 = U64[little]
 
     def overrun(self, what: str, at: int, size: int | None) -> FormatError:
         """The error for `what`, `size` bytes at `at` (None: a LEB128 starting

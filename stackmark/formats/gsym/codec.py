@@ -11,9 +11,7 @@ patch a u32 afterwards (lengths and offsets that are only known later).
 
 from __future__ import annotations
 
-import struct
-
-from stackmark.binary import Buffer, Cursor, sleb_bytes, uleb_bytes
+from stackmark.binary import U16, U32, U64, Buffer, Cursor, sleb_bytes, uleb_bytes
 from stackmark.errors import FormatError
 
 
@@ -40,11 +38,6 @@ class RecordError(FormatError):
         return RecordError(
             self.reason, offset=self.offset, source=source, llvm_reason=self.llvm_reason
         )
-
-
-_U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
-_U32 = {True: struct.Struct("<I"), False: struct.Struct(">I")}
-_U64 = {True: struct.Struct("<Q"), False: struct.Struct(">Q")}
 
 
 class RecordCursor(Cursor):
@@ -82,9 +75,9 @@ class Writer:
     def __init__(self, little: bool):
         self.buf = bytearray()
         self.little = little
-        self._u16 = _U16[little]
-        self._u32 = _U32[little]
-        self._u64 = _U64[little]
+        self._u16 = U16[little]
+        self._u32 = U32[little]
+        self._u64 = U64[little]
 
     def tell(self) -> int:
         return len(self.buf)
