@@ -12,6 +12,7 @@ struct.error. This module imports nothing of stackmark but `errors`.
                         `RecordCursor`, CFI's entry cursor, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
                         (headers and table entries read at random).
+    U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
 
     LEB128 (DWARF 5 section 7.6; LLVM's llvm/Support/LEB128.h):
     read_uleb           (value, next position) at buf[pos], unchecked: the
