@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Iterator
 from functools import cached_property
 
+from stackmark.binary import unpack_at
 from stackmark.errors import FormatError
 from stackmark.plain import FrozenRecord
 
@@ -309,13 +310,12 @@ class ElfFile:
         return bytes(self._data[offset : offset + size])
 
     def _unpack(self, fmt: struct.Struct, offset: int) -> tuple[int, ...]:
-        if offset < 0 or offset + fmt.size > len(self._data):
-            raise FormatError(
-                f"structure of {fmt.size} bytes runs past the end of the file",
-                offset=offset,
-                source=self.name,
-            )
-        return fmt.unpack_from(self._data, offset)
+        return unpack_at(fmt, self._data, offset, len(self._data), "structure", self._overrun)
+
+    def _overrun(self, what: str, at: int, size: int) -> FormatError:
+        return FormatError(
+            f"{what} of {size} bytes runs past the end of the file", offset=at, source=self.name
+        )
 
     # -- ELF header -------------------------------------------------------------
 

@@ -37,6 +37,7 @@ import struct
 from collections.abc import Iterator
 from enum import Enum
 
+from stackmark.binary import read_uleb, uleb_bytes
 from stackmark.elf import (
     EM_386,
     EM_AARCH64,
@@ -321,27 +322,19 @@ def _apply_uleb128(
 ) -> None:
     """Rewrite the ULEB128 at the place with the new value, in as many bytes as
     it had (the assembler padded it for the largest value it can take)."""
-    end = reloc.offset
-    while end < len(out) and out[end] & 0x80:
-        end += 1
-    if end >= len(out):
+    try:
+        old, end = read_uleb(out, reloc.offset)
+    except IndexError:
         raise FormatError(
             f"{rel_section.name}: {name} at offset 0x{reloc.offset:x} finds no complete "
             f"ULEB128 in {section.name} ({len(out)} bytes)",
             offset=reloc.entry_at,
             source=elf.name,
-        )
-    length = end + 1 - reloc.offset
-    old = 0
-    for i in range(length):
-        old |= (out[reloc.offset + i] & 0x7F) << (7 * i)
+        ) from None
     value = reloc.symbol + (reloc.addend or 0)
     if kind is Kind.SUB_ULEB128:
         value = old - value
-    value &= (1 << (7 * length)) - 1
-    for i in range(length):
-        more = 0x80 if i < length - 1 else 0
-        out[reloc.offset + i] = ((value >> (7 * i)) & 0x7F) | more
+    out[reloc.offset : end] = uleb_bytes(value, end - reloc.offset)
 
 
 def relocated_places(elf: ElfFile, section: Section) -> dict[int, int]:

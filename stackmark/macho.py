@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from stackmark.binary import unpack_at
 from stackmark.errors import FormatError
 
 # -- magics -----------------------------------------------------------------------
@@ -343,11 +344,13 @@ def _unpack(
     data: bytes | mmap.mmap, fmt: struct.Struct, offset: int, what: str, source: str, end: int
 ) -> tuple[int | bytes, ...]:
     """`fmt` at `offset`, or FormatError when it runs past `end`."""
-    if offset < 0 or offset + fmt.size > end:
-        raise FormatError(
-            f"{what} ({fmt.size} bytes) runs past the end of the file", offset=offset, source=source
+
+    def overrun(what: str, at: int, size: int) -> FormatError:
+        return FormatError(
+            f"{what} ({size} bytes) runs past the end of the file", offset=at, source=source
         )
-    return fmt.unpack_from(data, offset)
+
+    return unpack_at(fmt, data, offset, end, what, overrun)
 
 
 def fat_magic(data: bytes | mmap.mmap) -> int | None:
@@ -499,15 +502,15 @@ class MachOFile:
 
     def _read(self, fmt: struct.Struct, offset: int, what: str) -> tuple[int | bytes, ...]:
         """`fmt` at image `offset`; FormatError (naming the file offset) past the image."""
-        at = self.base + offset
-        if offset < 0 or at + fmt.size > self.end:
-            raise FormatError(
-                f"{what} ({fmt.size} bytes at 0x{offset:x}) runs past the end of the Mach-O "
-                f"image ({self.size} bytes)",
-                offset=at,
-                source=self.name,
-            )
-        return fmt.unpack_from(self._data, at)
+        return unpack_at(fmt, self._data, self.base + offset, self.end, what, self._overrun)
+
+    def _overrun(self, what: str, at: int, size: int) -> FormatError:
+        return FormatError(
+            f"{what} ({size} bytes at 0x{at - self.base:x}) runs past the end of the Mach-O "
+            f"image ({self.size} bytes)",
+            offset=at,
+            source=self.name,
+        )
 
     # -- mach_header ------------------------------------------------------------
 

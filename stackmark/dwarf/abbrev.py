@@ -23,8 +23,9 @@ import struct
 from typing import NamedTuple, TypeAlias
 
 from stackmark._native import load
+from stackmark.binary import read_sleb, read_uleb, skip_leb
 from stackmark.dwarf import constants as C
-from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb, skip_leb
+from stackmark.dwarf.sections import Buffer, Section, byteorder
 
 _native = load("_dwarf")  # compiled twin of `decode_attributes`, or None (stackmark/_native)
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from stackmark.binary import Cursor
 from stackmark.errors import FormatError
 
 # -- DW_CFA opcodes (DWARF 5 7.24, GNU and AArch64 extensions) --------------------
@@ -331,8 +332,12 @@ def _read_fde(
     )
 
 
-class _Cursor:
-    """A bounds-checked position in a section (or in one entry of it)."""
+class _Cursor(Cursor):
+    """The shared `Cursor` over one CFI entry (or the whole section), whose
+    errors name the section and the section offset (`origin` is the section
+    offset of data[0]; instruction bytes start later)."""
+
+    __slots__ = ("endian", "origin", "section")
 
     def __init__(
         self,
@@ -343,49 +348,18 @@ class _Cursor:
         pos: int = 0,
         origin: int = 0,
     ) -> None:
-        self.data = data
+        super().__init__(data, pos, len(data), little=endian == "<", source=source)
         self.section = section
-        self.source = source
         self.endian = endian
-        self.pos = pos
-        self.origin = origin  # section offset of data[0] (instruction bytes start later)
+        self.origin = origin
 
     def error(self, message: str, offset: int) -> FormatError:
         return FormatError(f"{self.section}: {message}", offset=offset, source=self.source)
 
-    def _need(self, size: int, what: str) -> int:
-        at = self.pos
-        if at + size > len(self.data):
-            offset = self.origin + at
-            raise self.error(f"{what} at 0x{offset:x} runs past the end of its entry", offset)
-        self.pos = at + size
-        return at
-
-    def uint(self, size: int, what: str) -> int:
-        at = self._need(size, what)
-        return int.from_bytes(self.data[at : at + size], "little" if self.endian == "<" else "big")
-
-    def sint(self, size: int, what: str) -> int:
-        value = self.uint(size, what)
-        return value - (1 << (8 * size)) if value >> (8 * size - 1) else value
-
-    def uleb(self, what: str) -> int:
-        result = shift = 0
-        while True:
-            byte = self.uint(1, what)
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return result
-
-    def sleb(self, what: str) -> int:
-        result = shift = 0
-        while True:
-            byte = self.uint(1, what)
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return result - (1 << shift) if byte & 0x40 else result
+    def overrun(self, what: str, at: int, size: int | None) -> FormatError:
+        # A LEB128 is named where it runs out: the end of the entry.
+        offset = self.origin + (self.end if size is None else at)
+        return self.error(f"{what} at 0x{offset:x} runs past the end of its entry", offset)
 
     def cstring(self, what: str) -> str:
         nul = self.data.find(b"\0", self.pos)
@@ -396,12 +370,7 @@ class _Cursor:
         return text
 
     def block(self, what: str) -> bytes:
-        size = self.uleb(f"{what} length")
-        at = self._need(size, what)
-        return self.data[at : at + size]
-
-    def rest(self) -> bytes:
-        return self.data[self.pos :]
+        return self.bytes(self.uleb(f"{what} length"), what)
 
     def encoded(self, encoding: int, address: int, address_size: int, what: str) -> int:
         """A DW_EH_PE-encoded pointer; pc-relative ones resolved against `address`.

@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import struct
 
-from stackmark.dwarf.sections import read_sleb, read_uleb
+from stackmark.binary import read_sleb, read_uleb
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 

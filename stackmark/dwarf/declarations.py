@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import bisect
 
+from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
 from stackmark.dwarf.reader import DwarfReader
-from stackmark.dwarf.sections import read_uleb
 from stackmark.dwarf.unit import Die, Unit
 from stackmark.errors import StackmarkError
 

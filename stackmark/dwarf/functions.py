@@ -33,6 +33,7 @@ from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
 from stackmark._native import load
+from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import (
     V_INDIRECT,
@@ -46,7 +47,7 @@ from stackmark.dwarf.abbrev import (
     form_size,
     skip_attributes,
 )
-from stackmark.dwarf.sections import Buffer, read_uleb
+from stackmark.dwarf.sections import Buffer
 from stackmark.errors import FormatError, StackmarkError
 
 if TYPE_CHECKING:

@@ -37,9 +37,10 @@ from collections.abc import Sequence as Sequence_
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from stackmark._native import load
+from stackmark.binary import read_sleb, read_uleb, skip_leb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Encoding, read_form
-from stackmark.dwarf.sections import Buffer, Section, byteorder, read_sleb, read_uleb
+from stackmark.dwarf.sections import Section, byteorder
 
 if TYPE_CHECKING:
     from stackmark.dwarf.unit_parts import ReaderView
@@ -193,8 +194,8 @@ def _read_header(
                 if not name:
                     break
                 dir_index, q = read_uleb(buf, base + p)
-                q = _skip_uleb(buf, q)
-                q = _skip_uleb(buf, q)
+                q = skip_leb(buf, q)  # modification time
+                q = skip_leb(buf, q)  # length
                 p = q - base
                 h.files.append(FileEntry(name, dir_index))
     except IndexError:
@@ -212,11 +213,6 @@ def _as_int(value: object) -> int:
 
 def _as_bytes(value: object) -> bytes | None:
     return value if isinstance(value, bytes) else None
-
-
-def _skip_uleb(buf: Buffer, pos: int) -> int:
-    _, pos = read_uleb(buf, pos)
-    return pos
 
 
 def _cstr(section: Section, p: int) -> tuple[str, int]:

@@ -36,11 +36,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from stackmark.binary import read_sleb_lenient, read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, IndirectValue
 from stackmark.dwarf.functions import find_recursively
 from stackmark.dwarf.reader import DwarfReader
-from stackmark.dwarf.sections import byteorder, read_uleb
+from stackmark.dwarf.sections import byteorder
 from stackmark.dwarf.unit import Unit
 from stackmark.errors import FormatError
 from stackmark.plain import Record
@@ -243,28 +244,10 @@ def _frame_offset(expression: bytes, register: int | None) -> int | None:
     op = expression[0]
     if op != DW_OP_fbreg and not (register is not None and op == DW_OP_breg0 + register):
         return None
-    value, end = _read_sleb(expression, 1)
+    value, end = read_sleb_lenient(expression, 1, len(expression))
     if end == len(expression) or (end + 1 == len(expression) and expression[end] == DW_OP_deref):
         return value
     return None
-
-
-def _read_sleb(data: bytes, pos: int) -> tuple[int, int]:
-    """A SLEB128 at `pos` (what is there when the data ends first, as llvm decodes it)."""
-    result = shift = 0
-    byte = 0x80
-    while pos < len(data):
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    if byte & 0x40 and shift < 64:
-        result -= 1 << shift
-    if result >= 1 << 63:
-        result -= 1 << 64
-    return result, pos
 
 
 # --- location lists -------------------------------------------------------------------

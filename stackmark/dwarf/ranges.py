@@ -11,8 +11,9 @@ import struct
 from typing import TYPE_CHECKING
 
 from stackmark._native import load
+from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
-from stackmark.dwarf.sections import byteorder, read_uleb
+from stackmark.dwarf.sections import byteorder
 from stackmark.errors import FormatError
 
 if TYPE_CHECKING:

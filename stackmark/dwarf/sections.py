@@ -2,8 +2,10 @@
 
 A `Section` is a window `buf[start:end]` onto the file mapping (or onto
 decompressed bytes), read in place: DWARF offsets are section-relative and
-`start + offset` is the position in `buf`. The LEB128 readers are plain
-functions over (buf, pos) because they sit in every hot loop.
+`start + offset` is the position in `buf`. The LEB128 readers the DWARF
+readers use are `stackmark.binary`'s unchecked ones over (buf, pos), because
+they sit in every hot loop; `guarded` turns the IndexError of a value cut by
+the end of the buffer into a FormatError naming the section.
 """
 
 from __future__ import annotations
@@ -102,45 +104,6 @@ class Section:
     def uint(self, offset: int, size: int, endian: str, what: str) -> int:
         pos = self.check(offset, size, what)
         return int.from_bytes(self.buf[pos : pos + size], byteorder(endian))
-
-
-def read_uleb(buf: Buffer, pos: int) -> tuple[int, int]:
-    """(value, next position) of the unsigned LEB128 at `pos`."""
-    byte = buf[pos]
-    pos += 1
-    if byte < 0x80:
-        return byte, pos
-    result = byte & 0x7F
-    shift = 7
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
-def read_sleb(buf: Buffer, pos: int) -> tuple[int, int]:
-    """(value, next position) of the signed LEB128 at `pos`."""
-    result = 0
-    shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            if byte & 0x40:
-                result -= 1 << shift
-            return result, pos
-
-
-def skip_leb(buf: Buffer, pos: int) -> int:
-    """The position after the LEB128 (signed or not) at `pos`."""
-    while buf[pos] >= 0x80:
-        pos += 1
-    return pos + 1
 
 
 def guarded(section: Section, offset: int, what: str) -> Callable[[BaseException], FormatError]:

@@ -17,9 +17,10 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Encoding, IndirectValue, decode_attributes
-from stackmark.dwarf.sections import Section, read_uleb
+from stackmark.dwarf.sections import Section
 from stackmark.errors import FormatError
 
 if TYPE_CHECKING:

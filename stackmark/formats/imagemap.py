@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stackmark.binary import Cursor
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
 
@@ -288,41 +289,32 @@ def encode_image_map(image_map: ImageMap) -> bytes:
 # --- decoder -------------------------------------------------------------------
 
 
-class _Reader:
-    """Bounds-checked reads over the map bytes, failing with the offset."""
+class _Reader(Cursor):
+    """The shared `Cursor` over the map bytes, with the image map's texts."""
 
-    def __init__(self, data: bytes, source: str | None):
-        self.data = data
-        self.pos = 0
-        self.source = source
+    __slots__ = ()
 
     def fail(self, reason: str, offset: int | None = None) -> FormatError:
         return FormatError(
             reason, offset=self.pos if offset is None else offset, source=self.source
         )
 
-    def byte(self, what: str) -> int:
-        if self.pos >= len(self.data):
-            raise self.fail(f"data ends before the {what}")
-        value = self.data[self.pos]
-        self.pos += 1
-        return value
+    def overrun(self, what: str, at: int, size: int | None) -> FormatError:
+        return self.fail(f"data ends before the {what}", at)
 
     def take(self, count: int, what: str) -> bytes:
-        if self.pos + count > len(self.data):
+        """`count` bytes; running out inside them says how many were left."""
+        if count > self.remaining:
             raise self.fail(
-                f"data ends inside the {what} ({count} bytes needed, "
-                f"{len(self.data) - self.pos} left)"
+                f"data ends inside the {what} ({count} bytes needed, {self.remaining} left)"
             )
-        chunk = self.data[self.pos : self.pos + count]
-        self.pos += count
-        return chunk
+        return self.bytes(count, what)
 
     def varint(self, what: str, limit: int) -> int:
         start = self.pos
         value = 0
         while True:
-            byte = self.byte(what)
+            byte = self.u8(what)
             value = (value << 7) | (byte & 0x7F)
             if value > limit:
                 raise self.fail(f"{what} exceeds {limit}", start)
@@ -332,14 +324,14 @@ class _Reader:
 
 def decode_image_map(data: bytes | bytearray | memoryview, source: str | None = None) -> ImageMap:
     """Decode CIF bytes; `FormatError` (naming `source` and the offset) for a rejected map."""
-    reader = _Reader(bytes(data), source)
-    info = reader.byte("info byte")
+    reader = _Reader(bytes(data), source=source)
+    info = reader.u8("info byte")
     if info >> 2 or info & 3 == 3:
         raise reader.fail(f"unsupported info byte 0x{info:02x}", 0)
     bits = _WORD_BITS[info & 3]
     mask = (1 << bits) - 1
     platform_at = reader.pos
-    platform_bytes = reader.take(reader.byte("platform length"), "platform string")
+    platform_bytes = reader.take(reader.u8("platform length"), "platform string")
     try:
         platform = platform_bytes.decode("utf-8")
     except UnicodeDecodeError:
@@ -350,7 +342,7 @@ def decode_image_map(data: bytes | bytearray | memoryview, source: str | None = 
     previous_base = 0
     for index in range(count):
         image_at = reader.pos
-        header = reader.byte(f"header of image {index}")
+        header = reader.u8(f"header of image {index}")
         address_length = ((header >> 3) & 7) + 1
         text_length = (header & 7) + 1
         raw_base = int.from_bytes(
@@ -398,7 +390,7 @@ def _decode_path(
     try:
         while True:
             op_at = reader.pos
-            op = reader.byte("path")
+            op = reader.u8("path")
             if op == OP_PATH_END:
                 break
             if op < OP_FRAMEWORK:  # str
@@ -410,7 +402,7 @@ def _decode_path(
                     if str_data[i] in _SEPARATORS:
                         table.define(bytes(str_data[:i]))
             elif op < OP_EXPAND:  # framewk: ends the path
-                version = reader.byte("framework version")
+                version = reader.u8("framework version")
                 name = reader.take((op & 0x3F) + 1, "framework name")
                 if version == SHALLOW_FRAMEWORK:
                     path += b"/" + name + b".framework/" + name

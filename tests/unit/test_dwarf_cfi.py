@@ -93,3 +93,23 @@ def test_every_cut_of_the_section_is_a_format_error_or_fewer_entries() -> None:
         except FormatError as exc:
             assert exc.offset is not None and exc.offset <= cut
             assert exc.reason.startswith(".eh_frame: ")
+
+
+def test_a_value_cut_by_the_end_of_its_entry_is_named_where_the_entry_ends() -> None:
+    at = len(CIE)
+    # advance 1 (41), DW_CFA_def_cfa_offset (0e) whose ULEB128 operand has only a
+    # first byte with the continuation bit (80): the FDE body is 13 + 3 = 16 bytes,
+    # so no padding follows. Its instructions start at at + 4 + 13 = at + 17; the
+    # operand would need a byte at at + 17 + 3 = at + 20, the end of the entry.
+    data = CIE + _fde(at, bytes.fromhex("410e80"))
+    (fde,) = read_cfi(data, ".eh_frame", address=SECTION_ADDRESS, source="hand")
+    with pytest.raises(FormatError, match="runs past the end of its entry") as caught:
+        fde.rows()
+    assert caught.value.offset == at + 20 == len(data)
+    # A fixed-width value is named where it starts: DW_CFA_advance_loc2 (03) with one
+    # of its two bytes (01), which starts after 41 and 03, at at + 17 + 2 = at + 19.
+    data = CIE + _fde(at, bytes.fromhex("410301"))
+    (fde,) = read_cfi(data, ".eh_frame", address=SECTION_ADDRESS, source="hand")
+    with pytest.raises(FormatError, match="runs past the end of its entry") as caught:
+        fde.rows()
+    assert caught.value.offset == at + 19

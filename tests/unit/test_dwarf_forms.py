@@ -12,6 +12,7 @@ import struct
 
 import pytest
 
+from stackmark.binary import read_sleb, read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import (
     Encoding,
@@ -21,7 +22,7 @@ from stackmark.dwarf.abbrev import (
     read_form,
     skip_attributes,
 )
-from stackmark.dwarf.sections import Section, read_sleb, read_uleb
+from stackmark.dwarf.sections import Section
 from stackmark.errors import FormatError
 
 

@@ -69,6 +69,7 @@ FORMAT_LEAF_IMPORTS = (
     "stackmark.macho",
     "stackmark._native",  # a kernel's compiled twin, through the one selector (load)
     "stackmark.errors",
+    "stackmark.binary",  # the one bounds-checked cursor and LEB128 family
     "stackmark.model",
     "stackmark.plain",
     "stackmark.dwarf",

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stackmark.binary import sleb_bytes, uleb_bytes
 from stackmark.errors import FormatError
 from stackmark.formats.gsym import (
     FunctionInfo,
@@ -27,7 +28,7 @@ from stackmark.formats.gsym import (
     reencode,
 )
 from stackmark.formats.gsym.call_sites import CallSiteInfo
-from stackmark.formats.gsym.codec import Cursor, Writer, sleb_bytes, uleb_bytes
+from stackmark.formats.gsym.codec import RecordCursor, Writer
 from stackmark.formats.gsym.dump import dump_text
 from stackmark.formats.gsym.header import (
     HEADER_LAYOUT,
@@ -57,8 +58,8 @@ from stackmark.formats.gsym.ranges import merged
 from stackmark.formats.gsym.stl_sort import stl_sort
 
 
-def cursor(data: bytes) -> Cursor:
-    return Cursor(data, 0, len(data), little=True)
+def cursor(data: bytes) -> RecordCursor:
+    return RecordCursor(data, 0, len(data), little=True)
 
 
 # -- LEB128 -----------------------------------------------------------------------
@@ -87,7 +88,7 @@ def test_sleb_round_trip(value: int) -> None:
 
 def test_truncated_leb_names_its_offset() -> None:
     with pytest.raises(FormatError) as info:
-        Cursor(b"\x00\x80\x80", 1, 3, little=True, source="f.gsym").uleb("missing value")
+        RecordCursor(b"\x00\x80\x80", 1, 3, little=True, source="f.gsym").uleb("missing value")
     assert info.value.offset == 1
     assert "f.gsym" in str(info.value)
 
@@ -328,7 +329,7 @@ def test_header_bytes_by_hand() -> None:
         + b"\xab\xcd"
         + bytes(18)  # the UUID padded to 20 bytes
     )
-    assert decode_header(Cursor(bytes(w.buf), 0, 48, little=True)) == header
+    assert decode_header(RecordCursor(bytes(w.buf), 0, 48, little=True)) == header
     assert header_text(header).splitlines()[1:5] == [
         "  Magic        = 0x4753594d",
         "  Version      = 0x0001",
@@ -473,7 +474,7 @@ def _outcome(lookup: Callable[[], object]) -> tuple[object, ...]:
         return ("error", str(exc), exc.offset)
 
 
-def _checked_inline_path(cur: Cursor, base: int, addr: int) -> list[InlineFrame]:
+def _checked_inline_path(cur: RecordCursor, base: int, addr: int) -> list[InlineFrame]:
     path: list[InlineFrame] = []
     _lookup_node(cur, base, addr, path, 0, [0])
     return path
@@ -500,8 +501,8 @@ def _payloads(rng: random.Random, little: bool) -> list[tuple[str, bytes, int, i
 
 
 def _compare(kind: str, data: bytes, base: int, addr: int, little: bool) -> None:
-    def at() -> Cursor:
-        return Cursor(data, 0, len(data), little=little, source="payload")
+    def at() -> RecordCursor:
+        return RecordCursor(data, 0, len(data), little=little, source="payload")
 
     if kind == "inline":
         fast = _outcome(lambda: inline_path(at(), base, addr))
@@ -520,7 +521,7 @@ def test_fast_lookups_answer_as_the_checked_walks(little: bool) -> None:
         for _ in range(40):
             addr = base + rng.randrange(-3, size + 3)
             _compare(kind, data, base, addr, little)
-            at = Cursor(data, 0, len(data), little=little)
+            at = RecordCursor(data, 0, len(data), little=little)
             if kind == "inline":
                 deepest = max(deepest, len(inline_path(at, base, addr)))
             else:
@@ -564,5 +565,7 @@ def test_fast_lookups_keep_the_depth_limit(levels: int, skipped: bool) -> None:
     data = bytes(w.buf)
     addr = base + (5 * levels if skipped else 2 * levels)
     _compare("inline", data, base, addr, True)
-    outcome = _outcome(lambda: inline_path(Cursor(data, 0, len(data), little=True), base, addr))
+    outcome = _outcome(
+        lambda: inline_path(RecordCursor(data, 0, len(data), little=True), base, addr)
+    )
     assert (outcome[0] == "error") == (levels > MAX_INLINE_DEPTH + 1)

@@ -12,7 +12,7 @@ LLVM uses these to tell merged functions apart; lookups ignore them.
 
 from __future__ import annotations
 
-from stackmark.formats.gsym.codec import Cursor, Writer
+from stackmark.formats.gsym.codec import RecordCursor, Writer
 from stackmark.plain import Record
 
 INTERNAL_CALL, EXTERNAL_CALL = 1, 2
@@ -46,7 +46,7 @@ class CallSiteInfo(Record):
         return " | ".join(names)
 
 
-def decode_call_sites(cur: Cursor) -> list[CallSiteInfo]:
+def decode_call_sites(cur: RecordCursor) -> list[CallSiteInfo]:
     count = cur.u32("missing CallSiteInfo count")
     sites = []
     for _ in range(count):

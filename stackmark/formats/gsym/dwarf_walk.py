@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import struct
 
+from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
 from stackmark.dwarf.functions import find_recursively
-from stackmark.dwarf.sections import read_uleb
 from stackmark.dwarf.unit import Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError

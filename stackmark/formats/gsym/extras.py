@@ -59,7 +59,8 @@ from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from stackmark._native import load
-from stackmark.formats.gsym.codec import Buffer, RecordError
+from stackmark.binary import Buffer
+from stackmark.formats.gsym.codec import RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.ranges import Range

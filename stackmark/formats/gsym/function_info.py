@@ -17,7 +17,7 @@ parent's start address.
 from __future__ import annotations
 
 from stackmark.formats.gsym.call_sites import CallSiteInfo, decode_call_sites, encode_call_sites
-from stackmark.formats.gsym.codec import Cursor, RecordError, Writer
+from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.formats.gsym.inline_info import (
     InlineInfo,
     decode_inline_info,
@@ -102,7 +102,7 @@ class FunctionInfo(Record):
 
 
 def decode_function_info(
-    cur: Cursor,
+    cur: RecordCursor,
     start: int,
     *,
     known_types: frozenset[int] = KNOWN_INFO_TYPES,
@@ -152,7 +152,7 @@ def decode_function_info(
             info.call_sites = decode_call_sites(payload)
 
 
-def merged_records(cur: Cursor) -> list[Cursor]:
+def merged_records(cur: RecordCursor) -> list[RecordCursor]:
     """The FunctionInfo records of a MergedFunctionsInfo payload: u32 count, then
     per function a u32 size and that many bytes."""
     if cur.remaining < 4:
@@ -175,7 +175,7 @@ def merged_records(cur: Cursor) -> list[Cursor]:
 
 
 def decode_merged_functions(
-    cur: Cursor, start: int, known_types: frozenset[int], keep_unknown: bool
+    cur: RecordCursor, start: int, known_types: frozenset[int], keep_unknown: bool
 ) -> list[FunctionInfo]:
     return [
         decode_function_info(record, start, known_types=known_types, keep_unknown=keep_unknown)

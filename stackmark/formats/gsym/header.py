@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import struct
 
-from stackmark.formats.gsym.codec import Buffer, Cursor, RecordError, Writer
+from stackmark.binary import Buffer
+from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.plain import Record
 
 GSYM_MAGIC = 0x4753594D
@@ -128,7 +129,7 @@ def check_header(header: Header, source: str | None) -> None:
         raise bad(f"invalid UUID size {len(header.uuid)}", 7)
 
 
-def decode_header(cur: Cursor) -> Header:
+def decode_header(cur: RecordCursor) -> Header:
     """Read and check a version-1 header at the cursor."""
     if cur.remaining < HEADER_SIZE:
         raise RecordError(

@@ -26,7 +26,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Literal
 
-from stackmark.formats.gsym.codec import Cursor, RecordError, Writer, uleb_rest
+from stackmark.binary import uleb_rest
+from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.formats.gsym.ranges import Range, contains_address, contains_range, insert_range
 from stackmark.plain import FrozenRecord, Record
 
@@ -110,7 +111,7 @@ language server already use some): past that, a RecursionError would escape
 instead of a RecordError."""
 
 
-def _too_deep(cur: Cursor) -> RecordError:
+def _too_deep(cur: RecordCursor) -> RecordError:
     return RecordError(
         f"inline tree nests more than {MAX_INLINE_DEPTH} levels deep",
         offset=cur.pos,
@@ -118,7 +119,7 @@ def _too_deep(cur: Cursor) -> RecordError:
     )
 
 
-def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
+def _decode_ranges(cur: RecordCursor, base: int) -> list[Range]:
     count = cur.uleb("missing InlineInfo address ranges data")
     ranges: list[Range] = []
     for _ in range(count):
@@ -128,7 +129,7 @@ def _decode_ranges(cur: Cursor, base: int) -> list[Range]:
     return ranges
 
 
-def _decode_node(cur: Cursor, base: int, depth: int) -> InlineInfo | None:
+def _decode_node(cur: RecordCursor, base: int, depth: int) -> InlineInfo | None:
     """A node, or None for the empty-ranges node that ends a sibling list."""
     if depth > MAX_INLINE_DEPTH:
         raise _too_deep(cur)
@@ -152,12 +153,12 @@ def _decode_node(cur: Cursor, base: int, depth: int) -> InlineInfo | None:
     return node
 
 
-def decode_inline_info(cur: Cursor, base_addr: int) -> InlineInfo | None:
+def decode_inline_info(cur: RecordCursor, base_addr: int) -> InlineInfo | None:
     """The tree of the payload at `cur` (None if its root has no ranges)."""
     return _decode_node(cur, base_addr, 0)
 
 
-def _skip_node(cur: Cursor, depth: int = 0) -> int:
+def _skip_node(cur: RecordCursor, depth: int = 0) -> int:
     """Skip one node and its subtree; the number of nodes (0: the list terminator)."""
     if depth > MAX_INLINE_DEPTH:
         raise _too_deep(cur)
@@ -182,7 +183,7 @@ def _skip_node(cur: Cursor, depth: int = 0) -> int:
 
 
 def _lookup_node(
-    cur: Cursor, base: int, addr: int, path: list[InlineFrame], depth: int, counter: list[int]
+    cur: RecordCursor, base: int, addr: int, path: list[InlineFrame], depth: int, counter: list[int]
 ) -> bool:
     """Walk one node like LLVM's lookup; True ends the sibling scan."""
     if depth > MAX_INLINE_DEPTH:
@@ -217,7 +218,7 @@ def _lookup_node(
     return True
 
 
-def inline_path(cur: Cursor, base_addr: int, addr: int) -> list[InlineFrame]:
+def inline_path(cur: RecordCursor, base_addr: int, addr: int) -> list[InlineFrame]:
     """The nodes containing `addr`, outermost (the root) first, with their
     depth-first indexes.
 

@@ -29,7 +29,8 @@ from collections import Counter
 from operator import sub
 from typing import NamedTuple
 
-from stackmark.formats.gsym.codec import Cursor, RecordError, Writer, sleb_rest, uleb_rest
+from stackmark.binary import sleb_rest, uleb_rest
+from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 
 END_SEQUENCE, SET_FILE, ADVANCE_PC, ADVANCE_LINE, FIRST_SPECIAL = 0, 1, 2, 3, 4
 MAX_LINE_RANGE = 14
@@ -45,7 +46,7 @@ class LineEntry(NamedTuple):
     line: int
 
 
-def _range_error(cur: Cursor, min_delta: int, max_delta: int) -> RecordError:
+def _range_error(cur: RecordCursor, min_delta: int, max_delta: int) -> RecordError:
     return RecordError(
         f"line table delta window [{min_delta}, {max_delta}] is empty, "
         "so special opcodes cannot be decoded",
@@ -55,7 +56,7 @@ def _range_error(cur: Cursor, min_delta: int, max_delta: int) -> RecordError:
     )
 
 
-def decode_line_table(cur: Cursor, base_addr: int) -> list[LineEntry]:
+def decode_line_table(cur: RecordCursor, base_addr: int) -> list[LineEntry]:
     """All rows of the payload at `cur`, in order."""
     min_delta = cur.sleb("missing LineTable MinDelta")
     max_delta = cur.sleb("missing LineTable MaxDelta")
@@ -83,7 +84,7 @@ def decode_line_table(cur: Cursor, base_addr: int) -> list[LineEntry]:
             rows.append(LineEntry(addr, file, line))
 
 
-def lookup_line(cur: Cursor, base_addr: int, target: int) -> LineEntry | None:
+def lookup_line(cur: RecordCursor, base_addr: int, target: int) -> LineEntry | None:
     """The last row at or before `target` (None when the first row is after it).
 
     Decodes only as far as needed, like LLVM's `LineTable::lookup`. The
@@ -149,7 +150,7 @@ def _row_at(
     raise StopIteration
 
 
-def _checked_row_at(cur: Cursor, base_addr: int, target: int) -> LineEntry | None:
+def _checked_row_at(cur: RecordCursor, base_addr: int, target: int) -> LineEntry | None:
     """`lookup_line` with every read bounds-checked: the errors name their offsets."""
     min_delta = cur.sleb("missing LineTable MinDelta")
     max_delta = cur.sleb("missing LineTable MaxDelta")

@@ -28,9 +28,10 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 
+from stackmark.binary import Buffer
 from stackmark.errors import FormatError
 from stackmark.formats.gsym.call_sites import decode_call_sites
-from stackmark.formats.gsym.codec import Buffer, Cursor, RecordError
+from stackmark.formats.gsym.codec import RecordCursor, RecordError
 from stackmark.formats.gsym.function_info import (
     CALL_SITE_INFO,
     END_OF_LIST,
@@ -126,8 +127,8 @@ class GsymReader:
     def data(self) -> Buffer:
         return self._data
 
-    def _cursor(self, pos: int, end: int) -> Cursor:
-        return Cursor(self._data, pos, end, little=self.little, source=self.source)
+    def _cursor(self, pos: int, end: int) -> RecordCursor:
+        return RecordCursor(self._data, pos, end, little=self.little, source=self.source)
 
     # -- tables ------------------------------------------------------------------
 
@@ -308,7 +309,7 @@ class GsymReader:
         linker), each with the names its call site at `addr` may call (InfoType
         4). Raises like `lookup`, also when a merged function's record fails."""
         index = self.find_index(addr)
-        merged: list[Cursor] = []
+        merged: list[RecordCursor] = []
         start = self.address(index)
         cur = self._cursor(self.info_offsets[index], self.size)
         results = [self._lookup_record(cur, start, addr, merged=merged, call_sites=True)]
@@ -319,11 +320,11 @@ class GsymReader:
 
     def _lookup_record(
         self,
-        cur: Cursor,
+        cur: RecordCursor,
         start: int,
         addr: int,
         *,
-        merged: list[Cursor] | None = None,
+        merged: list[RecordCursor] | None = None,
         call_sites: bool = False,
     ) -> LookupResult:
         """The lookup of `addr` in the FunctionInfo record at `cur` (of a function at
@@ -342,7 +343,7 @@ class GsymReader:
         result = LookupResult(addr, start, size, name)
         row = None
         has_line_table = False
-        inline_cursor: Cursor | None = None
+        inline_cursor: RecordCursor | None = None
         while True:
             if cur.remaining < 8:
                 raise RecordError(
@@ -401,7 +402,7 @@ class GsymReader:
         result.locations = locations
         return result
 
-    def _call_site_names(self, payload: Cursor, return_offset: int) -> list[str]:
+    def _call_site_names(self, payload: RecordCursor, return_offset: int) -> list[str]:
         """The match expressions of the first call site returning to `return_offset`."""
         for site in decode_call_sites(payload):
             if site.return_offset == return_offset:

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from stackmark.binary import read_sleb
 from stackmark.dwarf.cfi import CfaRule, CfiRow, Fde, RegisterRule, RuleKind, read_cfi
 from stackmark.elf import SHT_NOBITS, STT_FUNC, ElfFile
 from stackmark.elf_relocations import relocated_section_data
@@ -510,10 +511,10 @@ def _breg_expression(expr: Sequence[int], pc: int, what: str) -> tuple[int, int,
     if not data or not _DW_OP_BREG0 <= data[0] <= _DW_OP_BREG31:
         raise _Unsupported(f"{what} expression other than reg+offset or *(reg+offset)", pc)
     try:
-        offset, used = _sleb128(data, 1)
-    except ValueError:
+        offset, end = read_sleb(data, 1)
+    except IndexError:
         raise _Unsupported(f"{what} expression ends inside its offset (damaged)", pc) from None
-    rest = data[1 + used :]
+    rest = data[end:]
     if rest == b"":
         return data[0] - _DW_OP_BREG0, offset, False
     if rest == bytes([_DW_OP_DEREF]):
@@ -532,19 +533,3 @@ def _plt_threshold(cfa: CfaRule) -> int | None:
         if 0x30 <= literal <= 0x4F:  # DW_OP_lit0..31
             return literal - 0x30
     return None
-
-
-def _sleb128(data: bytes, at: int) -> tuple[int, int]:
-    result = shift = 0
-    used = 0
-    while True:
-        if at + used >= len(data):
-            raise ValueError("truncated SLEB128 in a DWARF expression")
-        byte = data[at + used]
-        used += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                result -= 1 << shift
-            return result, used
