@@ -16,7 +16,8 @@
 // (whether that one was the first crash reports', published while the
 // message arrived), open_to_whole_s (to the whole log's diagnostics),
 // open_to_second_s (to the diagnostics with every module's binary looked
-// for), and the diagnostics counts.
+// for), open_server_cpu_s (the server's CPU time from didOpen to the whole
+// log's diagnostics), and the diagnostics counts.
 "use strict";
 
 const fs = require("fs");
@@ -58,6 +59,12 @@ connection.onNotification("$/progress", () => undefined);
 connection.onNotification("window/logMessage", () => undefined);
 connection.listen();
 
+// The server's CPU time so far (user + system, seconds; its forked child's not counted).
+function serverCpu() {
+  const fields = fs.readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function publication(count) {
   return new Promise((resolve) => {
     const check = () => {
@@ -91,6 +98,7 @@ async function main() {
   JSON.stringify({ jsonrpc: "2.0", method: "textDocument/didOpen", params });
   const encode = performance.now() - encodeStart;
   const logStart = fs.existsSync(serverLog) ? fs.statSync(serverLog).size : 0;
+  const cpuBefore = serverCpu();
   const sent = performance.now();
   await connection.sendNotification("textDocument/didOpen", params);
   const first = await publication(1);
@@ -98,6 +106,7 @@ async function main() {
   // while the message was still arriving; the server's log says so before it publishes.
   const headFirst = fs.readFileSync(serverLog).subarray(logStart).includes(HEAD_LINE);
   const whole = headFirst ? await publication(2) : first;
+  const cpuOpen = serverCpu() - cpuBefore;
   // Then the diagnostics with every module's binary looked for: the next publication, or
   // the whole log's if none comes (the modules were looked for while the message arrived).
   const second = await Promise.race([
@@ -110,6 +119,7 @@ async function main() {
     open_to_first_s: (first - sent) / 1000,
     open_to_whole_s: (whole - sent) / 1000,
     open_to_second_s: (second - sent) / 1000,
+    open_server_cpu_s: cpuOpen,
     first_diagnostics: published[0][1],
     whole_diagnostics: published[headFirst ? 1 : 0][1],
   };
