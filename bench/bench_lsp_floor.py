@@ -141,9 +141,8 @@ def transport(runs: int) -> list[dict[str, Any]]:
     node = shutil.which("node")
     if node is None or runs <= 0:
         return []
-    print(
-        "\n| run | JSON.stringify | Buffer.from | to the reader | json.loads |\n| --- | ---: | ---: | ---: | ---: |"
-    )
+    print("\n| run | JSON.stringify | Buffer.from | to the reader | json.loads (a fresh process) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     found = []
     for run in range(runs):
         done = subprocess.run(
