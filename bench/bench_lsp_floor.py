@@ -36,10 +36,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "server"))
+sys.path.insert(0, str(HERE))
 
+import bench_lsp  # noqa: E402  (the log and the binary, made as bench_lsp.py makes them)
 from lsprotocol import types  # noqa: E402
 
-LOG = HERE / "work" / "lsp" / "log-1000000.txt"
+LOG = bench_lsp.OUT / "log-1000000.txt"
 
 # The reader's side of the transport measure: one framed message from stdin, read as
 # pygls reads it (`readline`, then `read` of the body), then decoded; wall times.
@@ -164,9 +166,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--node-runs", type=int, default=3)
     args = parser.parse_args()
-    if not LOG.exists():
-        print(f"{LOG} is missing: run bench/bench_lsp.py once (it makes the log)", file=sys.stderr)
-        return 1
+    bench_lsp.ensure_big()
+    assert bench_lsp.ensure_log(1_000_000) == LOG
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"Load average at start: {load}\n")
     results = {
