@@ -182,21 +182,21 @@ class HeadFirstInput:
         if size < head.MIN_MESSAGE:
             return self._stream.read(size)
         body = bytearray(size)
-        window = memoryview(body)
-        got = 0
-        while got < min(size, head.HEAD_BYTES):
-            count = self._stream.readinto1(window[got:])
-            if not count:
-                return body[:got]
-            got += count
-        if got < size:
-            try:
-                self._on_head(bytes(window[:got]))
-            except Exception:  # the message is still read and handled whole
-                logger.exception("looking at the start of a message failed")
-        while got < size:
-            count = self._stream.readinto(window[got:])
-            if not count:
-                return body[:got]
-            got += count
+        with memoryview(body) as window:
+            got = 0
+            while got < min(size, head.HEAD_BYTES):
+                count = self._stream.readinto1(window[got:])
+                if not count:
+                    return body[:got]
+                got += count
+            if got < size:
+                try:
+                    self._on_head(bytes(window[:got]))
+                except Exception:  # the message is still read and handled whole
+                    logger.exception("looking at the start of a message failed")
+            while got < size:
+                count = self._stream.readinto(window[got:])
+                if not count:
+                    return body[:got]
+                got += count
         return body
