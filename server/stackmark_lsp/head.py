@@ -12,8 +12,8 @@ server publishes the diagnostics of the crash reports they hold right away
 when the message is complete and read, as any later publication does.
 
 `parse_head` recognises the start of a `didOpen` whose text item lists `uri`,
-`languageId` and `version` before `text` (the order VS Code, pygls and
-most clients write them in) and returns the text up to the start of the
+`languageId` and `version` before `text` (the order VS Code's and pygls'
+clients write them in) and returns the text up to the start of the
 last line that begins with `{{{reset}}}`. A crash report from such a line
 on does not depend on anything before it, and nothing before it depends on
 what comes after (split.py relies on the same), so the diagnostics of the
