@@ -25,7 +25,9 @@ PURE_TESTS := tests/unit tests/hostile tests/fuzz \
               tests/integration/test_gsym_oracle.py \
               tests/integration/test_gsym_llvm22.py \
               tests/integration/test_gsym_breakpad.py \
-              tests/integration/test_gsym_cache.py
+              tests/integration/test_gsym_cache.py \
+              tests/lsp/test_index.py \
+              tests/lsp/test_split.py
 
 .PHONY: all setup editors-setup demo test lint typecheck pytest pytest-pure bench clean fuzz \
         conformance conformance-llvm conformance-binutils

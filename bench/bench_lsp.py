@@ -238,6 +238,21 @@ async def hover_once(client: LanguageClient, uri: str, line: int, column: int) -
     return elapsed, text
 
 
+HEAD_LINE = "diagnostics of the first"  # the server's log line for an early publication
+HEAD_NOTE = " (the first crash reports')"
+SETTLE = 3.0  # seconds without a publication after which every module was looked for
+
+
+async def modules_looked_for(client: Client, whole: float) -> float:
+    """When the diagnostics with every module's binary looked for came: the next
+    publication, or `whole` if none comes within `SETTLE` s (the modules were looked for
+    while the message arrived, and the whole log's publication had them)."""
+    try:
+        return await asyncio.wait_for(client.next_publication(1), timeout=SETTLE)
+    except TimeoutError:
+        return whole
+
+
 async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
     text = log.read_text()
     lines = text.splitlines()
@@ -269,10 +284,14 @@ async def session(log: Path, args: argparse.Namespace) -> dict[str, Any]:
     first = await client.next_publication(1)
     results["open_to_first_diagnostics_s"] = first - sent
     results["written_to_first_diagnostics_s"] = first - written
+    # The first publication may be the first crash reports' (head.py), made while the
+    # message was still arriving; the server's log says so before it publishes.
+    results["head_first"] = HEAD_LINE in (OUT / "server.log").read_text()
+    whole = await client.next_publication(1) if results["head_first"] else first
+    results["open_to_whole_diagnostics_s"] = whole - sent
     after = memory(pid)
     results["open_server_cpu_s"] = cpu_seconds(pid) - cpu_before
-    second = await client.next_publication(1)
-    results["open_to_module_diagnostics_s"] = second - sent
+    results["open_to_module_diagnostics_s"] = await modules_looked_for(client, whole) - sent
     results["memory_mib"] = {
         "before_open": before["VmRSS"],
         "after_open": after["VmRSS"],
@@ -417,6 +436,10 @@ def node_opens(log: Path, runs: int) -> dict[str, Any]:
         "open_to_first_s": firsts,
         "open_to_first_median_s": statistics.median(firsts),
         "encode_median_s": statistics.median(o["encode_s"] for o in opens),
+        "open_to_whole_s": sorted(o["open_to_whole_s"] for o in opens),
+        "open_to_whole_median_s": statistics.median(o["open_to_whole_s"] for o in opens),
+        "head_first": [o["head_first"] for o in opens],
+        "open_server_cpu_s": [o["open_server_cpu_s"] for o in opens],
         "open_to_second_median_s": statistics.median(o["open_to_second_s"] for o in opens),
     }
 
@@ -444,7 +467,10 @@ def report(results: dict[str, Any]) -> str:
         "",
         "| measure | result | target |",
         "| --- | ---: | ---: |",
-        f"| open to first diagnostics | {results['open_to_first_diagnostics_s']:.2f} s | < 2 s |",
+        f"| open to first diagnostics{HEAD_NOTE if results['head_first'] else ''} | "
+        f"{results['open_to_first_diagnostics_s']:.2f} s | < 0.5 s |",
+        f"| open to the whole log's diagnostics | "
+        f"{results['open_to_whole_diagnostics_s']:.2f} s | |",
         f"| (from the message written to the pipe: the server's part) | "
         f"{results['written_to_first_diagnostics_s']:.2f} s | |",
         f"| (server CPU for the open: JSON, index, diagnostics) | "
@@ -465,7 +491,11 @@ def report(results: dict[str, Any]) -> str:
         out += [
             f"| open to first diagnostics, sent by VS Code's `vscode-jsonrpc` "
             f"(median of {node['runs']}: {firsts}) | {node['open_to_first_median_s']:.2f} s "
-            f"| < 2 s |",
+            f"| < 0.5 s |",
+            f"| ... to the whole log's diagnostics (median) | "
+            f"{node['open_to_whole_median_s']:.2f} s | |",
+            f"| (server CPU to the whole log's diagnostics, each open) | "
+            f"{', '.join(f'{t:.2f}' for t in node['open_server_cpu_s'])} s | |",
             f"| (its JSON.stringify of the didOpen message, median) | "
             f"{node['encode_median_s']:.2f} s | |",
         ]

@@ -12,9 +12,12 @@
 //
 // Prints one JSON object: encode_s (the client's JSON.stringify of the
 // message, measured separately on the same object), open_to_first_s (from
-// the call that sends didOpen to the first publishDiagnostics),
-// open_to_second_s (to the second one: every module's binary looked for),
-// and the diagnostics counts.
+// the call that sends didOpen to the first publishDiagnostics), head_first
+// (whether that one was the first crash reports', published while the
+// message arrived), open_to_whole_s (to the whole log's diagnostics),
+// open_to_second_s (to the diagnostics with every module's binary looked
+// for), open_server_cpu_s (the server's CPU time from didOpen to the whole
+// log's diagnostics), and the diagnostics counts.
 "use strict";
 
 const fs = require("fs");
@@ -40,6 +43,9 @@ const connection = rpc.createMessageConnection(
   new rpc.StreamMessageWriter(server.stdin)
 );
 
+const HEAD_LINE = "diagnostics of the first"; // the server's log line for an early publication
+const SETTLE_MS = 3000; // without a publication: every module was looked for
+
 const published = [];
 let wake = null;
 connection.onNotification("textDocument/publishDiagnostics", (params) => {
@@ -52,6 +58,12 @@ connection.onRequest("client/registerCapability", () => null);
 connection.onNotification("$/progress", () => undefined);
 connection.onNotification("window/logMessage", () => undefined);
 connection.listen();
+
+// The server's CPU time so far (user + system, seconds; its forked child's not counted).
+function serverCpu() {
+  const fields = fs.readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 function publication(count) {
   return new Promise((resolve) => {
@@ -85,16 +97,31 @@ async function main() {
   const encodeStart = performance.now();
   JSON.stringify({ jsonrpc: "2.0", method: "textDocument/didOpen", params });
   const encode = performance.now() - encodeStart;
+  const logStart = fs.existsSync(serverLog) ? fs.statSync(serverLog).size : 0;
+  const cpuBefore = serverCpu();
   const sent = performance.now();
   await connection.sendNotification("textDocument/didOpen", params);
   const first = await publication(1);
-  const second = await publication(2);
+  // The first publication may be the first crash reports' (the server's head.py), made
+  // while the message was still arriving; the server's log says so before it publishes.
+  const headFirst = fs.readFileSync(serverLog).subarray(logStart).includes(HEAD_LINE);
+  const whole = headFirst ? await publication(2) : first;
+  const cpuOpen = serverCpu() - cpuBefore;
+  // Then the diagnostics with every module's binary looked for: the next publication, or
+  // the whole log's if none comes (the modules were looked for while the message arrived).
+  const second = await Promise.race([
+    publication(headFirst ? 3 : 2),
+    new Promise((resolve) => setTimeout(() => resolve(whole), SETTLE_MS)),
+  ]);
   const result = {
     encode_s: encode / 1000,
+    head_first: headFirst,
     open_to_first_s: (first - sent) / 1000,
+    open_to_whole_s: (whole - sent) / 1000,
     open_to_second_s: (second - sent) / 1000,
+    open_server_cpu_s: cpuOpen,
     first_diagnostics: published[0][1],
-    second_diagnostics: published[1][1],
+    whole_diagnostics: published[headFirst ? 1 : 0][1],
   };
   await connection.sendRequest("shutdown");
   await connection.sendNotification("exit");

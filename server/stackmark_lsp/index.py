@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import assert_never
 
+from stackmark._native import load
 from stackmark.markup.context import lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
@@ -56,6 +57,8 @@ from stackmark.markup.syntax import MULTILINE_TAGS, Element, Field
 from stackmark_lsp import scan
 from stackmark_lsp.document import Chunk, Document, Edit, LineInfo
 from stackmark_lsp.epochs import MASK64, Epoch
+
+_native = load("_logindex")  # the compiled address scan of `_check_frames`, or None
 
 # Entry flags
 F_CTX = 1 << 0  # a contextual element (reset, module, mmap)
@@ -488,16 +491,24 @@ class Index:
         looked up as written or one below (llvm's -1 table), so the bulk test needs no
         frame's type.
         """
-        found = scan.FRAME_ADDRESS.findall(text, begin, end)
-        if not found:
-            return
-        addresses = list(map(int, found, repeat(16, len(found))))
         bounds = self._live.bounds()
-        if len(bounds) == 2:  # one run of mapped addresses (the usual case)
-            if bounds[0] < min(addresses) and max(addresses) < bounds[1]:
+        span = None
+        if _native is not None and len(bounds) == 2:  # one run of mapped addresses (usual)
+            span = _native.frame_span(text, begin, end)  # (count, lowest, highest) or None
+        if span is not None:
+            count, lowest, highest = span
+            if not count or (bounds[0] < lowest and highest < bounds[1]):
                 return
-        elif all(bisect_left(bounds, a) & 1 and bisect_right(bounds, a) & 1 for a in addresses):
-            return
+        else:
+            found = scan.FRAME_ADDRESS.findall(text, begin, end)
+            if not found:
+                return
+            addresses = list(map(int, found, repeat(16, len(found))))
+            if len(bounds) == 2:
+                if bounds[0] < min(addresses) and max(addresses) < bounds[1]:
+                    return
+            elif all(bisect_left(bounds, a) & 1 and bisect_right(bounds, a) & 1 for a in addresses):
+                return
         pos = begin
         while pos < end:
             stop = text.find("\n", pos, end)

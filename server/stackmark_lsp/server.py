@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import logging
 import sys
 import time
@@ -29,6 +30,7 @@ from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module
 from stackmark_lsp import __version__, navigation, outline, problems, split, tokens, view
 from stackmark_lsp.document import PositionCodec
+from stackmark_lsp.head import Head, parse_head
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
@@ -38,7 +40,7 @@ from stackmark_lsp.navigation_service import NavigationService, SourceFinder, Sy
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
-from stackmark_lsp.transport import StackmarkProtocol, widen_pipe
+from stackmark_lsp.transport import HeadFirstInput, StackmarkProtocol, widen_pipe
 
 logger = logging.getLogger("stackmark_lsp")
 
@@ -206,10 +208,45 @@ class StackmarkServer(LanguageServer):
                 uri=log.uri, diagnostics=diagnostics, version=log.version
             )
         )
+        self._look_for(unknown, self.service)
+
+    def publish_head(self, head: Head) -> None:
+        """Publish the diagnostics of the first crash reports of a large log whose
+        `didOpen` is still arriving (head.py); the whole log's replace them. Its modules
+        start being looked for now."""
+        if not self.ready.is_set() or head.uri in self.logs:
+            return
+        assert self.service is not None
+        started = time.perf_counter()
+        log = OpenLog(head.uri, head.text, head.version, self.codec)
+        lines = len(log.document) - 1
+        if not log.index.opens_cleanly(lines):
+            return  # a multi-line element runs on past the cut
+        found = problems.markup_diagnostics(log, self.messages)
+        missing, unknown = problems.module_diagnostics(
+            log, problems.ModuleRecords(), self.service, self.messages
+        )
+        logger.info(
+            "%s: diagnostics of the first %d lines made in %.3f s, published before the "
+            "rest of the didOpen message",
+            head.uri,
+            lines,
+            time.perf_counter() - started,
+        )
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=head.uri, diagnostics=found + missing, version=head.version
+            )
+        )
+        self._look_for(unknown, self.service)
+
+    def _look_for(self, unknown: list[Module], service: SymbolService) -> None:
+        """Look for the binaries of `unknown` modules in the background, then publish the
+        diagnostics of every open log again."""
         pending = [m for m in unknown if m.build_id not in self.resolving]
         if pending:
             self.resolving.update(m.build_id for m in pending)
-            task = asyncio.ensure_future(self._resolve_then_publish(pending, self.service))
+            task = asyncio.ensure_future(self._resolve_then_publish(pending, service))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
@@ -666,4 +703,12 @@ def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
 def serve() -> None:
     """Serve over stdio until the client says exit."""
     widen_pipe(sys.stdin)
-    server.start_io()
+    stdin = HeadFirstInput(cast(io.BufferedIOBase, sys.stdin.buffer), _head_arrived)
+    server.start_io(stdin=cast(Any, stdin))
+
+
+def _head_arrived(start: bytes) -> None:
+    """The first bytes of a large message (on the reading thread): if it opens a log,
+    have the loop publish its first crash reports' diagnostics."""
+    if server.ready.is_set() and (head := parse_head(start)) is not None:
+        server.loop_call(server.publish_head, head)

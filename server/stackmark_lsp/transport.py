@@ -1,22 +1,26 @@
 """How the server's messages travel: document sync routed to the server, large answers
-written without copies, a wide stdin pipe.
+written without copies, a wide stdin pipe, the start of a large message looked at early.
 
 pygls keeps its own copy of every open document and rebuilds its whole
 text on each edit; `StackmarkProtocol` routes the document notifications
 to the server's chunked model instead, so a million-line log costs one
 copy and an edit costs a chunk. The symbolized view's text (a `LargeText`)
 is escaped and written a piece at a time (`StackmarkProtocol._send_data`).
-None of this changes what a message says, only how it is carried.
+A large message is read in two steps (`HeadFirstInput`), its first bytes
+handed to the server in between (head.py: the first crash reports of a
+log being opened). None of this changes what a message says, only how it
+is carried.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import json.encoder
 import logging
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, TextIO
 
 try:
@@ -30,7 +34,7 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from stackmark_lsp import view
+from stackmark_lsp import head, view
 
 logger = logging.getLogger("stackmark_lsp")
 
@@ -156,3 +160,43 @@ def widen_pipe(stream: TextIO) -> None:
         return
     with contextlib.suppress(OSError, ValueError):
         fcntl.fcntl(stream.fileno(), set_size, PIPE_BUFFER)
+
+
+class HeadFirstInput:
+    """The server's input stream, as pygls' reading loop reads it (`readline`, then
+    `read` of each message's body, on a worker thread).
+
+    A body of at least `head.MIN_MESSAGE` bytes is read into one buffer in two steps:
+    what has arrived once `head.HEAD_BYTES` are in is passed to `on_head` (on the
+    reading thread), then the rest is read. The loop gets the same bytes either way.
+    """
+
+    def __init__(self, stream: io.BufferedIOBase, on_head: Callable[[bytes], None]) -> None:
+        self._stream = stream
+        self._on_head = on_head
+
+    def readline(self) -> bytes:
+        return self._stream.readline()
+
+    def read(self, size: int) -> bytes | bytearray:
+        if size < head.MIN_MESSAGE:
+            return self._stream.read(size)
+        body = bytearray(size)
+        with memoryview(body) as window:
+            got = 0
+            while got < min(size, head.HEAD_BYTES):
+                count = self._stream.readinto1(window[got:])
+                if not count:
+                    return body[:got]
+                got += count
+            if got < size:
+                try:
+                    self._on_head(bytes(window[:got]))
+                except Exception:  # the message is still read and handled whole
+                    logger.exception("looking at the start of a message failed")
+            while got < size:
+                count = self._stream.readinto(window[got:])
+                if not count:
+                    return body[:got]
+                got += count
+        return body

@@ -452,6 +452,57 @@ async def test_a_large_log_read_in_two_processes(
         assert missing == [i for i, line in enumerate(reports) if ":nobody:" in line]
 
 
+async def test_a_large_log_gets_its_first_crash_reports_diagnostics_first(
+    programs: dict[str, ProgramLog], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the `didOpen` of a large log (the threshold lowered for the test) is still
+    arriving, the server publishes the diagnostics of the crash reports its first bytes
+    hold (head.py): exactly llvm's problems on those lines and none after them. The whole
+    log's, every problem llvm reports, follow."""
+    from collections import Counter
+
+    program = programs["pie"]
+    build_id = oracle.spots(log_path(program).read_text())[0].build_id
+    reports = []
+    for n in range(4000):
+        reports += [
+            "{{{reset}}}",
+            f"{{{{{{module:0:prog:elf:{build_id}}}}}}}",
+            "{{{mmap:0x10000:0x1000:load:0:rx:0x1000}}}",
+            f"[{n}] {{{{{{bt:0:0x10010}}}}}}",
+            f"[{n}] out of range {{{{{{pc:0x{0x90000 + n:x}}}}}}}",
+            f"[{n}] text " + "x" * 700,
+        ]
+    text = "\n".join(reports) + "\n"
+    assert len(text) > 2 * (1 << 20)  # more than the pipe holds: the head is a part of it
+    log = tmp_path / "large.log"
+    log.write_text(text)
+    _, stderr = oracle.filter_markup(log.read_bytes(), program.debug_dir)
+    expected = Counter(
+        (reports.index(line), caret, message) for message, line, caret in oracle.llvm_errors(stderr)
+    )
+    monkeypatch.setenv("STACKMARK_LSP_HEAD_MIN_BYTES", "0")
+    config = settings(program, tmp_path / "gsym")
+    async with Session(tmp_path / "xdg", configuration=config) as session:
+        (tmp_path / "small.log").write_text("{{{reset}}}\n")
+        await session.diagnostics(session.open(tmp_path / "small.log"))  # the server is ready
+        uri = session.open(log)
+
+        def errors(found: list[types.Diagnostic]) -> Counter[tuple[int, int, str]]:
+            return Counter(
+                (d.range.start.line, d.range.start.character, d.message)
+                for d in found
+                if d.severity == types.DiagnosticSeverity.Error
+            )
+
+        await session.diagnostics(uri, until=lambda found: errors(found) == expected)
+        first = errors(next(found for where, found in session.publications if where == uri))
+        assert 0 < len(first) < len(expected)
+        last = max(line for line, _, _ in first)
+        cut = reports.index("{{{reset}}}", last)
+        assert first == Counter(e for e in expected.elements() if e[0] < cut)
+
+
 async def test_edits_that_change_context(
     programs: dict[str, ProgramLog], shared: Session, tmp_path: Path
 ) -> None:

@@ -45,9 +45,11 @@ def test_version_names_the_active_implementation() -> None:
 
 
 def test_every_module_that_runs_a_kernel_is_known_to_the_differential_tests() -> None:
+    # The core's modules, and the language server's (its package is under server/).
     users = sorted(
-        ".".join(path.relative_to(REPO).with_suffix("").parts)
-        for path in (REPO / "stackmark").rglob("*.py")
+        ".".join(path.relative_to(root).with_suffix("").parts)
+        for root, package in ((REPO, "stackmark"), (REPO / "server", "stackmark_lsp"))
+        for path in (root / package).rglob("*.py")
         if re.search(r"^_native = load\(", path.read_text(), re.MULTILINE)
     )
     assert users == sorted(KERNEL_USERS)
