@@ -10,6 +10,7 @@ kernels also exist in C, one extension module per concern, compiled from the
     _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
     _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees)
     _gsym_extras.c    GSYM cache extras: the address index
+    _gsym_lookup.c    a warm GSYM cache lookup: the frames at an address
     _markup.c         the markup filter's run of lone `bt` lines
 
 (docs/accelerator.md lists each kernel and its Python twin.)
@@ -45,7 +46,15 @@ from types import ModuleType
 
 PURE_ENV = "STACKMARK_PURE"
 
-MODULES = ("_demangle", "_dwarf", "_gsym_convert", "_gsym_extras", "_gsym_records", "_markup")
+MODULES = (
+    "_demangle",
+    "_dwarf",
+    "_gsym_convert",
+    "_gsym_extras",
+    "_gsym_lookup",
+    "_gsym_records",
+    "_markup",
+)
 """Every compiled module: each `_name.c` of this package, by name."""
 
 _loaded: dict[str, ModuleType | None] = {}

@@ -21,6 +21,7 @@ KERNEL_USERS = (
     "stackmark.formats.gsym.extras",
     "stackmark.formats.gsym.from_dwarf",
     "stackmark.markup.fastpath",
+    "stackmark.symbols.gsym_source",
 )
 """Every module that runs a compiled kernel: each holds it as `_native`
 (`_native = load("_dwarf")`); a test checks that this list is complete."""
