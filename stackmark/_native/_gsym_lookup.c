@@ -26,10 +26,18 @@
  * or raises as always; nothing here has changed a cache by then except for
  * strings and paths that the reference would have made the same way.
  * The Python code is the reference and says why each step is what it is.
+ *
+ * A frame is made as `frame_type.__init__` makes it: its five slots
+ * (linkage_name, name, file, line, column: `stackmark.model.SourceFrame`,
+ * whose `__init__` only assigns them) are filled in a new instance, without
+ * running `__init__` (a tenth of a warm lookup's time). When `frame_type`
+ * does not have those five writable object slots, or its own `__new__`,
+ * the type is called instead.
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -61,11 +69,48 @@ static const char *const table_names[NUM_TABLES] = {
     "state_column", "state_path", "path_first", "path_node", "strtab",
 };
 
+#define NUM_FIELDS 5
+static const char *const frame_fields[NUM_FIELDS] = {
+    "linkage_name", "name", "file", "line", "column",
+};
+
 typedef struct {
     PyObject_HEAD
     Py_buffer views[NUM_TABLES];
     int held; /* the views are held (released by release() or dealloc) */
+    PyObject *frame_type; /* the type `offsets` describe (NULL: none yet) */
+    Py_ssize_t offsets[NUM_FIELDS]; /* its slots' offsets; offsets[0] < 0: call the type */
 } ExtrasIndex;
+
+/* Where `type` keeps each field of `frame_fields`, into self->offsets (all -1
+ * when the instance cannot be filled directly: see the top comment). */
+static int learn_frame_type(ExtrasIndex *self, PyObject *type)
+{
+    Py_XSETREF(self->frame_type, Py_NewRef(type));
+    for (int f = 0; f < NUM_FIELDS; f++) self->offsets[f] = -1;
+    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_new != PyBaseObject_Type.tp_new)
+        return 0;
+    Py_ssize_t offsets[NUM_FIELDS];
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        PyObject *descr = PyObject_GetAttrString(type, frame_fields[f]);
+        if (descr == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int fits = Py_IS_TYPE(descr, &PyMemberDescr_Type);
+        if (fits) {
+            PyMemberDescrObject *member = (PyMemberDescrObject *)descr;
+            fits = member->d_member->type == T_OBJECT_EX
+                && !(member->d_member->flags & READONLY)
+                && PyType_IsSubtype((PyTypeObject *)type, PyDescr_TYPE(member));
+            offsets[f] = member->d_member->offset;
+        }
+        Py_DECREF(descr);
+        if (!fits) return 0;
+    }
+    memcpy(self->offsets, offsets, sizeof offsets);
+    return 0;
+}
 
 /* Element count of table `t` (u64 for the bound addresses, bytes for the strings). */
 static inline Py_ssize_t count(const ExtrasIndex *x, int t)
@@ -127,6 +172,7 @@ static int ExtrasIndex_init(ExtrasIndex *self, PyObject *args, PyObject *kwargs)
 static void ExtrasIndex_dealloc(ExtrasIndex *self)
 {
     release_views(self);
+    Py_CLEAR(self->frame_type);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -197,15 +243,22 @@ static PyObject *path_at(PyObject *paths, PyObject *path_of, uint32_t index)
 }
 
 /* A new frame_type(linkage, name, file, line, column), or NULL. */
-static PyObject *make_frame(PyObject *frame_type, PyObject *linkage, PyObject *name,
-                            PyObject *file, uint32_t line, uint32_t column)
+static PyObject *make_frame(const ExtrasIndex *x, PyObject *frame_type, PyObject *linkage,
+                            PyObject *name, PyObject *file, uint32_t line, uint32_t column)
 {
     PyObject *line_obj = PyLong_FromUnsignedLong(line);
     PyObject *column_obj = PyLong_FromUnsignedLong(column);
     PyObject *frame = NULL;
     if (line_obj != NULL && column_obj != NULL) {
-        PyObject *argv[5] = {linkage, name, file, line_obj, column_obj};
-        frame = PyObject_Vectorcall(frame_type, argv, 5, NULL);
+        PyObject *argv[NUM_FIELDS] = {linkage, name, file, line_obj, column_obj};
+        if (x->offsets[0] < 0) {
+            frame = PyObject_Vectorcall(frame_type, argv, NUM_FIELDS, NULL);
+        } else {
+            PyTypeObject *type = (PyTypeObject *)frame_type;
+            frame = type->tp_alloc(type, 0);
+            for (int f = 0; frame != NULL && f < NUM_FIELDS; f++)
+                *(PyObject **)((char *)frame + x->offsets[f]) = Py_NewRef(argv[f]);
+        }
     }
     Py_XDECREF(line_obj);
     Py_XDECREF(column_obj);
@@ -226,7 +279,7 @@ static int append_frame(const ExtrasIndex *x, PyObject *frames, PyObject *string
         Py_XDECREF(linkage);
         return got;
     }
-    PyObject *frame = make_frame(frame_type, linkage, name, file, line, column);
+    PyObject *frame = make_frame(x, frame_type, linkage, name, file, line, column);
     Py_DECREF(linkage);
     Py_DECREF(name);
     if (frame == NULL) return -1;
@@ -246,6 +299,7 @@ static PyObject *ExtrasIndex_frames(ExtrasIndex *self, PyObject *const *args, Py
     PyObject *strings = args[1], *paths = args[2], *path_of = args[3], *states = args[4];
     PyObject *frame_type = args[6];
     if (!self->held) Py_RETURN_NONE;
+    if (frame_type != self->frame_type && learn_frame_type(self, frame_type) < 0) return NULL;
     if (!PyDict_CheckExact(strings) || !PyDict_CheckExact(paths) || !PyDict_CheckExact(states))
         Py_RETURN_NONE;
     int overflow = 0;

@@ -170,3 +170,22 @@ def test_released_index_leaves_lookups_to_the_reference(tmp_path: Path) -> None:
         assert index.frames(address, *args) is None
     finally:
         source.close()
+
+
+def test_a_frame_type_without_those_slots_is_called(tmp_path: Path) -> None:
+    """The kernel fills SourceFrame's slots directly; any other frame type is called."""
+    binary = program("c-inline")
+    files, entry = cache_entry(binary, tmp_path)
+    source = GsymSource(str(entry.gsym), str(entry.extras), files)
+    try:
+        index = source._index
+        assert index is not None
+        for address in code_addresses(binary)[::7]:
+            frames = source.gsym_frames(address)
+            made = index.frames(address, {0: None}, {}, source._path, {}, 4096, lambda *a: a)
+            if frames is None:
+                assert made in (None, False)
+                continue
+            assert made == [(f.linkage_name, f.name, f.file, f.line, f.column) for f in frames]
+    finally:
+        source.close()
