@@ -120,6 +120,10 @@ class SourceFrame(FrozenRecord):
     `linkage_name` is the mangled name when known, `name` the short
     (DW_AT_name) name. `file` is None and `line` 0 when unknown (symbol
     table only). `column` is 0 when unknown.
+
+    `__init__` only assigns the fields: the compiled GSYM cache lookup
+    (`stackmark/_native/_gsym_lookup.c`) fills the slots of new frames the
+    same way without calling it.
     """
 
     __slots__ = _fields = __match_args__ = ("linkage_name", "name", "file", "line", "column")

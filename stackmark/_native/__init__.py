@@ -10,6 +10,7 @@ kernels also exist in C, one extension module per concern, compiled from the
     _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
     _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees)
     _gsym_extras.c    GSYM cache extras: the address index
+    _gsym_lookup.c    a warm GSYM cache lookup: the frames at an address
     _logindex.c       the language server's log index: the bulk frame check's scan
     _markup.c         the markup filter's run of lone `bt` lines
 
@@ -51,6 +52,7 @@ MODULES = (
     "_dwarf",
     "_gsym_convert",
     "_gsym_extras",
+    "_gsym_lookup",
     "_gsym_records",
     "_logindex",
     "_markup",

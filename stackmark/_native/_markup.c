@@ -11,6 +11,14 @@
  * make (None). The rendered lines are appended to the list `out` as one
  * bytes object; the return value is where the run stopped.
  *
+ * Within one call the context does not change, and its mappings never
+ * overlap (a zero-size one never lies inside another: `MarkupContext`
+ * refuses such an mmap), so the mapping `find` gave for one address is what
+ * it gives for any other address that mapping covers: the last one found is
+ * kept, with its module and bounds, and `find` and the mapping's
+ * `to_module_relative` are called again only for an address outside it (or
+ * for a mapping whose fields do not fit 64 bits).
+ *
  * `templates` is the Python side's dict: (build ID, module name, module-
  * relative address, line end) -> template bytes, with \x00 where the frame
  * number goes and \x01 where the address goes. `make_template` fills it.
@@ -50,6 +58,71 @@ put(Buf *b, const char *p, Py_ssize_t n)
 }
 
 static PyObject *s_module, *s_build_id, *s_name, *s_to_module_relative, *s_lf, *s_crlf;
+static PyObject *s_segment, *s_start, *s_size, *s_module_relative;
+
+/* The mapping `find` gave last, while one call runs (see the top comment). */
+typedef struct {
+    PyObject *module, *build_id, *name; /* NULL: nothing kept */
+    uint64_t start, end, module_relative;
+} LastMapping;
+
+static void
+forget(LastMapping *last)
+{
+    Py_CLEAR(last->module);
+    Py_CLEAR(last->build_id);
+    Py_CLEAR(last->name);
+}
+
+/* 1 with *out set: `obj.name` as a u64; 0: missing or wider (not kept); -1: error. */
+static int
+u64_attr(PyObject *obj, PyObject *name, uint64_t *out)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    int got = 0;
+    if (PyLong_CheckExact(value)) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            PyErr_Clear();
+        else {
+            *out = v;
+            got = 1;
+        }
+    }
+    Py_DECREF(value);
+    return got;
+}
+
+/* Keep `mapping` (its module, build ID and name, given) for the next lines:
+ * 0 kept or not keepable, -1 error. Mapping.contains and to_module_relative
+ * read `segment.start`, `.size` and `.module_relative`; they are kept when
+ * each fits 64 bits, as the wrapped arithmetic below then equals theirs. */
+static int
+keep(LastMapping *last, PyObject *mapping, PyObject *mod, PyObject *build_id, PyObject *name)
+{
+    forget(last);
+    PyObject *segment = PyObject_GetAttr(mapping, s_segment);
+    if (segment == NULL)
+        return -1;
+    uint64_t start, size, module_relative;
+    int got = u64_attr(segment, s_start, &start);
+    if (got == 1)
+        got = u64_attr(segment, s_size, &size);
+    if (got == 1)
+        got = u64_attr(segment, s_module_relative, &module_relative);
+    Py_DECREF(segment);
+    if (got != 1)
+        return got;
+    last->start = start;
+    last->end = start + size; /* (start + size) & U64_MASK */
+    last->module_relative = module_relative;
+    last->module = Py_NewRef(mod);
+    last->build_id = Py_NewRef(build_id);
+    last->name = Py_NewRef(name);
+    return 0;
+}
 
 static int
 hex_value(unsigned char c)
@@ -183,6 +256,7 @@ bt_lines(PyObject *module, PyObject *args)
         return NULL;
     }
     Buf b = {NULL, 0, 0};
+    LastMapping last = {NULL, NULL, NULL, 0, 0, 0};
     Py_ssize_t pos = start;
     int failed = 0;
     while (pos < end) {
@@ -190,24 +264,39 @@ bt_lines(PyObject *module, PyObject *args)
         if (!match_line(d, pos, end, &m) || !m.number_fits)
             break;
         uint64_t address = m.precise ? m.address : m.address - 1;
-        PyObject *addr = PyLong_FromUnsignedLongLong(address);
-        if (addr == NULL) {
-            failed = 1;
-            break;
-        }
-        PyObject *mapping = PyObject_CallOneArg(find, addr);
-        if (mapping == NULL || mapping == Py_None) {
+        PyObject *relative, *mod, *build_id, *name;
+        if (last.module != NULL && last.start <= address && address < last.end) {
+            relative = PyLong_FromUnsignedLongLong(address - last.start + last.module_relative);
+            mod = Py_NewRef(last.module);
+            build_id = Py_NewRef(last.build_id);
+            name = Py_NewRef(last.name);
+            if (relative == NULL) {
+                Py_CLEAR(mod);
+                Py_CLEAR(build_id);
+                Py_CLEAR(name);
+            }
+        } else {
+            PyObject *addr = PyLong_FromUnsignedLongLong(address);
+            if (addr == NULL) {
+                failed = 1;
+                break;
+            }
+            PyObject *mapping = PyObject_CallOneArg(find, addr);
+            if (mapping == NULL || mapping == Py_None) {
+                Py_DECREF(addr);
+                Py_XDECREF(mapping);
+                failed = mapping == NULL;
+                break;
+            }
+            relative = PyObject_CallMethodOneArg(mapping, s_to_module_relative, addr);
             Py_DECREF(addr);
-            Py_XDECREF(mapping);
-            failed = mapping == NULL;
-            break;
+            mod = relative ? PyObject_GetAttr(mapping, s_module) : NULL;
+            build_id = mod ? PyObject_GetAttr(mod, s_build_id) : NULL;
+            name = build_id ? PyObject_GetAttr(mod, s_name) : NULL;
+            if (name != NULL && keep(&last, mapping, mod, build_id, name) < 0)
+                Py_CLEAR(name);
+            Py_DECREF(mapping);
         }
-        PyObject *relative = PyObject_CallMethodOneArg(mapping, s_to_module_relative, addr);
-        Py_DECREF(addr);
-        PyObject *mod = relative ? PyObject_GetAttr(mapping, s_module) : NULL;
-        Py_DECREF(mapping);
-        PyObject *build_id = mod ? PyObject_GetAttr(mod, s_build_id) : NULL;
-        PyObject *name = build_id ? PyObject_GetAttr(mod, s_name) : NULL;
         int crlf = m.newline > m.element_end && d[m.newline - 1] == '\r';
         PyObject *eol = crlf ? s_crlf : s_lf;
         PyObject *key = name ? PyTuple_Pack(4, build_id, name, relative, eol) : NULL;
@@ -247,6 +336,7 @@ bt_lines(PyObject *module, PyObject *args)
         }
         pos = m.newline + 1;
     }
+    forget(&last);
     PyBuffer_Release(&view);
     if (!failed && b.len) {
         PyObject *rendered = PyBytes_FromStringAndSize(b.data, b.len);
@@ -280,6 +370,10 @@ PyInit__markup(void)
     INTERN(s_to_module_relative, "to_module_relative");
     INTERN(s_lf, "\n");
     INTERN(s_crlf, "\r\n");
+    INTERN(s_segment, "segment");
+    INTERN(s_start, "start");
+    INTERN(s_size, "size");
+    INTERN(s_module_relative, "module_relative");
 #undef INTERN
     return PyModule_Create(&module_def);
 }

@@ -24,6 +24,7 @@ import mmap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stackmark._native import load
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.extras import NO_STATE, Extras
 from stackmark.formats.gsym.lookup import join_path
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from stackmark.symbols.elf_source import ElfSymbolSource
     from stackmark.symbols.source import ModuleFiles, SourceFactory
 
+
+_native = load("_gsym_lookup")  # the compiled `ExtrasIndex.frames`, or None
 
 STATES_KEPT = 4096
 """Chains kept per extras state (addresses in one line row share a state;
@@ -71,6 +74,10 @@ class GsymSource:
         self._paths: dict[int, str | None] = {}
         self._states: dict[int, list[SourceFrame]] = {}
         self.extras_damaged = False
+        # The compiled twin of `_gsym_frames` holds views of the extras' tables.
+        self._index = (
+            _native.ExtrasIndex(*self.extras.lookup_tables()) if _native is not None else None
+        )
 
     @property
     def description(self) -> str:
@@ -128,6 +135,18 @@ class GsymSource:
         and its decoded strings, so a lookup makes only its frames."""
         if self.extras_damaged:
             return None
+        if _native is not None and self._index is not None:
+            chain = self._index.frames(
+                address,
+                self.extras.string_cache,
+                self._paths,
+                self._path,
+                self._states,
+                STATES_KEPT,
+                SourceFrame,
+            )
+            if chain is not None:  # None: the reference below answers
+                return chain or None  # False: no state holds `address`
         extras = self.extras
         state = extras.state_at(address)
         if state == NO_STATE:
@@ -193,6 +212,8 @@ class GsymSource:
         return self._elf.data_at(address)
 
     def close(self) -> None:
+        if self._index is not None:
+            self._index.release()
         self.extras.release()
         # A table slice still referenced somewhere keeps the mmap: it closes when that goes.
         with contextlib.suppress(BufferError):

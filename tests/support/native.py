@@ -21,6 +21,7 @@ KERNEL_USERS = (
     "stackmark.formats.gsym.extras",
     "stackmark.formats.gsym.from_dwarf",
     "stackmark.markup.fastpath",
+    "stackmark.symbols.gsym_source",
     "stackmark_lsp.index",
 )
 """Every module that runs a compiled kernel: each holds it as `_native`

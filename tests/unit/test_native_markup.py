@@ -177,3 +177,31 @@ def test_modules_unrelated_to_the_context_stop_the_run() -> None:
         else:
             stop = renderer.lines_bytes(raw, 0, len(raw), context, out)
         assert stop == raw.index(b"{{{bt:1")  # no mapping covers 0x9000
+
+
+ADJACENT = [
+    b"{{{reset}}}",
+    b"{{{module:0:prog:elf:aa01}}}",
+    b"{{{mmap:0x1000:0x1000:load:0:r:0x0}}}",
+    b"{{{mmap:0x2000:0x1000:load:0:rx:0x800}}}",
+    b"{{{module:1:lib:elf:0abc}}}",
+    b"{{{mmap:0x3000:0x800:load:1:rx:0x0}}}",
+    b"{{{mmap:0x3800:0:load:1:r:0x100}}}",
+    b"{{{mmap:0x4000:0x1000:load:1:rx:0x7f0}}}",
+    b"{{{mmap:0xfffffffffffff000:0x2000:load:1:rx:0x0}}}",
+]
+"""Mappings that touch (and one of size zero, one that wraps past 2^64): the
+kernel keeps the mapping it found last, and must leave it for any address
+that lies outside it."""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_runs_across_adjacent_mappings_print_the_same(seed: int) -> None:
+    rng = random.Random(seed)
+    edges = [0x1000, 0x2000, 0x3000, 0x3800, 0x4000, 0x5000, 0xFFFFFFFFFFFFF000]
+    addresses = [(edge + delta) % 2**64 for edge in edges for delta in (-1, 0, 1, 2, 0x7FF)]
+    lines = [
+        b"{{{bt:%d:0x%x%s}}}" % (i, rng.choice(addresses), rng.choice([b"", b":ra", b":pc"]))
+        for i in range(40)
+    ]
+    both_through_cli(b"\n".join(ADJACENT + lines) + b"\n")

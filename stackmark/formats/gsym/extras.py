@@ -603,6 +603,33 @@ class Extras:
         self._strings[ref] = text
         return text
 
+    @property
+    def string_cache(self) -> dict[int, str | None]:
+        """The strings decoded so far, by reference (`string` keeps them here)."""
+        return self._strings
+
+    def lookup_tables(self) -> tuple[object, ...]:
+        """The tables a warm lookup reads, in the order the compiled lookup
+        (`stackmark._native._gsym_lookup.ExtrasIndex`) takes them."""
+        return (
+            self.first_node,
+            self.linkage,
+            self.name,
+            self.call_file,
+            self.call_line,
+            self.call_column,
+            self.bound_address,
+            self.bound_state,
+            self.state_function,
+            self.state_file,
+            self.state_line,
+            self.state_column,
+            self.state_path,
+            self.path_first,
+            self.path_node,
+            self._strtab,
+        )
+
     def nodes(self, function: int) -> tuple[int, int]:
         """[first, end) node indexes of GSYM function `function`."""
         return self.first_node[function], self.first_node[function + 1]
