@@ -992,6 +992,33 @@ static PyObject *decode_value(const Bytes *b, uint64_t *pos, const DecodeSpec *s
     return out;
 }
 
+/* The values of one DIE at *pos (advancing it), as a new dict in the reference's
+ * order; NULL with an exception set, or NULL alone: not in the kernel's domain. */
+static PyObject *decode_dict(const DecodePlan *p, const Bytes *b, uint64_t *pos, int little) {
+    PyObject *values = NULL, *small[32], **read = small;
+    size_t done = 0;
+    uint64_t at_pos = *pos;
+    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) return PyErr_NoMemory();
+    for (; done < p->n; done++) {
+        read[done] = decode_value(b, &at_pos, &p->specs[done], little);
+        if (read[done] == NULL) goto clear;
+    }
+    values = PyDict_New();
+    if (values == NULL) goto clear;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t at = p->order[i];
+        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
+            Py_CLEAR(values);
+            goto clear;
+        }
+    }
+    *pos = at_pos;
+clear:
+    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
+    if (read != small) free(read);
+    return values;
+}
+
 PyDoc_STRVAR(decode_doc,
 "decode(plan, buf, pos, little_endian) -> (values, next_pos) | None\n--\n\n"
 "stackmark.dwarf.abbrev.decode_attributes for a plan made by make_decode_plan.");
@@ -1003,39 +1030,270 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     unsigned long long start;
     int little;
     if (!PyArg_ParseTuple(args, "Oy*Kp", &capsule, &view, &start, &little)) return NULL;
-    PyObject *result = NULL, *values = NULL, *small[32], **read = small;
+    PyObject *result = NULL, *values;
     const DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
-    size_t done = 0;
     if (p == NULL) goto release;
-    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) {
-        PyErr_NoMemory();
-        goto release;
-    }
     Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
     uint64_t pos = start;
-    for (; done < p->n; done++) {
-        read[done] = decode_value(&b, &pos, &p->specs[done], little);
-        if (read[done] == NULL) {
-            if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
-            goto clear;
-        }
+    values = decode_dict(p, &b, &pos, little);
+    if (values != NULL) {
+        result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
+        Py_DECREF(values);
+    } else if (!PyErr_Occurred()) {
+        result = Py_NewRef(Py_None);
     }
-    values = PyDict_New();
-    if (values == NULL) goto clear;
-    for (size_t i = 0; i < p->n; i++) {
-        size_t at = p->order[i];
-        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
-            Py_CLEAR(values);
-            goto clear;
-        }
-    }
-    result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
-    Py_DECREF(values);
-clear:
-    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
-    if (read != small) free(read);
 release:
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- the converter's DIE walk (stackmark.formats.gsym.dwarf_walk.UnitWalk) ---
+ *
+ * Its own tables (make_walk_tables, with the walk kinds of dwarf_walk.py) and
+ * the decode plans of the subroutine codes: the walk returns every subprogram
+ * and inlined call with code, with its whole attribute dict, and records the
+ * parent of every DIE it reaches, exactly as the reference does.
+ */
+
+/* Walk kinds: stackmark.formats.gsym.dwarf_walk._JUMP ... */
+enum { G_JUMP = 0, G_SUB_CODE = 1, G_SUB_ABSTRACT = 2, G_INLINED = 3, G_BLOCK = 4, G_CONTEXT = 5 };
+
+/* dwarf_walk.UnitWalk._skip_children: the subtree skipped by structure alone. */
+static int gsym_skip_children(const Walk *w, uint64_t *pos) {
+    uint64_t p = *pos, code;
+    size_t depth = 1;
+    const Code *c;
+    for (;;) {
+        if (!read_code(w, &p, &code, &c)) return 0;
+        if (c == NULL) {
+            if (--depth == 0) break;
+            continue;
+        }
+        if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+        if (c->children) depth++;
+    }
+    *pos = p;
+    return 1;
+}
+
+/* dwarf_walk.UnitWalk._jump: past a DIE's subtree, by DW_AT_sibling when it
+ * points past the DIE's own start. */
+static int gsym_jump(const Walk *w, uint64_t die_pos, uint64_t *pos, const Code *c) {
+    uint64_t p = *pos;
+    if (c->sibling) {
+        uint64_t at = p, value, target;
+        if (!skip_steps(w, &at, w->t->steps + c->before, c->nbefore)) return 0;
+        if (c->sibling > 0) {
+            if (!read_uint(&w->b, at, (unsigned)c->sibling, w->little, &value)) return 0;
+        } else {
+            int wide;
+            if (!read_uleb(&w->b, &at, &value, &wide) || wide) return 0;
+        }
+        if (__builtin_add_overflow(c->sibling_ref_addr ? w->base : w->unit_start, value, &target))
+            return 0;
+        if (target > die_pos) {
+            *pos = target;
+            return 1;
+        }
+    }
+    if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+    if (!gsym_skip_children(w, &p)) return 0;
+    *pos = p;
+    return 1;
+}
+
+typedef struct {
+    uint64_t offset;
+    int64_t node; /* the inline context: an item's index, or -1 (None) */
+} GsymFrame;
+
+/* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
+static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint64_t top,
+                          PyObject *out, U64s *parents) {
+    GsymFrame *stack = malloc(64 * sizeof(GsymFrame));
+    size_t depth = 1, cap = 64;
+    Attr attrs[R_COUNT];
+    int status = 0;
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    stack[0].offset = top;
+    stack[0].node = -1;
+    while (pos < w->end && depth > 0) {
+        uint64_t die_pos = pos, code;
+        const Code *c;
+        if (!read_code(w, &pos, &code, &c)) goto done;
+        if (c == NULL) {
+            depth--;
+            continue;
+        }
+        uint64_t offset = die_pos - w->base;
+        int64_t context = stack[depth - 1].node;
+        if (!u64s_reserve(parents, 2)) {
+            PyErr_NoMemory();
+            status = -1;
+            goto done;
+        }
+        parents->items[parents->len++] = offset;
+        parents->items[parents->len++] = stack[depth - 1].offset;
+        int kind = c->kind, push = c->children;
+        int64_t node = -1;
+        if (kind == G_JUMP) {
+            if (c->children) {
+                if (!gsym_jump(w, die_pos, &pos, c)) goto done;
+            } else if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            if (pos > ((uint64_t)1 << 62)) goto done;
+            continue;
+        }
+        if (kind == G_SUB_CODE || kind == G_INLINED) {
+            PyObject *decoder = PyList_GET_ITEM(decoders, (Py_ssize_t)code);
+            const DecodePlan *plan = PyCapsule_GetPointer(decoder, PLAN_CAPSULE);
+            if (plan == NULL) {
+                status = -1;
+                goto done;
+            }
+            uint64_t roles_pos = pos;
+            if (!decode_subroutine(w, &roles_pos, c, attrs)) goto done;
+            PyObject *values = decode_dict(plan, &w->b, &pos, w->little);
+            if (values == NULL) {
+                status = PyErr_Occurred() ? -1 : 0;
+                goto done;
+            }
+            if (pos != roles_pos) { /* the two readings disagree: the reference decides */
+                Py_DECREF(values);
+                goto done;
+            }
+            if (kind == G_INLINED && context < 0) {
+                Py_DECREF(values);
+                if (c->children && !gsym_skip_children(w, &pos)) goto done;
+                continue;
+            }
+            int fallback;
+            PyObject *ranges = die_ranges(w, attrs, &fallback);
+            if (ranges == NULL) {
+                Py_DECREF(values);
+                status = fallback ? 0 : -1;
+                goto done;
+            }
+            if (PyList_GET_SIZE(ranges) > 0) {
+                PyObject *item = Py_BuildValue(
+                    "(KKNNL)", (unsigned long long)offset, (unsigned long long)code, values,
+                    ranges, (long long)(kind == G_SUB_CODE ? -1 : context));
+                if (item == NULL || PyList_Append(out, item) < 0) {
+                    Py_XDECREF(item);
+                    status = -1;
+                    goto done;
+                }
+                Py_DECREF(item);
+                node = PyList_GET_SIZE(out) - 1;
+            } else {
+                Py_DECREF(values);
+                Py_DECREF(ranges);
+                if (kind == G_INLINED) {
+                    if (c->children && !gsym_skip_children(w, &pos)) goto done;
+                    continue;
+                }
+            }
+        } else {
+            if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            if (pos > ((uint64_t)1 << 62)) goto done;
+            node = kind == G_BLOCK ? context : -1;
+        }
+        if (push) {
+            if (depth == cap) {
+                GsymFrame *frames = realloc(stack, 2 * cap * sizeof(GsymFrame));
+                if (frames == NULL) {
+                    PyErr_NoMemory();
+                    status = -1;
+                    goto done;
+                }
+                stack = frames;
+                cap *= 2;
+            }
+            stack[depth].offset = offset;
+            stack[depth].node = node;
+            depth++;
+        }
+    }
+    status = 1;
+done:
+    free(stack);
+    return status;
+}
+
+PyDoc_STRVAR(gsym_walk_doc,
+"gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
+"          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
+"          top_offset, parents)\n"
+"--\n\n"
+"stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
+"(after the unit DIE at `top_offset`): a list of (offset, code, values, ranges,\n"
+"context), one per subprogram or inlined call with code in DIE order, context -1\n"
+"for a subprogram, else the index of the item whose inline tree holds it. The\n"
+"parent of every DIE reached goes into the dict `parents` (only on success).\n"
+"`decoders[code]` is the decode plan of each subroutine code. None when the\n"
+"reference must run.");
+
+static PyObject *gsym_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *decoders, *parents;
+    Py_buffer view, rview;
+    unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
+    int little, version, addr_size;
+    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!", &capsule, &PyList_Type, &decoders, &view,
+                          &pos, &end, &unit_start, &base, &little, &rview, &r_start, &r_end,
+                          &version, &addr_size, &base_address, &top, &PyDict_Type, &parents))
+        return NULL;
+    PyObject *result = NULL;
+    U64s pairs = {NULL, 0, 0};
+    const WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) goto release;
+    Walk w = {
+        .b = {(const uint8_t *)view.buf, (uint64_t)view.len},
+        .end = end, .unit_start = unit_start, .base = base, .little = little, .t = t,
+        .rb = {(const uint8_t *)rview.buf, (uint64_t)rview.len},
+        .r_start = r_start, .r_end = r_end, .version = version, .addr_size = addr_size,
+        .base_address = base_address,
+    };
+    if (end > w.b.size || r_end > w.rb.size || r_start > r_end || base > w.b.size ||
+        (size_t)PyList_GET_SIZE(decoders) != t->ncodes ||
+        !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = gsym_walk_dies(&w, decoders, pos, top, out, &pairs);
+    if (status == 1) {
+        for (size_t i = 0; i < pairs.len; i += 2) {
+            PyObject *key = PyLong_FromUnsignedLongLong(pairs.items[i]);
+            PyObject *value = key ? PyLong_FromUnsignedLongLong(pairs.items[i + 1]) : NULL;
+            int failed = value == NULL || PyDict_SetItem(parents, key, value) < 0;
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            if (failed) {
+                Py_DECREF(out);
+                goto release;
+            }
+        }
+        result = out;
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
+    }
+release:
+    free(pairs.items);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&rview);
     return result;
 }
 
@@ -1321,6 +1579,7 @@ static PyMethodDef methods[] = {
     {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},
     {"decode", decode, METH_VARARGS, decode_doc},
     {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
+    {"gsym_walk", gsym_walk, METH_VARARGS, gsym_walk_doc},
     {"address_map", address_map, METH_O, address_map_doc},
     {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
     {NULL, NULL, 0, NULL},

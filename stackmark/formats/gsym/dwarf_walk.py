@@ -19,15 +19,20 @@ One pass per unit, using stackmark.dwarf's compiled abbreviation plans:
   DW_AT_sibling when present;
 - the parent of every DIE the walk reaches (not those inside jumped-over
   subtrees) is recorded, for `dwarf_names`.
+
+The pass has a compiled twin (`gsym_walk` in stackmark/_native/_dwarf.c),
+which takes the units and forms it handles; this module decides every
+form's meaning, and the Python walk below is the reference.
 """
 
 from __future__ import annotations
 
 import struct
 
+from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
-from stackmark.dwarf.functions import find_recursively
+from stackmark.dwarf.functions import _new_code_entry, find_recursively
 from stackmark.dwarf.sections import read_uleb
 from stackmark.dwarf.unit import Unit
 from stackmark.dwarf.unit_parts import UnitView
@@ -46,6 +51,8 @@ _INLINED = 3  # inlined call that may have code
 _BLOCK = 4  # lexical block: transparent for inline trees
 _CONTEXT = 5  # namespace, module, class, struct, union: look inside
 _PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
+
+_native = load("_dwarf")  # compiled twin of `UnitWalk._walk`, or None (stackmark/_native)
 
 
 class DieFunction:
@@ -237,6 +244,8 @@ class UnitWalk:
                 offset=unit.offset,
                 source=info.source,
             ) from None
+        if _native is not None and self._walk_compiled(kinds, plans, abbrevs, after_top):
+            return
         ncodes = len(kinds)
         parents = self.parents
         functions = self.functions
@@ -312,6 +321,67 @@ class UnitWalk:
                 source=info.source,
             ) from None
 
+    def _walk_compiled(
+        self,
+        kinds: list[int],
+        plans: list[Plan | None],
+        abbrevs: list[Abbrev | None],
+        after_top: int,
+    ) -> bool:
+        """`_walk` by the compiled kernel; False (nothing done) when the reference must run:
+        split units, forms the kernel does not read (see dwarf.functions' compiled
+        walk, whose tables and range reading it shares), damaged data."""
+        assert _native is not None
+        unit = self.unit
+        if unit.skeleton is not None or unit.reader.is_dwo:
+            return False
+        entries: list[object] = []
+        decoders: list[object] = []
+        for code, kind in enumerate(kinds):
+            entry, decoder = _compiled_entry(abbrevs[code], plans[code], kind, unit)
+            entries.append(entry)
+            decoders.append(decoder)
+        try:
+            base_address = unit.base_address
+        except FormatError:  # raised again by the reference, where it needs the base
+            return False
+        if not 0 <= base_address < 1 << 64:
+            return False
+        ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
+        info = unit.info
+        found = _native.gsym_walk(
+            _native.make_walk_tables(entries),
+            decoders,
+            info.buf,
+            info.start + after_top,
+            info.start + unit.header.end,
+            info.start + unit.offset,
+            info.start,
+            unit.enc.endian == "<",
+            ranges.buf,
+            ranges.start,
+            ranges.end,
+            unit.version,
+            unit.header.addr_size,
+            base_address,
+            unit.header.die_offset,
+            self.parents,
+        )
+        if found is None:
+            return False
+        made: list[DieFunction] = []
+        functions = self.functions
+        for offset, code, values, die_ranges, context in found:
+            abbrev = abbrevs[code]
+            assert abbrev is not None
+            node = DieFunction(unit, offset, abbrev, values, die_ranges)
+            made.append(node)
+            if context < 0:
+                functions.append(node)
+            else:
+                made[context].children.append(node)
+        return True
+
     def _jump(
         self,
         buf: bytes | bytearray | memoryview | object,
@@ -360,3 +430,35 @@ class UnitWalk:
             pos = skip_attributes(buf, pos, plan.skip, enc)  # type: ignore[arg-type]
             if abbrevs[code].has_children:
                 depth += 1
+
+
+def _compiled_entry(
+    abbrev: Abbrev | None, plan: Plan | None, kind: int, unit: Unit
+) -> tuple[object, object]:
+    """(walk-table entry, decode plan) of one abbreviation code for the compiled walk;
+    (None, None) when the kernel must hand a DIE of this code back to the reference."""
+    if abbrev is None or plan is None:
+        return None, None
+    key = (plan, abbrev.tag, abbrev.has_children)
+    found = _ENTRIES.get(key)
+    if found is None:
+        found = _ENTRIES[key] = _new_compiled_entry(abbrev, plan, kind, unit)
+    return found
+
+
+def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> tuple[object, object]:
+    entry = _new_code_entry(abbrev, plan, unit.enc)
+    if entry is None:
+        return None, None
+    _, children, is_subprogram, fixed, skip, sibling, specs = entry
+    decoder = None
+    if kind in (_SUB_CODE, _INLINED):
+        decoder = plan.native
+        if decoder is None or specs is None:  # forms only the reference reads
+            return None, None
+    return (kind, children, is_subprogram, fixed, skip, sibling, specs), decoder
+
+
+# One entry per (plan, tag, children), which is all an entry depends on (units
+# repeat their declarations).
+_ENTRIES: dict[tuple[Plan, int, bool], tuple[object, object]] = {}
