@@ -1109,7 +1109,7 @@ typedef struct {
 
 /* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
 static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint64_t top,
-                          PyObject *out, U64s *parents) {
+                          PyObject *out, U64s parents[2]) {
     GsymFrame *stack = malloc(64 * sizeof(GsymFrame));
     size_t depth = 1, cap = 64;
     Attr attrs[R_COUNT];
@@ -1130,13 +1130,13 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
         }
         uint64_t offset = die_pos - w->base;
         int64_t context = stack[depth - 1].node;
-        if (!u64s_reserve(parents, 2)) {
+        if (!u64s_reserve(&parents[0], 1) || !u64s_reserve(&parents[1], 1)) {
             PyErr_NoMemory();
             status = -1;
             goto done;
         }
-        parents->items[parents->len++] = offset;
-        parents->items[parents->len++] = stack[depth - 1].offset;
+        parents[0].items[parents[0].len++] = offset;
+        parents[1].items[parents[1].len++] = stack[depth - 1].offset;
         int kind = c->kind, push = c->children;
         int64_t node = -1;
         if (kind == G_JUMP) {
@@ -1233,28 +1233,28 @@ done:
 PyDoc_STRVAR(gsym_walk_doc,
 "gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
 "          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
-"          top_offset, parents)\n"
+"          top_offset)\n"
 "--\n\n"
 "stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
-"(after the unit DIE at `top_offset`): a list of (offset, code, values, ranges,\n"
-"context), one per subprogram or inlined call with code in DIE order, context -1\n"
-"for a subprogram, else the index of the item whose inline tree holds it. The\n"
-"parent of every DIE reached goes into the dict `parents` (only on success).\n"
-"`decoders[code]` is the decode plan of each subroutine code. None when the\n"
-"reference must run.");
+"(after the unit DIE at `top_offset`): (items, offsets, parents) or None when the\n"
+"reference must run. items: (offset, code, values, ranges, context), one per\n"
+"subprogram or inlined call with code in DIE order, context -1 for a subprogram,\n"
+"else the index of the item whose inline tree holds it. offsets and parents: the\n"
+"DIEs reached and their parents' offsets, as native uint64 arrays (bytes), in\n"
+"DIE order. `decoders[code]` is the decode plan of each subroutine code.");
 
 static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *capsule, *decoders, *parents;
+    PyObject *capsule, *decoders;
     Py_buffer view, rview;
     unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
     int little, version, addr_size;
-    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!", &capsule, &PyList_Type, &decoders, &view,
+    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKK", &capsule, &PyList_Type, &decoders, &view,
                           &pos, &end, &unit_start, &base, &little, &rview, &r_start, &r_end,
-                          &version, &addr_size, &base_address, &top, &PyDict_Type, &parents))
+                          &version, &addr_size, &base_address, &top))
         return NULL;
     PyObject *result = NULL;
-    U64s pairs = {NULL, 0, 0};
+    U64s pairs[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     const WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
     if (t == NULL) goto release;
     Walk w = {
@@ -1270,28 +1270,25 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto release;
     }
+    if (!u64s_reserve(&pairs[0], 1) || !u64s_reserve(&pairs[1], 1)) { /* never NULL: y# */
+        PyErr_NoMemory();
+        goto release;
+    }
     PyObject *out = PyList_New(0);
     if (out == NULL) goto release;
-    int status = gsym_walk_dies(&w, decoders, pos, top, out, &pairs);
+    int status = gsym_walk_dies(&w, decoders, pos, top, out, pairs);
     if (status == 1) {
-        for (size_t i = 0; i < pairs.len; i += 2) {
-            PyObject *key = PyLong_FromUnsignedLongLong(pairs.items[i]);
-            PyObject *value = key ? PyLong_FromUnsignedLongLong(pairs.items[i + 1]) : NULL;
-            int failed = value == NULL || PyDict_SetItem(parents, key, value) < 0;
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            if (failed) {
-                Py_DECREF(out);
-                goto release;
-            }
-        }
-        result = out;
+        result = Py_BuildValue(
+            "(Ny#y#)", out, (const char *)pairs[0].items,
+            (Py_ssize_t)(pairs[0].len * sizeof(uint64_t)), (const char *)pairs[1].items,
+            (Py_ssize_t)(pairs[1].len * sizeof(uint64_t)));
     } else {
         Py_DECREF(out);
         if (status == 0) result = Py_NewRef(Py_None);
     }
 release:
-    free(pairs.items);
+    free(pairs[0].items);
+    free(pairs[1].items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&rview);
     return result;

@@ -21,6 +21,7 @@ from stackmark.dwarf.reader import DwarfReader
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from stackmark.formats.gsym import dwarf_walk
+from stackmark.formats.gsym.dwarf_names import DieParents
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from tests.support import sym_builds
 from tests.support.build import compile_program
@@ -73,14 +74,14 @@ def outcome(data: bytes) -> tuple[Any, ...]:
     """Every unit's walk (functions, inline trees, parents), or the error it raises."""
     reader = DwarfReader(ElfFile.from_bytes(data, "damaged"))
     walks = []
-    parents: dict[int, int] = {}
+    parents = DieParents()
     try:
         for unit in reader.units():
             walk = UnitWalk(unit, parents)
             walks.append([_tree(function) for function in walk.functions])
     except FormatError as exc:
         return ("error", str(exc), exc.offset, walks)
-    return ("ok", walks, parents)
+    return ("ok", walks, parents.recorded())
 
 
 class _Counting:

@@ -37,6 +37,7 @@ from stackmark.dwarf.sections import read_uleb
 from stackmark.dwarf.unit import Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
+from stackmark.formats.gsym.dwarf_names import DieParents
 
 DW_AT_declaration = 0x3C
 _CLASS_TAGS = frozenset({0x02, 0x13, 0x17})  # class, structure, union
@@ -188,7 +189,7 @@ class DieFunction:
 class UnitWalk:
     """The subprograms with code of one unit, in DIE order, and recorded parents."""
 
-    def __init__(self, unit: Unit, parents: dict[int, int]):
+    def __init__(self, unit: Unit, parents: DieParents):
         self.unit = unit
         self.functions: list[DieFunction] = []
         self.parents = parents
@@ -247,7 +248,7 @@ class UnitWalk:
         if _native is not None and self._walk_compiled(kinds, plans, abbrevs, after_top):
             return
         ncodes = len(kinds)
-        parents = self.parents
+        parents = self.parents.known
         functions = self.functions
         # Open DIEs: (offset, inline context: where inlined calls attach, or None).
         stack: list[tuple[int, DieFunction | None]] = [(unit.header.die_offset, None)]
@@ -365,10 +366,11 @@ class UnitWalk:
             unit.header.addr_size,
             base_address,
             unit.header.die_offset,
-            self.parents,
         )
         if found is None:
             return False
+        found, offsets, parents = found
+        self.parents.add_walked(offsets, parents)
         made: list[DieFunction] = []
         functions = self.functions
         for offset, code, values, die_ranges, context in found:

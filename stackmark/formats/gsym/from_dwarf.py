@@ -327,7 +327,7 @@ class UnitConverter:
 
     def convert(self) -> list[FunctionInfo]:
         out: list[FunctionInfo] = []
-        walk = UnitWalk(self.unit, self.names.parents.known)
+        walk = UnitWalk(self.unit, self.names.parents)
         for function in walk.functions:
             self._convert_function(function, out)
         self.report.functions += len(out)
