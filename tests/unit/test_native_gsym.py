@@ -93,10 +93,21 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
         compiled_line_tables.append(1)
         return kernels.line_entries(*args)
 
+    inline_ranges_answered: list[int] = []
+
+    def inline_ranges(*args: Any) -> Any:
+        found = kernels.inline_ranges(*args)
+        inline_ranges_answered.append(found is not None)
+        return found
+
     monkeypatch.setattr(
         from_dwarf,
         "_native",
-        SimpleNamespace(line_entries=line_entries, column_points=kernels.column_points),
+        SimpleNamespace(
+            line_entries=line_entries,
+            column_points=kernels.column_points,
+            inline_ranges=inline_ranges,
+        ),
     )
 
     def build() -> tuple[bytes, bytes, list[bytes]]:
@@ -115,6 +126,8 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     assert compiled == reference
     # The kernels answered (a converter's records and functions are their domain).
     assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
+    assert all(inline_ranges_answered)
+    assert inline_ranges_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
 
 
 # -- random records ----------------------------------------------------------------
@@ -355,3 +368,46 @@ def test_dwarf_rows_become_the_same_gsym_rows(store: RowStore, data: st.DataObje
 
     compiled, reference = both(convert)
     assert compiled == reference
+
+
+def _random_ranges(rng: random.Random, edge: bool) -> list[tuple[int, int]]:
+    """A DIE's range list: short, overlapping, touching, empty or reversed ranges, near
+    the ends of the address space; with `edge`, sometimes values no address can take."""
+    out = []
+    top = 1 << 64
+    for _ in range(rng.choice((0, 1, 1, 1, 2, 3, 5))):
+        low = rng.choice((rng.randrange(0x1000, 0x1100), rng.randrange(top - 64, top)))
+        high = low + rng.randrange(-4, 40)
+        if edge and rng.random() < 0.1:
+            high = rng.choice((top, -1, top + 5))
+        out.append((low, min(high, top - 1) if not edge else high))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_inline_call_ranges_are_kept_and_warned_alike(seed: int) -> None:
+    rng = random.Random(seed)
+    edge = seed % 2 == 1
+    handed_back = 0
+    for _ in range(3000):
+        call = SimpleNamespace(ranges=_random_ranges(rng, edge))
+        parent = InlineInfo(1, merged(_random_ranges(rng, False)))
+        all_parent = merged(parent.ranges + _random_ranges(rng, False))
+        reference = DwarfReport()
+        expected = UnitConverter._inline_ranges(
+            SimpleNamespace(report=reference),  # type: ignore[arg-type]
+            call,  # type: ignore[arg-type]
+            parent,
+            all_parent,
+        )
+        found = from_dwarf._native.inline_ranges(call.ranges, parent.ranges, all_parent)
+        if found is None:
+            handed_back += 1
+            assert edge, call.ranges
+            continue
+        all_ranges, kept, uncontained = found
+        assert (all_ranges, kept) == expected
+        assert reference.warnings.get("Function DIE has uncontained address range", 0) == (
+            uncontained
+        )
+    assert (handed_back > 0) == edge

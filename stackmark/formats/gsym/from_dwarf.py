@@ -56,7 +56,7 @@ from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
-_native = load("_gsym_convert")  # compiled `line_entries`, `column_points`, or None
+_native = load("_gsym_convert")  # `line_entries`, `column_points`, `inline_ranges`, or None
 
 _NO_FILE = 0xFFFFFFFF
 
@@ -491,22 +491,17 @@ class UnitConverter:
     def _inline(
         self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
     ) -> None:
-        all_ranges = _merged(call.ranges)
-        ranges: list[Range] = []
-        parent_ranges = parent.ranges
-        if len(all_ranges) == 1 and len(parent_ranges) == 1:  # the common case
-            low, high = all_ranges[0]
-            parent_low, parent_high = parent_ranges[0]
-            if parent_low <= low and high <= parent_high:
-                ranges.append((low, high))
-            elif not contains_range(all_parent_ranges, low, high):
+        found = (
+            None
+            if _native is None
+            else _native.inline_ranges(call.ranges, parent.ranges, all_parent_ranges)
+        )
+        if found is not None:
+            all_ranges, ranges, uncontained = found
+            for _ in range(uncontained):
                 self.report.warn("Function DIE has uncontained address range")
         else:
-            for low, high in all_ranges:
-                if contains_range(parent_ranges, low, high):
-                    insert_range(ranges, low, high)
-                elif not contains_range(all_parent_ranges, low, high):
-                    self.report.warn("Function DIE has uncontained address range")
+            all_ranges, ranges = self._inline_ranges(call, parent, all_parent_ranges)
         if not ranges:
             return
         text, linkage, short = self.names_of(call)
@@ -523,6 +518,29 @@ class UnitConverter:
         for child in call.children:
             self._inline(child, node, all_ranges)
         parent.children.append(node)
+
+    def _inline_ranges(
+        self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
+    ) -> tuple[list[Range], list[Range]]:
+        """(the call's ranges merged, those its parent node holds), warning about
+        ranges outside the parent DIE's (compiled twin: `inline_ranges`)."""
+        all_ranges = _merged(call.ranges)
+        ranges: list[Range] = []
+        parent_ranges = parent.ranges
+        if len(all_ranges) == 1 and len(parent_ranges) == 1:  # the common case
+            low, high = all_ranges[0]
+            parent_low, parent_high = parent_ranges[0]
+            if parent_low <= low and high <= parent_high:
+                ranges.append((low, high))
+            elif not contains_range(all_parent_ranges, low, high):
+                self.report.warn("Function DIE has uncontained address range")
+        else:
+            for low, high in all_ranges:
+                if contains_range(parent_ranges, low, high):
+                    insert_range(ranges, low, high)
+                elif not contains_range(all_parent_ranges, low, high):
+                    self.report.warn("Function DIE has uncontained address range")
+        return all_ranges, ranges
 
     def _call_file(self, call: DieFunction) -> int:
         """DW_AT_call_file, found recursively; an absent one is an invalid index."""
