@@ -33,6 +33,7 @@ from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import merged
+from stackmark.formats.gsym.stl_sort import stl_sort
 from tests.support.build import compile_program
 from tests.support.native import pure_python
 
@@ -411,3 +412,30 @@ def test_inline_call_ranges_are_kept_and_warned_alike(seed: int) -> None:
             uncontained
         )
     assert (handed_back > 0) == edge
+
+
+def _random_function(rng: random.Random, wide: bool) -> FunctionInfo:
+    """A FunctionInfo from a small pool of ranges and details, so that many compare
+    equal in range and some are equivalent yet different (the ties std::sort breaks)."""
+    start = rng.choice((0x1000, 0x1010, 0x2000, (1 << 64) - 8))
+    if wide and rng.random() < 0.05:
+        start = rng.choice((1 << 64, -4))
+    size = rng.choice((0, 4, 16))
+    lines = rng.choice((None, [LineEntry(start, 1, 3)], [LineEntry(start, 1, 3)] * 2))
+    inline = rng.choice((None, InlineInfo(7, [(start, start + size)])))
+    return FunctionInfo(start, size, rng.randrange(4), line_table=lines, inline=inline)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_functions_are_sorted_exactly_as_std_sort_sorts_them(seed: int) -> None:
+    rng = random.Random(seed)
+    wide = seed % 3 == 2
+    for _ in range(40):
+        functions = [_random_function(rng, wide) for _ in range(rng.choice((1, 5, 17, 40, 300)))]
+        reference = list(functions)
+        stl_sort(reference, creator.function_less)
+        found = creator._native.stl_sort_functions(functions, creator._detail_less)
+        if found is None:  # a start or end past 64 bits: the reference's
+            assert wide
+            continue
+        assert [id(info) for info in found] == [id(info) for info in reference]
