@@ -1107,9 +1107,51 @@ typedef struct {
     int64_t node; /* the inline context: an item's index, or -1 (None) */
 } GsymFrame;
 
+/* What a converter walk makes its nodes with: the DieFunction class, the unit,
+ * the Abbrev objects by code, and the attribute names of the node's slots. */
+typedef struct {
+    PyTypeObject *cls;
+    PyObject *unit, *abbrevs;
+} NodeMaker;
+
+static PyObject *s_unit, *s_offset, *s_abbrev, *s_values, *s_ranges, *s_tag, *s_children;
+
+/* A new DieFunction, as its __init__ makes it; steals `values` and `ranges`. */
+static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, PyObject *values,
+                           PyObject *ranges, PyObject **children) {
+    PyObject *abbrev = PyList_GET_ITEM(m->abbrevs, (Py_ssize_t)code);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *node = empty ? m->cls->tp_new(m->cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    PyObject *offset_obj = node ? PyLong_FromUnsignedLongLong(offset) : NULL;
+    PyObject *tag = offset_obj ? PyObject_GetAttr(abbrev, s_tag) : NULL;
+    PyObject *kids = tag ? PyList_New(0) : NULL;
+    int failed = kids == NULL || PyObject_SetAttr(node, s_unit, m->unit) < 0 ||
+                 PyObject_SetAttr(node, s_offset, offset_obj) < 0 ||
+                 PyObject_SetAttr(node, s_abbrev, abbrev) < 0 ||
+                 PyObject_SetAttr(node, s_values, values) < 0 ||
+                 PyObject_SetAttr(node, s_ranges, ranges) < 0 ||
+                 PyObject_SetAttr(node, s_tag, tag) < 0 ||
+                 PyObject_SetAttr(node, s_children, kids) < 0;
+    Py_XDECREF(offset_obj);
+    Py_XDECREF(tag);
+    Py_DECREF(values);
+    Py_DECREF(ranges);
+    if (failed) {
+        Py_XDECREF(kids);
+        Py_XDECREF(node);
+        return NULL;
+    }
+    *children = kids; /* borrowed from here on: the node holds it */
+    Py_DECREF(kids);
+    return node;
+}
+
 /* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
 static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint64_t top,
-                          PyObject *out, U64s parents[2]) {
+                          const NodeMaker *maker, PyObject *out, U64s parents[2]) {
+    PyObject **children = NULL; /* by node index: its children list (borrowed) */
+    size_t nodes = 0, nodes_cap = 0;
     GsymFrame *stack = malloc(64 * sizeof(GsymFrame));
     size_t depth = 1, cap = 64;
     Attr attrs[R_COUNT];
@@ -1181,16 +1223,28 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
                 goto done;
             }
             if (PyList_GET_SIZE(ranges) > 0) {
-                PyObject *item = Py_BuildValue(
-                    "(KKNNL)", (unsigned long long)offset, (unsigned long long)code, values,
-                    ranges, (long long)(kind == G_SUB_CODE ? -1 : context));
-                if (item == NULL || PyList_Append(out, item) < 0) {
+                if (nodes == nodes_cap) {
+                    size_t grown = nodes_cap ? 2 * nodes_cap : 256;
+                    PyObject **more = realloc(children, grown * sizeof(PyObject *));
+                    if (more == NULL) {
+                        Py_DECREF(values);
+                        Py_DECREF(ranges);
+                        PyErr_NoMemory();
+                        status = -1;
+                        goto done;
+                    }
+                    children = more;
+                    nodes_cap = grown;
+                }
+                PyObject *item = make_node(maker, offset, code, values, ranges, &children[nodes]);
+                PyObject *into = kind == G_SUB_CODE ? out : children[context];
+                if (item == NULL || PyList_Append(into, item) < 0) {
                     Py_XDECREF(item);
                     status = -1;
                     goto done;
                 }
                 Py_DECREF(item);
-                node = PyList_GET_SIZE(out) - 1;
+                node = (int64_t)nodes++;
             } else {
                 Py_DECREF(values);
                 Py_DECREF(ranges);
@@ -1227,21 +1281,22 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
     status = 1;
 done:
     free(stack);
+    free(children);
     return status;
 }
 
 PyDoc_STRVAR(gsym_walk_doc,
 "gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
 "          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
-"          top_offset)\n"
+"          top_offset, node_class, unit, abbrevs)\n"
 "--\n\n"
 "stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
-"(after the unit DIE at `top_offset`): (items, offsets, parents) or None when the\n"
-"reference must run. items: (offset, code, values, ranges, context), one per\n"
-"subprogram or inlined call with code in DIE order, context -1 for a subprogram,\n"
-"else the index of the item whose inline tree holds it. offsets and parents: the\n"
-"DIEs reached and their parents' offsets, as native uint64 arrays (bytes), in\n"
-"DIE order. `decoders[code]` is the decode plan of each subroutine code.");
+"(after the unit DIE at `top_offset`): (functions, offsets, parents), or None\n"
+"when the reference must run. functions: the subprograms with code in DIE order,\n"
+"each a `node_class` (DieFunction) of `unit` with its inline tree of inlined\n"
+"calls in `children`. offsets and parents: the DIEs reached and their parents'\n"
+"offsets, as native uint64 arrays (bytes), in DIE order. `decoders[code]` is the\n"
+"decode plan of each subroutine code, `abbrevs[code]` its Abbrev.");
 
 static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     (void)self;
@@ -1249,9 +1304,11 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     Py_buffer view, rview;
     unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
     int little, version, addr_size;
-    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKK", &capsule, &PyList_Type, &decoders, &view,
-                          &pos, &end, &unit_start, &base, &little, &rview, &r_start, &r_end,
-                          &version, &addr_size, &base_address, &top))
+    NodeMaker maker;
+    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!OO!", &capsule, &PyList_Type, &decoders,
+                          &view, &pos, &end, &unit_start, &base, &little, &rview, &r_start,
+                          &r_end, &version, &addr_size, &base_address, &top, &PyType_Type,
+                          &maker.cls, &maker.unit, &PyList_Type, &maker.abbrevs))
         return NULL;
     PyObject *result = NULL;
     U64s pairs[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
@@ -1266,6 +1323,7 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     };
     if (end > w.b.size || r_end > w.rb.size || r_start > r_end || base > w.b.size ||
         (size_t)PyList_GET_SIZE(decoders) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(maker.abbrevs) != t->ncodes ||
         !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
         result = Py_NewRef(Py_None);
         goto release;
@@ -1276,7 +1334,7 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     }
     PyObject *out = PyList_New(0);
     if (out == NULL) goto release;
-    int status = gsym_walk_dies(&w, decoders, pos, top, out, pairs);
+    int status = gsym_walk_dies(&w, decoders, pos, top, &maker, out, pairs);
     if (status == 1) {
         result = Py_BuildValue(
             "(Ny#y#)", out, (const char *)pairs[0].items,
@@ -1588,4 +1646,15 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__dwarf(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__dwarf(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(s_unit, "unit");
+    INTERN(s_offset, "offset");
+    INTERN(s_abbrev, "abbrev");
+    INTERN(s_values, "values");
+    INTERN(s_ranges, "ranges");
+    INTERN(s_tag, "tag");
+    INTERN(s_children, "children");
+#undef INTERN
+    return PyModule_Create(&module);
+}

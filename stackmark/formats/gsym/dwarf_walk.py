@@ -57,7 +57,10 @@ _native = load("_dwarf")  # compiled twin of `UnitWalk._walk`, or None (stackmar
 
 
 class DieFunction:
-    """A subprogram with code, or an inlined call inside one (with its own calls)."""
+    """A subprogram with code, or an inlined call inside one (with its own calls).
+
+    The compiled walk makes these without calling __init__ (it sets the same
+    slots: stackmark/_native/_dwarf.c `make_node`)."""
 
     __slots__ = ("abbrev", "children", "offset", "ranges", "tag", "unit", "values")
 
@@ -366,22 +369,14 @@ class UnitWalk:
             unit.header.addr_size,
             base_address,
             unit.header.die_offset,
+            DieFunction,
+            unit,
+            abbrevs,
         )
         if found is None:
             return False
-        found, offsets, parents = found
+        self.functions, offsets, parents = found
         self.parents.add_walked(offsets, parents)
-        made: list[DieFunction] = []
-        functions = self.functions
-        for offset, code, values, die_ranges, context in found:
-            abbrev = abbrevs[code]
-            assert abbrev is not None
-            node = DieFunction(unit, offset, abbrev, values, die_ranges)
-            made.append(node)
-            if context < 0:
-                functions.append(node)
-            else:
-                made[context].children.append(node)
         return True
 
     def _jump(
