@@ -1112,9 +1112,25 @@ typedef struct {
 typedef struct {
     PyTypeObject *cls;
     PyObject *unit, *abbrevs;
+    PyObject *origins;     /* by code: 0, or how DW_AT_abstract_origin names the node */
+    PyObject *unit_offset; /* the unit's .debug_info offset, for local references */
 } NodeMaker;
 
-static PyObject *s_unit, *s_offset, *s_abbrev, *s_values, *s_ranges, *s_tag, *s_children;
+static PyObject *s_unit, *s_offset, *s_abbrev, *s_values, *s_ranges, *s_tag, *s_children,
+    *s_origin, *k_abstract_origin;
+
+/* dwarf_walk.DieFunction.origin: Unit.ref_attr's DW_AT_abstract_origin for the
+ * codes whose calls are named by their origin alone (1: a unit-local reference,
+ * 2: DW_FORM_ref_addr), else None. A new reference, NULL on an error. */
+static PyObject *node_origin(const NodeMaker *m, uint64_t code, PyObject *values) {
+    long mode = PyLong_AsLong(PyList_GET_ITEM(m->origins, (Py_ssize_t)code));
+    if (mode == -1 && PyErr_Occurred()) return NULL;
+    if (mode == 0) return Py_NewRef(Py_None);
+    PyObject *value = PyDict_GetItemWithError(values, k_abstract_origin);
+    if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    if (!PyLong_CheckExact(value)) return Py_NewRef(Py_None);
+    return mode == 1 ? PyNumber_Add(m->unit_offset, value) : Py_NewRef(value);
+}
 
 /* A new DieFunction, as its __init__ makes it; steals `values` and `ranges`. */
 static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, PyObject *values,
@@ -1126,13 +1142,16 @@ static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, P
     PyObject *offset_obj = node ? PyLong_FromUnsignedLongLong(offset) : NULL;
     PyObject *tag = offset_obj ? PyObject_GetAttr(abbrev, s_tag) : NULL;
     PyObject *kids = tag ? PyList_New(0) : NULL;
-    int failed = kids == NULL || PyObject_SetAttr(node, s_unit, m->unit) < 0 ||
+    PyObject *origin = kids ? node_origin(m, code, values) : NULL;
+    int failed = origin == NULL || PyObject_SetAttr(node, s_unit, m->unit) < 0 ||
                  PyObject_SetAttr(node, s_offset, offset_obj) < 0 ||
                  PyObject_SetAttr(node, s_abbrev, abbrev) < 0 ||
                  PyObject_SetAttr(node, s_values, values) < 0 ||
                  PyObject_SetAttr(node, s_ranges, ranges) < 0 ||
                  PyObject_SetAttr(node, s_tag, tag) < 0 ||
-                 PyObject_SetAttr(node, s_children, kids) < 0;
+                 PyObject_SetAttr(node, s_children, kids) < 0 ||
+                 PyObject_SetAttr(node, s_origin, origin) < 0;
+    Py_XDECREF(origin);
     Py_XDECREF(offset_obj);
     Py_XDECREF(tag);
     Py_DECREF(values);
@@ -1288,7 +1307,7 @@ done:
 PyDoc_STRVAR(gsym_walk_doc,
 "gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
 "          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
-"          top_offset, node_class, unit, abbrevs)\n"
+"          top_offset, node_class, unit, abbrevs, origins, unit_offset)\n"
 "--\n\n"
 "stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
 "(after the unit DIE at `top_offset`): (functions, offsets, parents), or None\n"
@@ -1296,7 +1315,9 @@ PyDoc_STRVAR(gsym_walk_doc,
 "each a `node_class` (DieFunction) of `unit` with its inline tree of inlined\n"
 "calls in `children`. offsets and parents: the DIEs reached and their parents'\n"
 "offsets, as native uint64 arrays (bytes), in DIE order. `decoders[code]` is the\n"
-"decode plan of each subroutine code, `abbrevs[code]` its Abbrev.");
+"decode plan of each subroutine code, `abbrevs[code]` its Abbrev, `origins[code]`\n"
+"how its DW_AT_abstract_origin names the node (DieFunction.origin: 0 none, 1 a\n"
+"reference within the unit at `unit_offset`, 2 DW_FORM_ref_addr).");
 
 static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     (void)self;
@@ -1305,10 +1326,11 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
     int little, version, addr_size;
     NodeMaker maker;
-    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!OO!", &capsule, &PyList_Type, &decoders,
+    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!OO!O!O!", &capsule, &PyList_Type, &decoders,
                           &view, &pos, &end, &unit_start, &base, &little, &rview, &r_start,
                           &r_end, &version, &addr_size, &base_address, &top, &PyType_Type,
-                          &maker.cls, &maker.unit, &PyList_Type, &maker.abbrevs))
+                          &maker.cls, &maker.unit, &PyList_Type, &maker.abbrevs, &PyList_Type,
+                          &maker.origins, &PyLong_Type, &maker.unit_offset))
         return NULL;
     PyObject *result = NULL;
     U64s pairs[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
@@ -1324,6 +1346,7 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     if (end > w.b.size || r_end > w.rb.size || r_start > r_end || base > w.b.size ||
         (size_t)PyList_GET_SIZE(decoders) != t->ncodes ||
         (size_t)PyList_GET_SIZE(maker.abbrevs) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(maker.origins) != t->ncodes ||
         !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
         result = Py_NewRef(Py_None);
         goto release;
@@ -1655,6 +1678,8 @@ PyMODINIT_FUNC PyInit__dwarf(void) {
     INTERN(s_ranges, "ranges");
     INTERN(s_tag, "tag");
     INTERN(s_children, "children");
+    INTERN(s_origin, "origin");
 #undef INTERN
+    if ((k_abstract_origin = PyLong_FromLong(0x31)) == NULL) return NULL; /* DW_AT_abstract_origin */
     return PyModule_Create(&module);
 }

@@ -51,6 +51,9 @@ PROGRAMS: dict[str, Callable[[], Path]] = {
         compiler="clang-19",
         flags=("-g", "-O2", "-gdwarf-4"),
     ),
+    "gcc C two units -O2 (references past the first unit)": lambda: compile_program(
+        "gsym_walk_two_units", ["gsym_inline.c", "gsym_inline_b.c"], flags=("-g", "-O2")
+    ),
     "GNU C nested functions -O2": lambda: compile_program(
         "sym_nested", ["sym_nested.c"], flags=("-g", "-O2")
     ),
@@ -66,6 +69,7 @@ def _tree(function: DieFunction) -> tuple[Any, ...]:
         function.tag,
         function.values,
         function.ranges,
+        function.origin,
         [_tree(child) for child in function.children],
     )
 

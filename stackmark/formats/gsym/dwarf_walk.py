@@ -34,7 +34,7 @@ from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
 from stackmark.dwarf.functions import _new_code_entry, find_recursively
 from stackmark.dwarf.sections import read_uleb
-from stackmark.dwarf.unit import Unit
+from stackmark.dwarf.unit import _LOCAL_REF_FORMS, Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
 from stackmark.formats.gsym.dwarf_names import DieParents
@@ -62,7 +62,7 @@ class DieFunction:
     The compiled walk makes these without calling __init__ (it sets the same
     slots: stackmark/_native/_dwarf.c `make_node`)."""
 
-    __slots__ = ("abbrev", "children", "offset", "ranges", "tag", "unit", "values")
+    __slots__ = ("abbrev", "children", "offset", "origin", "ranges", "tag", "unit", "values")
 
     def __init__(
         self,
@@ -79,6 +79,10 @@ class DieFunction:
         self.ranges = ranges
         self.tag = abbrev.tag
         self.children: list[DieFunction] = []
+        # For an inlined call named by its abstract origin alone, the origin's
+        # offset as the walk read it (`names_of` shares names by it); None: not
+        # read (other forms), the caller works it out.
+        self.origin: int | None = None
 
     @property
     def is_inlined(self) -> bool:
@@ -248,7 +252,8 @@ class UnitWalk:
                 offset=unit.offset,
                 source=info.source,
             ) from None
-        if _native is not None and self._walk_compiled(kinds, plans, abbrevs, after_top):
+        origins = [_origin_mode(*entry) for entry in zip(abbrevs, plans, kinds, strict=True)]
+        if _native is not None and self._walk_compiled(kinds, plans, abbrevs, origins, after_top):
             return
         ncodes = len(kinds)
         parents = self.parents.known
@@ -300,6 +305,11 @@ class UnitWalk:
                     node: DieFunction | None = None
                     if ranges:
                         node = DieFunction(unit, offset, abbrev, values, ranges)
+                        origin = origins[code]
+                        if origin:
+                            value = values.get(C.DW_AT_abstract_origin)
+                            if type(value) is int:
+                                node.origin = unit.offset + value if origin == 1 else value
                         if kind == _SUB_CODE:
                             functions.append(node)
                         else:
@@ -330,6 +340,7 @@ class UnitWalk:
         kinds: list[int],
         plans: list[Plan | None],
         abbrevs: list[Abbrev | None],
+        origins: list[int],
         after_top: int,
     ) -> bool:
         """`_walk` by the compiled kernel; False (nothing done) when the reference must run:
@@ -372,6 +383,8 @@ class UnitWalk:
             DieFunction,
             unit,
             abbrevs,
+            origins,
+            unit.offset,
         )
         if found is None:
             return False
@@ -459,3 +472,21 @@ def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> tu
 # One entry per (plan, tag, children), which is all an entry depends on (units
 # repeat their declarations).
 _ENTRIES: dict[tuple[Plan, int, bool], tuple[object, object]] = {}
+
+
+_NAME_ATTRS = frozenset({C.DW_AT_name, C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name})
+
+
+def _origin_mode(abbrev: Abbrev | None, plan: Plan | None, kind: int) -> int:
+    """How the walks set `DieFunction.origin` for a code: 0 not at all, 1 a
+    reference within the unit, 2 DW_FORM_ref_addr (as `Unit.ref_attr` resolves them),
+    for inlined calls with an abstract origin and no names of their own."""
+    if kind != _INLINED or abbrev is None or plan is None:
+        return 0
+    forms = plan.forms
+    if C.DW_AT_abstract_origin not in forms or any(a in forms for a in _NAME_ATTRS):
+        return 0
+    form = forms[C.DW_AT_abstract_origin]
+    if form in _LOCAL_REF_FORMS:
+        return 1
+    return 2 if form == C.DW_FORM_ref_addr else 0

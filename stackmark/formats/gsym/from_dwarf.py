@@ -290,9 +290,13 @@ class UnitConverter:
         An inlined call without names of its own is named by its abstract
         origin alone, so those answers are shared (most calls are such).
         """
-        key = None
+        key = function.origin  # the walk's answer to the test below, when it has one
         values = function.values
-        if (
+        if key is not None:
+            cached = self.names.origin_names.get(key)
+            if cached is not None:
+                return cached
+        elif (
             function.is_inlined
             and C.DW_AT_abstract_origin in values
             and C.DW_AT_name not in values
