@@ -5,10 +5,13 @@ kernels also exist in C, one extension module per concern, compiled from the
 `_*.c` files of this package when stackmark is installed (`build_native.py`):
 
     _demangle.c       C++ names: libstdc++'s __cxa_demangle without ctypes
-    _dwarf.c          DWARF: the line-number program, the DIE walks, attribute
+    _dwarf.c          DWARF: the line-number program, the DIE walks (the
+                      symbolizer's and the GSYM converter's), attribute
                       decoding, abbreviation tables, range lists, address maps
-    _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points
-    _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees)
+    _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points,
+                      inlined calls' ranges
+    _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees) and
+                      their exact std::sort order
     _gsym_extras.c    GSYM cache extras: the address index
     _gsym_lookup.c    a warm GSYM cache lookup: the frames at an address
     _logindex.c       the language server's log index: the bulk frame check's scan

@@ -992,6 +992,33 @@ static PyObject *decode_value(const Bytes *b, uint64_t *pos, const DecodeSpec *s
     return out;
 }
 
+/* The values of one DIE at *pos (advancing it), as a new dict in the reference's
+ * order; NULL with an exception set, or NULL alone: not in the kernel's domain. */
+static PyObject *decode_dict(const DecodePlan *p, const Bytes *b, uint64_t *pos, int little) {
+    PyObject *values = NULL, *small[32], **read = small;
+    size_t done = 0;
+    uint64_t at_pos = *pos;
+    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) return PyErr_NoMemory();
+    for (; done < p->n; done++) {
+        read[done] = decode_value(b, &at_pos, &p->specs[done], little);
+        if (read[done] == NULL) goto clear;
+    }
+    values = PyDict_New();
+    if (values == NULL) goto clear;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t at = p->order[i];
+        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
+            Py_CLEAR(values);
+            goto clear;
+        }
+    }
+    *pos = at_pos;
+clear:
+    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
+    if (read != small) free(read);
+    return values;
+}
+
 PyDoc_STRVAR(decode_doc,
 "decode(plan, buf, pos, little_endian) -> (values, next_pos) | None\n--\n\n"
 "stackmark.dwarf.abbrev.decode_attributes for a plan made by make_decode_plan.");
@@ -1003,39 +1030,348 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     unsigned long long start;
     int little;
     if (!PyArg_ParseTuple(args, "Oy*Kp", &capsule, &view, &start, &little)) return NULL;
-    PyObject *result = NULL, *values = NULL, *small[32], **read = small;
+    PyObject *result = NULL, *values;
     const DecodePlan *p = PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
-    size_t done = 0;
     if (p == NULL) goto release;
-    if (p->n > 32 && (read = calloc(p->n, sizeof(PyObject *))) == NULL) {
+    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    uint64_t pos = start;
+    values = decode_dict(p, &b, &pos, little);
+    if (values != NULL) {
+        result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
+        Py_DECREF(values);
+    } else if (!PyErr_Occurred()) {
+        result = Py_NewRef(Py_None);
+    }
+release:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- the converter's DIE walk (stackmark.formats.gsym.dwarf_walk.UnitWalk) ---
+ *
+ * Its own tables (make_walk_tables, with the walk kinds of dwarf_walk.py) and
+ * the decode plans of the subroutine codes: the walk returns every subprogram
+ * and inlined call with code, with its whole attribute dict, and records the
+ * parent of every DIE it reaches, exactly as the reference does.
+ */
+
+/* Walk kinds: stackmark.formats.gsym.dwarf_walk._JUMP ... */
+enum { G_JUMP = 0, G_SUB_CODE = 1, G_SUB_ABSTRACT = 2, G_INLINED = 3, G_BLOCK = 4, G_CONTEXT = 5 };
+
+/* dwarf_walk.UnitWalk._skip_children: the subtree skipped by structure alone. */
+static int gsym_skip_children(const Walk *w, uint64_t *pos) {
+    uint64_t p = *pos, code;
+    size_t depth = 1;
+    const Code *c;
+    for (;;) {
+        if (!read_code(w, &p, &code, &c)) return 0;
+        if (c == NULL) {
+            if (--depth == 0) break;
+            continue;
+        }
+        if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+        if (c->children) depth++;
+    }
+    *pos = p;
+    return 1;
+}
+
+/* dwarf_walk.UnitWalk._jump: past a DIE's subtree, by DW_AT_sibling when it
+ * points past the DIE's own start. */
+static int gsym_jump(const Walk *w, uint64_t die_pos, uint64_t *pos, const Code *c) {
+    uint64_t p = *pos;
+    if (c->sibling) {
+        uint64_t at = p, value, target;
+        if (!skip_steps(w, &at, w->t->steps + c->before, c->nbefore)) return 0;
+        if (c->sibling > 0) {
+            if (!read_uint(&w->b, at, (unsigned)c->sibling, w->little, &value)) return 0;
+        } else {
+            int wide;
+            if (!read_uleb(&w->b, &at, &value, &wide) || wide) return 0;
+        }
+        if (__builtin_add_overflow(c->sibling_ref_addr ? w->base : w->unit_start, value, &target))
+            return 0;
+        if (target > die_pos) {
+            *pos = target;
+            return 1;
+        }
+    }
+    if (!skip_steps(w, &p, w->t->steps + c->skip, c->nskip)) return 0;
+    if (!gsym_skip_children(w, &p)) return 0;
+    *pos = p;
+    return 1;
+}
+
+typedef struct {
+    uint64_t offset;
+    int64_t node; /* the inline context: an item's index, or -1 (None) */
+} GsymFrame;
+
+/* What a converter walk makes its nodes with: the DieFunction class, the unit,
+ * the Abbrev objects by code, and the attribute names of the node's slots. */
+typedef struct {
+    PyTypeObject *cls;
+    PyObject *unit, *abbrevs;
+    PyObject *origins;     /* by code: 0, or how DW_AT_abstract_origin names the node */
+    PyObject *unit_offset; /* the unit's .debug_info offset, for local references */
+} NodeMaker;
+
+static PyObject *s_unit, *s_offset, *s_abbrev, *s_values, *s_ranges, *s_tag, *s_children,
+    *s_origin, *k_abstract_origin;
+
+/* dwarf_walk.DieFunction.origin: Unit.ref_attr's DW_AT_abstract_origin for the
+ * codes whose calls are named by their origin alone (1: a unit-local reference,
+ * 2: DW_FORM_ref_addr), else None. A new reference, NULL on an error. */
+static PyObject *node_origin(const NodeMaker *m, uint64_t code, PyObject *values) {
+    long mode = PyLong_AsLong(PyList_GET_ITEM(m->origins, (Py_ssize_t)code));
+    if (mode == -1 && PyErr_Occurred()) return NULL;
+    if (mode == 0) return Py_NewRef(Py_None);
+    PyObject *value = PyDict_GetItemWithError(values, k_abstract_origin);
+    if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    if (!PyLong_CheckExact(value)) return Py_NewRef(Py_None);
+    return mode == 1 ? PyNumber_Add(m->unit_offset, value) : Py_NewRef(value);
+}
+
+/* A new DieFunction, as its __init__ makes it; steals `values` and `ranges`. */
+static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, PyObject *values,
+                           PyObject *ranges, PyObject **children) {
+    PyObject *abbrev = PyList_GET_ITEM(m->abbrevs, (Py_ssize_t)code);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *node = empty ? m->cls->tp_new(m->cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    PyObject *offset_obj = node ? PyLong_FromUnsignedLongLong(offset) : NULL;
+    PyObject *tag = offset_obj ? PyObject_GetAttr(abbrev, s_tag) : NULL;
+    PyObject *kids = tag ? PyList_New(0) : NULL;
+    PyObject *origin = kids ? node_origin(m, code, values) : NULL;
+    int failed = origin == NULL || PyObject_SetAttr(node, s_unit, m->unit) < 0 ||
+                 PyObject_SetAttr(node, s_offset, offset_obj) < 0 ||
+                 PyObject_SetAttr(node, s_abbrev, abbrev) < 0 ||
+                 PyObject_SetAttr(node, s_values, values) < 0 ||
+                 PyObject_SetAttr(node, s_ranges, ranges) < 0 ||
+                 PyObject_SetAttr(node, s_tag, tag) < 0 ||
+                 PyObject_SetAttr(node, s_children, kids) < 0 ||
+                 PyObject_SetAttr(node, s_origin, origin) < 0;
+    Py_XDECREF(origin);
+    Py_XDECREF(offset_obj);
+    Py_XDECREF(tag);
+    Py_DECREF(values);
+    Py_DECREF(ranges);
+    if (failed) {
+        Py_XDECREF(kids);
+        Py_XDECREF(node);
+        return NULL;
+    }
+    *children = kids; /* borrowed from here on: the node holds it */
+    Py_DECREF(kids);
+    return node;
+}
+
+/* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
+static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint64_t top,
+                          const NodeMaker *maker, PyObject *out, U64s parents[2]) {
+    PyObject **children = NULL; /* by node index: its children list (borrowed) */
+    size_t nodes = 0, nodes_cap = 0;
+    GsymFrame *stack = malloc(64 * sizeof(GsymFrame));
+    size_t depth = 1, cap = 64;
+    Attr attrs[R_COUNT];
+    int status = 0;
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    stack[0].offset = top;
+    stack[0].node = -1;
+    while (pos < w->end && depth > 0) {
+        uint64_t die_pos = pos, code;
+        const Code *c;
+        if (!read_code(w, &pos, &code, &c)) goto done;
+        if (c == NULL) {
+            depth--;
+            continue;
+        }
+        uint64_t offset = die_pos - w->base;
+        int64_t context = stack[depth - 1].node;
+        if (!u64s_reserve(&parents[0], 1) || !u64s_reserve(&parents[1], 1)) {
+            PyErr_NoMemory();
+            status = -1;
+            goto done;
+        }
+        parents[0].items[parents[0].len++] = offset;
+        parents[1].items[parents[1].len++] = stack[depth - 1].offset;
+        int kind = c->kind, push = c->children;
+        int64_t node = -1;
+        if (kind == G_JUMP) {
+            if (c->children) {
+                if (!gsym_jump(w, die_pos, &pos, c)) goto done;
+            } else if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            if (pos > ((uint64_t)1 << 62)) goto done;
+            continue;
+        }
+        if (kind == G_SUB_CODE || kind == G_INLINED) {
+            PyObject *decoder = PyList_GET_ITEM(decoders, (Py_ssize_t)code);
+            const DecodePlan *plan = PyCapsule_GetPointer(decoder, PLAN_CAPSULE);
+            if (plan == NULL) {
+                status = -1;
+                goto done;
+            }
+            uint64_t roles_pos = pos;
+            if (!decode_subroutine(w, &roles_pos, c, attrs)) goto done;
+            PyObject *values = decode_dict(plan, &w->b, &pos, w->little);
+            if (values == NULL) {
+                status = PyErr_Occurred() ? -1 : 0;
+                goto done;
+            }
+            if (pos != roles_pos) { /* the two readings disagree: the reference decides */
+                Py_DECREF(values);
+                goto done;
+            }
+            if (kind == G_INLINED && context < 0) {
+                Py_DECREF(values);
+                if (c->children && !gsym_skip_children(w, &pos)) goto done;
+                continue;
+            }
+            int fallback;
+            PyObject *ranges = die_ranges(w, attrs, &fallback);
+            if (ranges == NULL) {
+                Py_DECREF(values);
+                status = fallback ? 0 : -1;
+                goto done;
+            }
+            if (PyList_GET_SIZE(ranges) > 0) {
+                if (nodes == nodes_cap) {
+                    size_t grown = nodes_cap ? 2 * nodes_cap : 256;
+                    PyObject **more = realloc(children, grown * sizeof(PyObject *));
+                    if (more == NULL) {
+                        Py_DECREF(values);
+                        Py_DECREF(ranges);
+                        PyErr_NoMemory();
+                        status = -1;
+                        goto done;
+                    }
+                    children = more;
+                    nodes_cap = grown;
+                }
+                PyObject *item = make_node(maker, offset, code, values, ranges, &children[nodes]);
+                PyObject *into = kind == G_SUB_CODE ? out : children[context];
+                if (item == NULL || PyList_Append(into, item) < 0) {
+                    Py_XDECREF(item);
+                    status = -1;
+                    goto done;
+                }
+                Py_DECREF(item);
+                node = (int64_t)nodes++;
+            } else {
+                Py_DECREF(values);
+                Py_DECREF(ranges);
+                if (kind == G_INLINED) {
+                    if (c->children && !gsym_skip_children(w, &pos)) goto done;
+                    continue;
+                }
+            }
+        } else {
+            if (c->fixed_size >= 0) {
+                pos += (uint64_t)c->fixed_size;
+            } else if (!skip_steps(w, &pos, w->t->steps + c->skip, c->nskip)) {
+                goto done;
+            }
+            if (pos > ((uint64_t)1 << 62)) goto done;
+            node = kind == G_BLOCK ? context : -1;
+        }
+        if (push) {
+            if (depth == cap) {
+                GsymFrame *frames = realloc(stack, 2 * cap * sizeof(GsymFrame));
+                if (frames == NULL) {
+                    PyErr_NoMemory();
+                    status = -1;
+                    goto done;
+                }
+                stack = frames;
+                cap *= 2;
+            }
+            stack[depth].offset = offset;
+            stack[depth].node = node;
+            depth++;
+        }
+    }
+    status = 1;
+done:
+    free(stack);
+    free(children);
+    return status;
+}
+
+PyDoc_STRVAR(gsym_walk_doc,
+"gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
+"          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
+"          top_offset, node_class, unit, abbrevs, origins, unit_offset)\n"
+"--\n\n"
+"stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
+"(after the unit DIE at `top_offset`): (functions, offsets, parents), or None\n"
+"when the reference must run. functions: the subprograms with code in DIE order,\n"
+"each a `node_class` (DieFunction) of `unit` with its inline tree of inlined\n"
+"calls in `children`. offsets and parents: the DIEs reached and their parents'\n"
+"offsets, as native uint64 arrays (bytes), in DIE order. `decoders[code]` is the\n"
+"decode plan of each subroutine code, `abbrevs[code]` its Abbrev, `origins[code]`\n"
+"how its DW_AT_abstract_origin names the node (DieFunction.origin: 0 none, 1 a\n"
+"reference within the unit at `unit_offset`, 2 DW_FORM_ref_addr).");
+
+static PyObject *gsym_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *decoders;
+    Py_buffer view, rview;
+    unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
+    int little, version, addr_size;
+    NodeMaker maker;
+    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!OO!O!O!", &capsule, &PyList_Type, &decoders,
+                          &view, &pos, &end, &unit_start, &base, &little, &rview, &r_start,
+                          &r_end, &version, &addr_size, &base_address, &top, &PyType_Type,
+                          &maker.cls, &maker.unit, &PyList_Type, &maker.abbrevs, &PyList_Type,
+                          &maker.origins, &PyLong_Type, &maker.unit_offset))
+        return NULL;
+    PyObject *result = NULL;
+    U64s pairs[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    const WalkTables *t = PyCapsule_GetPointer(capsule, TABLES_CAPSULE);
+    if (t == NULL) goto release;
+    Walk w = {
+        .b = {(const uint8_t *)view.buf, (uint64_t)view.len},
+        .end = end, .unit_start = unit_start, .base = base, .little = little, .t = t,
+        .rb = {(const uint8_t *)rview.buf, (uint64_t)rview.len},
+        .r_start = r_start, .r_end = r_end, .version = version, .addr_size = addr_size,
+        .base_address = base_address,
+    };
+    if (end > w.b.size || r_end > w.rb.size || r_start > r_end || base > w.b.size ||
+        (size_t)PyList_GET_SIZE(decoders) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(maker.abbrevs) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(maker.origins) != t->ncodes ||
+        !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
+        result = Py_NewRef(Py_None);
+        goto release;
+    }
+    if (!u64s_reserve(&pairs[0], 1) || !u64s_reserve(&pairs[1], 1)) { /* never NULL: y# */
         PyErr_NoMemory();
         goto release;
     }
-    Bytes b = {(const uint8_t *)view.buf, (uint64_t)view.len};
-    uint64_t pos = start;
-    for (; done < p->n; done++) {
-        read[done] = decode_value(&b, &pos, &p->specs[done], little);
-        if (read[done] == NULL) {
-            if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
-            goto clear;
-        }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto release;
+    int status = gsym_walk_dies(&w, decoders, pos, top, &maker, out, pairs);
+    if (status == 1) {
+        result = Py_BuildValue(
+            "(Ny#y#)", out, (const char *)pairs[0].items,
+            (Py_ssize_t)(pairs[0].len * sizeof(uint64_t)), (const char *)pairs[1].items,
+            (Py_ssize_t)(pairs[1].len * sizeof(uint64_t)));
+    } else {
+        Py_DECREF(out);
+        if (status == 0) result = Py_NewRef(Py_None);
     }
-    values = PyDict_New();
-    if (values == NULL) goto clear;
-    for (size_t i = 0; i < p->n; i++) {
-        size_t at = p->order[i];
-        if (PyDict_SetItem(values, p->specs[at].attr, read[at]) < 0) {
-            Py_CLEAR(values);
-            goto clear;
-        }
-    }
-    result = Py_BuildValue("(OK)", values, (unsigned long long)pos);
-    Py_DECREF(values);
-clear:
-    for (size_t i = 0; i < done; i++) Py_DECREF(read[i]);
-    if (read != small) free(read);
 release:
+    free(pairs[0].items);
+    free(pairs[1].items);
     PyBuffer_Release(&view);
+    PyBuffer_Release(&rview);
     return result;
 }
 
@@ -1321,6 +1657,7 @@ static PyMethodDef methods[] = {
     {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},
     {"decode", decode, METH_VARARGS, decode_doc},
     {"read_rnglist", read_rnglist_py, METH_VARARGS, read_rnglist_doc},
+    {"gsym_walk", gsym_walk, METH_VARARGS, gsym_walk_doc},
     {"address_map", address_map, METH_O, address_map_doc},
     {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
     {NULL, NULL, 0, NULL},
@@ -1332,4 +1669,17 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__dwarf(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__dwarf(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(s_unit, "unit");
+    INTERN(s_offset, "offset");
+    INTERN(s_abbrev, "abbrev");
+    INTERN(s_values, "values");
+    INTERN(s_ranges, "ranges");
+    INTERN(s_tag, "tag");
+    INTERN(s_children, "children");
+    INTERN(s_origin, "origin");
+#undef INTERN
+    if ((k_abstract_origin = PyLong_FromLong(0x31)) == NULL) return NULL; /* DW_AT_abstract_origin */
+    return PyModule_Create(&module);
+}

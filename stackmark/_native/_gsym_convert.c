@@ -5,6 +5,8 @@
  *       -> (rows, seen)   UnitConverter._line_table's loop over DWARF rows
  *   column_points(addresses, columns) -> (addresses, columns)
  *                     ExtrasCollector.column_points
+ *   inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained)
+ *                     the range sets of UnitConverter._inline
  *
  * `line_entries` reads the rows `runs` names ((first, stop) row indexes)
  * from stackmark.dwarf's flat row store (an array of `width` uint64 per
@@ -259,7 +261,172 @@ done:
     return result;
 }
 
+/* ---- an inlined call's ranges (UnitConverter._inline) ----------------------- */
+
+typedef struct {
+    uint64_t start, end;
+} Span;
+
+typedef struct {
+    Span *items;
+    size_t len, cap;
+    Span small[8];
+} Spans;
+
+static void spans_init(Spans *s) {
+    s->items = s->small;
+    s->len = 0;
+    s->cap = 8;
+}
+
+static void spans_free(Spans *s) {
+    if (s->items != s->small) free(s->items);
+}
+
+static int spans_reserve(Spans *s, size_t extra) {
+    if (s->len + extra <= s->cap) return 1;
+    size_t cap = s->cap * 2;
+    while (cap < s->len + extra) cap *= 2;
+    Span *grown = s->items == s->small ? malloc(cap * sizeof(Span))
+                                       : realloc(s->items, cap * sizeof(Span));
+    if (grown == NULL) return 0;
+    if (s->items == s->small) memcpy(grown, s->small, s->len * sizeof(Span));
+    s->items = grown;
+    s->cap = cap;
+    return 1;
+}
+
+/* A list of (start, end) pairs of ints below 2**64; 0 (no exception) when it
+ * is anything else: the reference runs. */
+static int spans_read(PyObject *list, Spans *out) {
+    if (!PyList_Check(list)) return 0;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (!spans_reserve(out, (size_t)n)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(list, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) return 0;
+        PyObject *a = PyTuple_GET_ITEM(pair, 0), *b = PyTuple_GET_ITEM(pair, 1);
+        if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b)) return 0;
+        unsigned long long start = PyLong_AsUnsignedLongLong(a), end = 0;
+        if (!PyErr_Occurred()) end = PyLong_AsUnsignedLongLong(b);
+        if (PyErr_Occurred()) { /* negative, or 2**64 and more */
+            PyErr_Clear();
+            return 0;
+        }
+        out->items[out->len].start = start;
+        out->items[out->len].end = end;
+        out->len++;
+    }
+    return 1;
+}
+
+/* stackmark.formats.gsym.ranges.insert_range */
+static int spans_insert(Spans *s, uint64_t start, uint64_t end) {
+    if (start >= end) return 1;
+    size_t i = 0;
+    while (i < s->len && (s->items[i].start < start ||
+                          (s->items[i].start == start && s->items[i].end <= end)))
+        i++; /* bisect_right(ranges, (start, end)): the lists are short */
+    size_t j = i;
+    while (j < s->len && s->items[j].start <= end) j++;
+    if (i != j) {
+        if (s->items[j - 1].end > end) end = s->items[j - 1].end;
+        memmove(s->items + i, s->items + j, (s->len - j) * sizeof(Span));
+        s->len -= j - i;
+    }
+    if (i > 0 && start <= s->items[i - 1].end) {
+        if (end > s->items[i - 1].end) s->items[i - 1].end = end;
+        return 1;
+    }
+    if (!spans_reserve(s, 1)) return 0;
+    memmove(s->items + i + 1, s->items + i, (s->len - i) * sizeof(Span));
+    s->items[i].start = start;
+    s->items[i].end = end;
+    s->len++;
+    return 1;
+}
+
+/* stackmark.formats.gsym.ranges.contains_range */
+static int spans_contain(const Spans *s, uint64_t start, uint64_t end) {
+    if (start >= end) return 0;
+    size_t i = 0;
+    while (i < s->len && s->items[i].start <= start) i++;
+    return i > 0 && end <= s->items[i - 1].end;
+}
+
+static PyObject *spans_list(const Spans *s) {
+    PyObject *out = PyList_New((Py_ssize_t)s->len);
+    if (out == NULL) return NULL;
+    for (size_t i = 0; i < s->len; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)s->items[i].start,
+                                       (unsigned long long)s->items[i].end);
+        if (pair == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, pair);
+    }
+    return out;
+}
+
+static PyObject *inline_ranges(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *call_list, *parent_list, *all_parent_list, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOO", &call_list, &parent_list, &all_parent_list)) return NULL;
+    Spans call, parent, all_parent, all, kept;
+    spans_init(&call);
+    spans_init(&parent);
+    spans_init(&all_parent);
+    spans_init(&all);
+    spans_init(&kept);
+    int read = spans_read(call_list, &call);
+    if (read == 1) read = spans_read(parent_list, &parent);
+    if (read == 1) read = spans_read(all_parent_list, &all_parent);
+    if (read != 1) {
+        if (read == 0) result = Py_NewRef(Py_None);
+        goto done;
+    }
+    long uncontained = 0;
+    for (size_t i = 0; i < call.len; i++) { /* from_dwarf._merged */
+        if (call.items[i].start < call.items[i].end &&
+            !spans_insert(&all, call.items[i].start, call.items[i].end)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < all.len; i++) {
+        uint64_t start = all.items[i].start, end = all.items[i].end;
+        if (spans_contain(&parent, start, end)) {
+            if (!spans_insert(&kept, start, end)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        } else if (!spans_contain(&all_parent, start, end)) {
+            uncontained++;
+        }
+    }
+    PyObject *all_out = spans_list(&all);
+    PyObject *kept_out = all_out ? spans_list(&kept) : NULL;
+    if (kept_out != NULL) result = Py_BuildValue("(NNl)", all_out, kept_out, uncontained);
+    else Py_XDECREF(all_out);
+done:
+    spans_free(&call);
+    spans_free(&parent);
+    spans_free(&all_parent);
+    spans_free(&all);
+    spans_free(&kept);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"inline_ranges", inline_ranges, METH_VARARGS,
+     "inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained) | None: "
+     "from_dwarf.UnitConverter._inline's ranges of an inlined call: its own merged, those "
+     "its parent node holds, and how many are in no range of the parent DIE. None: the "
+     "reference runs (values that are not 64-bit pairs)."},
     {"line_entries", line_entries, METH_VARARGS,
      "line_entries(flat, width, runs, low, high, cache, file_index, warn, entry) -> (rows, "
      "seen): from_dwarf.UnitConverter._line_table's loop over the DWARF rows of [low, high)."},

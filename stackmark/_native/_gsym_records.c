@@ -13,6 +13,8 @@
  * exactly as the pure path does.
  *
  *   encode_records(functions, little, fallback) -> (bytes, list[int])
+ *   stl_sort_functions(functions, detail_less) -> list   (creator.sort_functions's
+ *                      exact std::sort, at the end of this file)
  *
  * `fallback(info)` is the Python encoding of one record laid out from
  * offset 0 (so without padding); it is placed at the next multiple of 4.
@@ -560,7 +562,208 @@ done:
     return result;
 }
 
+/* ---- std::sort of FunctionInfos (creator.sort_functions's exact path) --------
+ *
+ * stackmark.formats.gsym.stl_sort.stl_sort with creator.function_less, step
+ * for step: the same comparisons in the same order, so ties fall where
+ * libstdc++ leaves them. Ranges compare in C; only entries with the same
+ * range call `detail_less` (creator._detail_less).
+ */
+
+typedef struct {
+    uint64_t start, size;
+    PyObject *info;
+} SortItem;
+
+typedef struct {
+    PyObject *detail_less;
+    int failed;
+} SortLess;
+
+static int sort_less(SortLess *c, const SortItem *a, const SortItem *b) {
+    if (a->start != b->start) return a->start < b->start;
+    if (a->size != b->size) return a->size < b->size;
+    if (c->failed) return 0;
+    PyObject *answer = PyObject_CallFunctionObjArgs(c->detail_less, a->info, b->info, NULL);
+    int truth = answer == NULL ? -1 : PyObject_IsTrue(answer);
+    Py_XDECREF(answer);
+    if (truth < 0) {
+        c->failed = 1;
+        return 0;
+    }
+    return truth;
+}
+
+#define STL_THRESHOLD 16
+
+static void stl_swap(SortItem *a, Py_ssize_t i, Py_ssize_t j) {
+    SortItem t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+static void stl_adjust_heap(SortLess *c, SortItem *a, Py_ssize_t first, Py_ssize_t hole,
+                            Py_ssize_t length, SortItem value) {
+    Py_ssize_t top = hole, child = hole;
+    while (child < (length - 1) / 2) {
+        child = 2 * (child + 1);
+        if (sort_less(c, &a[first + child], &a[first + child - 1])) child--;
+        a[first + hole] = a[first + child];
+        hole = child;
+    }
+    if (length % 2 == 0 && child == (length - 2) / 2) {
+        child = 2 * (child + 1);
+        a[first + hole] = a[first + child - 1];
+        hole = child - 1;
+    }
+    Py_ssize_t parent = (hole - 1) / 2;
+    while (hole > top && sort_less(c, &a[first + parent], &value)) {
+        a[first + hole] = a[first + parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    a[first + hole] = value;
+}
+
+static void stl_heap_sort(SortLess *c, SortItem *a, Py_ssize_t first, Py_ssize_t last) {
+    Py_ssize_t length = last - first;
+    if (length >= 2) {
+        for (Py_ssize_t parent = (length - 2) / 2;; parent--) {
+            stl_adjust_heap(c, a, first, parent, length, a[first + parent]);
+            if (parent == 0) break;
+        }
+    }
+    while (last - first > 1) {
+        last--;
+        SortItem value = a[last];
+        a[last] = a[first];
+        stl_adjust_heap(c, a, first, 0, last - first, value);
+    }
+}
+
+static void stl_move_median_to_first(SortLess *c, SortItem *a, Py_ssize_t result, Py_ssize_t x,
+                                     Py_ssize_t y, Py_ssize_t z) {
+    Py_ssize_t pick;
+    if (sort_less(c, &a[x], &a[y])) {
+        if (sort_less(c, &a[y], &a[z])) pick = y;
+        else if (sort_less(c, &a[x], &a[z])) pick = z;
+        else pick = x;
+    } else if (sort_less(c, &a[x], &a[z])) {
+        pick = x;
+    } else if (sort_less(c, &a[y], &a[z])) {
+        pick = z;
+    } else {
+        pick = y;
+    }
+    stl_swap(a, result, pick);
+}
+
+static Py_ssize_t stl_unguarded_partition(SortLess *c, SortItem *a, Py_ssize_t first,
+                                          Py_ssize_t last, Py_ssize_t pivot) {
+    SortItem p = a[pivot];
+    for (;;) {
+        while (sort_less(c, &a[first], &p)) first++;
+        last--;
+        while (sort_less(c, &p, &a[last])) last--;
+        if (!(first < last)) return first;
+        stl_swap(a, first, last);
+        first++;
+    }
+}
+
+static void stl_introsort_loop(SortLess *c, SortItem *a, Py_ssize_t first, Py_ssize_t last,
+                               Py_ssize_t depth) {
+    while (last - first > STL_THRESHOLD) {
+        if (depth == 0) {
+            stl_heap_sort(c, a, first, last);
+            return;
+        }
+        depth--;
+        Py_ssize_t mid = first + (last - first) / 2;
+        stl_move_median_to_first(c, a, first, first + 1, mid, last - 1);
+        Py_ssize_t cut = stl_unguarded_partition(c, a, first + 1, last, first);
+        stl_introsort_loop(c, a, cut, last, depth);
+        last = cut;
+    }
+}
+
+static void stl_unguarded_linear_insert(SortLess *c, SortItem *a, Py_ssize_t last) {
+    SortItem value = a[last];
+    Py_ssize_t next = last - 1;
+    while (sort_less(c, &value, &a[next])) {
+        a[last] = a[next];
+        last = next;
+        next--;
+    }
+    a[last] = value;
+}
+
+static void stl_insertion_sort(SortLess *c, SortItem *a, Py_ssize_t first, Py_ssize_t last) {
+    for (Py_ssize_t i = first + 1; i < last; i++) {
+        SortItem value = a[i];
+        if (sort_less(c, &value, &a[first])) {
+            memmove(&a[first + 1], &a[first], (size_t)(i - first) * sizeof(SortItem));
+            a[first] = value;
+        } else {
+            stl_unguarded_linear_insert(c, a, i);
+        }
+    }
+}
+
+static PyObject *stl_sort_functions(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *functions, *detail_less, *result = NULL;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &functions, &detail_less)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(functions);
+    SortItem *a = malloc((size_t)(n ? n : 1) * sizeof(SortItem));
+    if (a == NULL) return PyErr_NoMemory();
+    Py_ssize_t held = 0;
+    for (; held < n; held++) {
+        PyObject *info = PyList_GET_ITEM(functions, held);
+        PyObject *start = PyObject_GetAttrString(info, "start");
+        PyObject *size = start ? PyObject_GetAttrString(info, "size") : NULL;
+        int ok = size != NULL && PyLong_CheckExact(start) && PyLong_CheckExact(size);
+        if (ok) {
+            a[held].start = PyLong_AsUnsignedLongLong(start);
+            if (!PyErr_Occurred()) a[held].size = PyLong_AsUnsignedLongLong(size);
+            ok = !PyErr_Occurred(); /* equal starts: ends compare as the sizes do */
+        }
+        Py_XDECREF(start);
+        Py_XDECREF(size);
+        if (!ok) {
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        a[held].info = Py_NewRef(info);
+    }
+    SortLess c = {detail_less, 0};
+    if (n >= 2) {
+        Py_ssize_t depth = 0;
+        for (size_t m = (size_t)n; m > 1; m >>= 1) depth++; /* bit_length - 1 */
+        stl_introsort_loop(&c, a, 0, n, 2 * depth);
+        if (n > STL_THRESHOLD) {
+            stl_insertion_sort(&c, a, 0, STL_THRESHOLD);
+            for (Py_ssize_t i = STL_THRESHOLD; i < n; i++) stl_unguarded_linear_insert(&c, a, i);
+        } else {
+            stl_insertion_sort(&c, a, 0, n);
+        }
+    }
+    if (c.failed) goto done;
+    result = PyList_New(n);
+    if (result == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(result, i, Py_NewRef(a[i].info));
+done:
+    for (Py_ssize_t i = 0; i < held; i++) Py_DECREF(a[i].info);
+    free(a);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"stl_sort_functions", stl_sort_functions, METH_VARARGS,
+     "stl_sort_functions(functions, detail_less) -> list | None: a new list of the "
+     "FunctionInfos in the order stl_sort(functions, creator.function_less) leaves them; "
+     "None when a start or size is not a 64-bit int (the reference sorts them)."},
     {"encode_records", encode_records, METH_VARARGS,
      "encode_records(functions, little, fallback) -> (bytes, offsets): the FunctionInfo "
      "records laid out from offset 0, each 4-aligned, as creator.encode_records."},

@@ -33,6 +33,7 @@ from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
 from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import merged
+from stackmark.formats.gsym.stl_sort import stl_sort
 from tests.support.build import compile_program
 from tests.support.native import pure_python
 
@@ -93,10 +94,21 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
         compiled_line_tables.append(1)
         return kernels.line_entries(*args)
 
+    inline_ranges_answered: list[int] = []
+
+    def inline_ranges(*args: Any) -> Any:
+        found = kernels.inline_ranges(*args)
+        inline_ranges_answered.append(found is not None)
+        return found
+
     monkeypatch.setattr(
         from_dwarf,
         "_native",
-        SimpleNamespace(line_entries=line_entries, column_points=kernels.column_points),
+        SimpleNamespace(
+            line_entries=line_entries,
+            column_points=kernels.column_points,
+            inline_ranges=inline_ranges,
+        ),
     )
 
     def build() -> tuple[bytes, bytes, list[bytes]]:
@@ -115,6 +127,8 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     assert compiled == reference
     # The kernels answered (a converter's records and functions are their domain).
     assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
+    assert all(inline_ranges_answered)
+    assert inline_ranges_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
 
 
 # -- random records ----------------------------------------------------------------
@@ -355,3 +369,73 @@ def test_dwarf_rows_become_the_same_gsym_rows(store: RowStore, data: st.DataObje
 
     compiled, reference = both(convert)
     assert compiled == reference
+
+
+def _random_ranges(rng: random.Random, edge: bool) -> list[tuple[int, int]]:
+    """A DIE's range list: short, overlapping, touching, empty or reversed ranges, near
+    the ends of the address space; with `edge`, sometimes values no address can take."""
+    out = []
+    top = 1 << 64
+    for _ in range(rng.choice((0, 1, 1, 1, 2, 3, 5))):
+        low = rng.choice((rng.randrange(0x1000, 0x1100), rng.randrange(top - 64, top)))
+        high = low + rng.randrange(-4, 40)
+        if edge and rng.random() < 0.1:
+            high = rng.choice((top, -1, top + 5))
+        out.append((low, min(high, top - 1) if not edge else high))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_inline_call_ranges_are_kept_and_warned_alike(seed: int) -> None:
+    rng = random.Random(seed)
+    edge = seed % 2 == 1
+    handed_back = 0
+    for _ in range(3000):
+        call = SimpleNamespace(ranges=_random_ranges(rng, edge))
+        parent = InlineInfo(1, merged(_random_ranges(rng, False)))
+        all_parent = merged(parent.ranges + _random_ranges(rng, False))
+        reference = DwarfReport()
+        expected = UnitConverter._inline_ranges(
+            SimpleNamespace(report=reference),  # type: ignore[arg-type]
+            call,  # type: ignore[arg-type]
+            parent,
+            all_parent,
+        )
+        found = from_dwarf._native.inline_ranges(call.ranges, parent.ranges, all_parent)
+        if found is None:
+            handed_back += 1
+            assert edge, call.ranges
+            continue
+        all_ranges, kept, uncontained = found
+        assert (all_ranges, kept) == expected
+        assert reference.warnings.get("Function DIE has uncontained address range", 0) == (
+            uncontained
+        )
+    assert (handed_back > 0) == edge
+
+
+def _random_function(rng: random.Random, wide: bool) -> FunctionInfo:
+    """A FunctionInfo from a small pool of ranges and details, so that many compare
+    equal in range and some are equivalent yet different (the ties std::sort breaks)."""
+    start = rng.choice((0x1000, 0x1010, 0x2000, (1 << 64) - 8))
+    if wide and rng.random() < 0.05:
+        start = rng.choice((1 << 64, -4))
+    size = rng.choice((0, 4, 16))
+    lines = rng.choice((None, [LineEntry(start, 1, 3)], [LineEntry(start, 1, 3)] * 2))
+    inline = rng.choice((None, InlineInfo(7, [(start, start + size)])))
+    return FunctionInfo(start, size, rng.randrange(4), line_table=lines, inline=inline)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_functions_are_sorted_exactly_as_std_sort_sorts_them(seed: int) -> None:
+    rng = random.Random(seed)
+    wide = seed % 3 == 2
+    for _ in range(40):
+        functions = [_random_function(rng, wide) for _ in range(rng.choice((1, 5, 17, 40, 300)))]
+        reference = list(functions)
+        stl_sort(reference, creator.function_less)
+        found = creator._native.stl_sort_functions(functions, creator._detail_less)
+        if found is None:  # a start or end past 64 bits: the reference's
+            assert wide
+            continue
+        assert [id(info) for info in found] == [id(info) for info in reference]

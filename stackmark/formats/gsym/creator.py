@@ -86,6 +86,17 @@ def function_less(a: FunctionInfo, b: FunctionInfo) -> bool:
     return _detail_less(a, b)
 
 
+def _stl_sorted(functions: list[FunctionInfo]) -> list[FunctionInfo]:
+    """`stl_sort` by `function_less`, on a copy (compiled twin: `stl_sort_functions`)."""
+    if _native is not None:
+        found: list[FunctionInfo] | None = _native.stl_sort_functions(functions, _detail_less)
+        if found is not None:
+            return found
+    exact = list(functions)
+    stl_sort(exact, function_less)
+    return exact
+
+
 def sort_functions(functions: list[FunctionInfo]) -> list[FunctionInfo]:
     """The order `llvm::sort` gives (exact, including how ties fall)."""
     ordered = sorted(functions, key=lambda f: (f.start, f.start + f.size))
@@ -103,9 +114,7 @@ def sort_functions(functions: list[FunctionInfo]) -> list[FunctionInfo]:
                     if not _detail_less(a, b) and not _detail_less(b, a):
                         # Equivalent yet different entries: only the exact
                         # algorithm says where they end up.
-                        exact = list(functions)
-                        stl_sort(exact, function_less)
-                        return exact
+                        return _stl_sorted(functions)
             group.sort(key=functools.cmp_to_key(lambda a, b: -1 if _detail_less(a, b) else 1))
         result.extend(group)
         i = j

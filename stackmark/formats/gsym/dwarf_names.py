@@ -21,7 +21,8 @@ above the DIEs that need it are ever read.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
@@ -66,8 +67,28 @@ class DieParents:
 
     def __init__(self, known: dict[int, int] | None = None) -> None:
         self.known: dict[int, int] = {} if known is None else known
+        # What the compiled walk recorded: DIE offsets in increasing order and
+        # their parents, two arrays rather than two million dict entries.
+        self._walked = array("Q")
+        self._walked_parents = array("Q")
         self._children: dict[int, list[int]] = {}
         self._parent: dict[int, int | None] = {}
+
+    def add_walked(self, offsets: bytes, parents: bytes) -> None:
+        """Record a walk's DIEs and their parents, as arrays of native uint64 in DIE order."""
+        new = array("Q", offsets)
+        new_parents = array("Q", parents)
+        if not new:
+            return
+        if self._walked and new[0] <= self._walked[-1]:  # not after what is stored
+            self.known.update(zip(new, new_parents, strict=True))
+            return
+        self._walked.extend(new)
+        self._walked_parents.extend(new_parents)
+
+    def recorded(self) -> dict[int, int]:
+        """Every parent a walk recorded, by DIE offset."""
+        return {**self.known, **dict(zip(self._walked, self._walked_parents, strict=True))}
 
     def _children_of(self, unit: UnitView, offset: int) -> list[int]:
         kids = self._children.get(offset)
@@ -99,6 +120,10 @@ class DieParents:
         known = self.known.get(offset)
         if known is not None:
             return known
+        walked = self._walked
+        i = bisect_left(walked, offset)
+        if i < len(walked) and walked[i] == offset:
+            return self._walked_parents[i]
         if offset in self._parent:
             return self._parent[offset]
         result: int | None = None

@@ -19,19 +19,25 @@ One pass per unit, using stackmark.dwarf's compiled abbreviation plans:
   DW_AT_sibling when present;
 - the parent of every DIE the walk reaches (not those inside jumped-over
   subtrees) is recorded, for `dwarf_names`.
+
+The pass has a compiled twin (`gsym_walk` in stackmark/_native/_dwarf.c),
+which takes the units and forms it handles; this module decides every
+form's meaning, and the Python walk below is the reference.
 """
 
 from __future__ import annotations
 
 import struct
 
+from stackmark._native import load
 from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
-from stackmark.dwarf.functions import find_recursively
-from stackmark.dwarf.unit import Unit
+from stackmark.dwarf.functions import _new_code_entry, find_recursively
+from stackmark.dwarf.unit import _LOCAL_REF_FORMS, Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
+from stackmark.formats.gsym.dwarf_names import DieParents
 
 DW_AT_declaration = 0x3C
 _CLASS_TAGS = frozenset({0x02, 0x13, 0x17})  # class, structure, union
@@ -47,11 +53,16 @@ _BLOCK = 4  # lexical block: transparent for inline trees
 _CONTEXT = 5  # namespace, module, class, struct, union: look inside
 _PC_ATTRS = (C.DW_AT_low_pc, C.DW_AT_ranges)
 
+_native = load("_dwarf")  # compiled twin of `UnitWalk._walk`, or None (stackmark/_native)
+
 
 class DieFunction:
-    """A subprogram with code, or an inlined call inside one (with its own calls)."""
+    """A subprogram with code, or an inlined call inside one (with its own calls).
 
-    __slots__ = ("abbrev", "children", "offset", "ranges", "tag", "unit", "values")
+    The compiled walk makes these without calling __init__ (it sets the same
+    slots: stackmark/_native/_dwarf.c `make_node`)."""
+
+    __slots__ = ("abbrev", "children", "offset", "origin", "ranges", "tag", "unit", "values")
 
     def __init__(
         self,
@@ -68,6 +79,10 @@ class DieFunction:
         self.ranges = ranges
         self.tag = abbrev.tag
         self.children: list[DieFunction] = []
+        # For an inlined call named by its abstract origin alone, the origin's
+        # offset as the walk read it (`names_of` shares names by it); None: not
+        # read (other forms), the caller works it out.
+        self.origin: int | None = None
 
     @property
     def is_inlined(self) -> bool:
@@ -181,7 +196,7 @@ class DieFunction:
 class UnitWalk:
     """The subprograms with code of one unit, in DIE order, and recorded parents."""
 
-    def __init__(self, unit: Unit, parents: dict[int, int]):
+    def __init__(self, unit: Unit, parents: DieParents):
         self.unit = unit
         self.functions: list[DieFunction] = []
         self.parents = parents
@@ -237,8 +252,11 @@ class UnitWalk:
                 offset=unit.offset,
                 source=info.source,
             ) from None
+        origins = [_origin_mode(*entry) for entry in zip(abbrevs, plans, kinds, strict=True)]
+        if _native is not None and self._walk_compiled(kinds, plans, abbrevs, origins, after_top):
+            return
         ncodes = len(kinds)
-        parents = self.parents
+        parents = self.parents.known
         functions = self.functions
         # Open DIEs: (offset, inline context: where inlined calls attach, or None).
         stack: list[tuple[int, DieFunction | None]] = [(unit.header.die_offset, None)]
@@ -287,6 +305,11 @@ class UnitWalk:
                     node: DieFunction | None = None
                     if ranges:
                         node = DieFunction(unit, offset, abbrev, values, ranges)
+                        origin = origins[code]
+                        if origin:
+                            value = values.get(C.DW_AT_abstract_origin)
+                            if type(value) is int:
+                                node.origin = unit.offset + value if origin == 1 else value
                         if kind == _SUB_CODE:
                             functions.append(node)
                         else:
@@ -311,6 +334,63 @@ class UnitWalk:
                 offset=pos - base,
                 source=info.source,
             ) from None
+
+    def _walk_compiled(
+        self,
+        kinds: list[int],
+        plans: list[Plan | None],
+        abbrevs: list[Abbrev | None],
+        origins: list[int],
+        after_top: int,
+    ) -> bool:
+        """`_walk` by the compiled kernel; False (nothing done) when the reference must run:
+        split units, forms the kernel does not read (see dwarf.functions' compiled
+        walk, whose tables and range reading it shares), damaged data."""
+        assert _native is not None
+        unit = self.unit
+        if unit.skeleton is not None or unit.reader.is_dwo:
+            return False
+        entries: list[object] = []
+        decoders: list[object] = []
+        for code, kind in enumerate(kinds):
+            entry, decoder = _compiled_entry(abbrevs[code], plans[code], kind, unit)
+            entries.append(entry)
+            decoders.append(decoder)
+        try:
+            base_address = unit.base_address
+        except FormatError:  # raised again by the reference, where it needs the base
+            return False
+        if not 0 <= base_address < 1 << 64:
+            return False
+        ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
+        info = unit.info
+        found = _native.gsym_walk(
+            _native.make_walk_tables(entries),
+            decoders,
+            info.buf,
+            info.start + after_top,
+            info.start + unit.header.end,
+            info.start + unit.offset,
+            info.start,
+            unit.enc.endian == "<",
+            ranges.buf,
+            ranges.start,
+            ranges.end,
+            unit.version,
+            unit.header.addr_size,
+            base_address,
+            unit.header.die_offset,
+            DieFunction,
+            unit,
+            abbrevs,
+            origins,
+            unit.offset,
+        )
+        if found is None:
+            return False
+        self.functions, offsets, parents = found
+        self.parents.add_walked(offsets, parents)
+        return True
 
     def _jump(
         self,
@@ -360,3 +440,53 @@ class UnitWalk:
             pos = skip_attributes(buf, pos, plan.skip, enc)  # type: ignore[arg-type]
             if abbrevs[code].has_children:
                 depth += 1
+
+
+def _compiled_entry(
+    abbrev: Abbrev | None, plan: Plan | None, kind: int, unit: Unit
+) -> tuple[object, object]:
+    """(walk-table entry, decode plan) of one abbreviation code for the compiled walk;
+    (None, None) when the kernel must hand a DIE of this code back to the reference."""
+    if abbrev is None or plan is None:
+        return None, None
+    key = (plan, abbrev.tag, abbrev.has_children)
+    found = _ENTRIES.get(key)
+    if found is None:
+        found = _ENTRIES[key] = _new_compiled_entry(abbrev, plan, kind, unit)
+    return found
+
+
+def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> tuple[object, object]:
+    entry = _new_code_entry(abbrev, plan, unit.enc)
+    if entry is None:
+        return None, None
+    _, children, is_subprogram, fixed, skip, sibling, specs = entry
+    decoder = None
+    if kind in (_SUB_CODE, _INLINED):
+        decoder = plan.native
+        if decoder is None or specs is None:  # forms only the reference reads
+            return None, None
+    return (kind, children, is_subprogram, fixed, skip, sibling, specs), decoder
+
+
+# One entry per (plan, tag, children), which is all an entry depends on (units
+# repeat their declarations).
+_ENTRIES: dict[tuple[Plan, int, bool], tuple[object, object]] = {}
+
+
+_NAME_ATTRS = frozenset({C.DW_AT_name, C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name})
+
+
+def _origin_mode(abbrev: Abbrev | None, plan: Plan | None, kind: int) -> int:
+    """How the walks set `DieFunction.origin` for a code: 0 not at all, 1 a
+    reference within the unit, 2 DW_FORM_ref_addr (as `Unit.ref_attr` resolves them),
+    for inlined calls with an abstract origin and no names of their own."""
+    if kind != _INLINED or abbrev is None or plan is None:
+        return 0
+    forms = plan.forms
+    if C.DW_AT_abstract_origin not in forms or any(a in forms for a in _NAME_ATTRS):
+        return 0
+    form = forms[C.DW_AT_abstract_origin]
+    if form in _LOCAL_REF_FORMS:
+        return 1
+    return 2 if form == C.DW_FORM_ref_addr else 0

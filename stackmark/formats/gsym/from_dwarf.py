@@ -56,7 +56,7 @@ from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
-_native = load("_gsym_convert")  # compiled `line_entries`, `column_points`, or None
+_native = load("_gsym_convert")  # `line_entries`, `column_points`, `inline_ranges`, or None
 
 _NO_FILE = 0xFFFFFFFF
 
@@ -290,9 +290,13 @@ class UnitConverter:
         An inlined call without names of its own is named by its abstract
         origin alone, so those answers are shared (most calls are such).
         """
-        key = None
+        key = function.origin  # the walk's answer to the test below, when it has one
         values = function.values
-        if (
+        if key is not None:
+            cached = self.names.origin_names.get(key)
+            if cached is not None:
+                return cached
+        elif (
             function.is_inlined
             and C.DW_AT_abstract_origin in values
             and C.DW_AT_name not in values
@@ -327,7 +331,7 @@ class UnitConverter:
 
     def convert(self) -> list[FunctionInfo]:
         out: list[FunctionInfo] = []
-        walk = UnitWalk(self.unit, self.names.parents.known)
+        walk = UnitWalk(self.unit, self.names.parents)
         for function in walk.functions:
             self._convert_function(function, out)
         self.report.functions += len(out)
@@ -491,22 +495,17 @@ class UnitConverter:
     def _inline(
         self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
     ) -> None:
-        all_ranges = _merged(call.ranges)
-        ranges: list[Range] = []
-        parent_ranges = parent.ranges
-        if len(all_ranges) == 1 and len(parent_ranges) == 1:  # the common case
-            low, high = all_ranges[0]
-            parent_low, parent_high = parent_ranges[0]
-            if parent_low <= low and high <= parent_high:
-                ranges.append((low, high))
-            elif not contains_range(all_parent_ranges, low, high):
+        found = (
+            None
+            if _native is None
+            else _native.inline_ranges(call.ranges, parent.ranges, all_parent_ranges)
+        )
+        if found is not None:
+            all_ranges, ranges, uncontained = found
+            for _ in range(uncontained):
                 self.report.warn("Function DIE has uncontained address range")
         else:
-            for low, high in all_ranges:
-                if contains_range(parent_ranges, low, high):
-                    insert_range(ranges, low, high)
-                elif not contains_range(all_parent_ranges, low, high):
-                    self.report.warn("Function DIE has uncontained address range")
+            all_ranges, ranges = self._inline_ranges(call, parent, all_parent_ranges)
         if not ranges:
             return
         text, linkage, short = self.names_of(call)
@@ -523,6 +522,29 @@ class UnitConverter:
         for child in call.children:
             self._inline(child, node, all_ranges)
         parent.children.append(node)
+
+    def _inline_ranges(
+        self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]
+    ) -> tuple[list[Range], list[Range]]:
+        """(the call's ranges merged, those its parent node holds), warning about
+        ranges outside the parent DIE's (compiled twin: `inline_ranges`)."""
+        all_ranges = _merged(call.ranges)
+        ranges: list[Range] = []
+        parent_ranges = parent.ranges
+        if len(all_ranges) == 1 and len(parent_ranges) == 1:  # the common case
+            low, high = all_ranges[0]
+            parent_low, parent_high = parent_ranges[0]
+            if parent_low <= low and high <= parent_high:
+                ranges.append((low, high))
+            elif not contains_range(all_parent_ranges, low, high):
+                self.report.warn("Function DIE has uncontained address range")
+        else:
+            for low, high in all_ranges:
+                if contains_range(parent_ranges, low, high):
+                    insert_range(ranges, low, high)
+                elif not contains_range(all_parent_ranges, low, high):
+                    self.report.warn("Function DIE has uncontained address range")
+        return all_ranges, ranges
 
     def _call_file(self, call: DieFunction) -> int:
         """DW_AT_call_file, found recursively; an absent one is an invalid index."""
