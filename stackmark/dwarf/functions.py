@@ -12,7 +12,9 @@ Two kinds of walk over a unit's DIEs (DWARF 5 sections 3.3, 3.3.8):
 
 So one address costs the top-level walk of its unit plus the subtree of one
 subprogram. Types, variables, parameters, call sites, declarations and
-abstract instances are never decoded.
+abstract instances are never decoded. When the compiled walk runs, the
+subtree is kept in arrays (`_Tree`) and only the nodes a lookup reaches
+become `Function` objects (the others when a caller walks the tree).
 
 Names are resolved on demand: a `Function` keeps its raw attributes and
 follows DW_AT_abstract_origin / DW_AT_specification the way llvm's
