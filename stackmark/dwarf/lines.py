@@ -316,15 +316,15 @@ def _columns_of(flat: list[int]) -> RowColumns:
 
 
 class Rows(Sequence_[RawRow]):
-    """The rows of a table as a read-only sequence of tuples over its columns."""
+    """The rows of a table as a read-only sequence of tuples over its row store."""
 
-    __slots__ = ("_columns",)
+    __slots__ = ("_table",)
 
-    def __init__(self, columns: RowColumns):
-        self._columns = columns
+    def __init__(self, table: "LineTable"):
+        self._table = table
 
     def __len__(self) -> int:
-        return len(self._columns.addresses)
+        return len(self._table._addresses)
 
     @overload
     def __getitem__(self, index: int) -> RawRow: ...
@@ -333,15 +333,15 @@ class Rows(Sequence_[RawRow]):
     def __getitem__(self, index: slice) -> list[RawRow]: ...
 
     def __getitem__(self, index: int | slice) -> RawRow | list[RawRow]:
-        columns = self._columns
+        row_at = self._table._row_at
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
-            return [_row(columns, i) for i in range(start, stop, step)]
+            return [row_at(i) for i in range(start, stop, step)]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("row index out of range")
-        return _row(columns, index)
+        return row_at(index)
 
 
 def _row(columns: RowColumns, index: int) -> RawRow:
@@ -371,9 +371,11 @@ class LineTable:
         self.header = header
         # The section of each sequence, in a relocatable object only (None: none).
         self.sequence_sections = sequence_sections
-        self._columns = columns
+        # The rows: in columns, until the GSYM converter asks for the wide store
+        # (`_flat`), which then replaces them (the addresses stay, for lookups).
+        self._columns: RowColumns | None = columns
         self._wide: array[int] | None = None
-        self.rows = Rows(columns)  # tuples in LineRow's field order
+        self.rows = Rows(self)  # tuples in LineRow's field order
         self.sequences = sequences  # ordered by high
         self.comp_dir = comp_dir or ""
         self._addresses = columns.addresses
@@ -386,13 +388,27 @@ class LineTable:
 
     @property
     def _flat(self) -> "array[int]":
-        """The rows as one array of WIDTH uint64 per row, made on first use and kept:
-        the GSYM converter's compiled loops read rows in that layout (lookups do not
-        need it, and a table read only for them never makes it)."""
+        """The rows as one array of WIDTH uint64 per row, made on first use, which
+        then replaces the columns: the GSYM converter's compiled loops read rows in
+        that layout, and keeping both would cost it 21 more bytes a row (lookups
+        never ask for it)."""
         wide = self._wide
         if wide is None:
-            wide = self._wide = _wide_rows(self._columns)
+            columns = self._columns
+            assert columns is not None  # (there is always one store or the other)
+            wide = self._wide = _wide_rows(columns)
+            self._columns = None  # after the wide store: another thread may be reading
         return wide
+
+    def _row_at(self, index: int) -> RawRow:
+        columns = self._columns
+        if columns is not None:
+            return _row(columns, index)
+        wide = self._wide
+        assert wide is not None
+        at = index * WIDTH
+        a, f, line, c, stmt, end, d = wide[at : at + WIDTH]
+        return (a, f, line, c, bool(stmt), bool(end), d)
 
     def row_index(self, address: int) -> int | None:
         """Index of the row describing `address` (llvm's lookupAddress), or None."""
@@ -414,7 +430,7 @@ class LineTable:
             index = self._sectioned_row_index(address, section)
             if index is None:
                 index = self._sectioned_row_index(address, None)
-        return LineRow(*_row(self._columns, index)) if index is not None else None
+        return LineRow(*self._row_at(index)) if index is not None else None
 
     def _sectioned_row_index(self, address: int, section: int | None) -> int | None:
         """llvm's lookupAddressImpl: the first of the section's sequences (by end
@@ -448,7 +464,7 @@ class LineTable:
             else:
                 stop = seq.end
             for index in range(start, stop):
-                yield LineRow(*_row(self._columns, index))
+                yield LineRow(*self._row_at(index))
             i += 1
 
     def has_file(self, index: int) -> bool:
