@@ -1006,28 +1006,44 @@ class _Tree:
         ]
 
     def node(self, item: int) -> Function:
-        """The Function of node `item` (the same object each time)."""
+        """The Function of node `item` (the same object each time), made with those of
+        its enclosing calls that are not made yet (outermost first, without recursion:
+        hostile input nests inlined calls thousands deep)."""
         if item == _ROOT:
             return self.root
-        made = self._made.get(item)
-        if made is not None:
-            return made
+        made = self._made
+        found = made.get(item)
+        if found is not None:
+            return found
+        missing = [item]
         parent_item = self.parents[item]
-        parent = None if parent_item == _NO_PARENT else self.node(parent_item)
-        function = Function(
-            self.root.unit,
-            self.offsets[item],
-            self.abbrevs[self.codes[item]],
-            self.ranges_of(item),
-            parent,
-            self.call_files[item],
-            self.call_lines[item],
-            self.call_columns[item],
-        )
-        function._children = None
-        function._tree = self
-        function._item = item
-        return self._made.setdefault(item, function)  # one object, whichever thread wins
+        while parent_item >= 0 and parent_item not in made:
+            missing.append(parent_item)
+            parent_item = self.parents[parent_item]
+        for at in reversed(missing):
+            parent_item = self.parents[at]
+            parent = (
+                None
+                if parent_item == _NO_PARENT
+                else self.root
+                if parent_item == _ROOT
+                else made[parent_item]
+            )
+            function = Function(
+                self.root.unit,
+                self.offsets[at],
+                self.abbrevs[self.codes[at]],
+                self.ranges_of(at),
+                parent,
+                self.call_files[at],
+                self.call_lines[at],
+                self.call_columns[at],
+            )
+            function._children = None
+            function._tree = self
+            function._item = at
+            made.setdefault(at, function)  # one object, whichever thread wins
+        return made[item]
 
     def _children_by_parent(self) -> dict[int, list[int]]:
         children = self._children
