@@ -1,6 +1,7 @@
 """The compiled accelerator against the pure-Python reference and llvm, on the cold paths.
 
     python bench/bench_native.py [--repeat N] [--convert-repeat N] [--skip-convert]
+                                  [--skip-cache-build]
 
 Every row runs stackmark twice, with its compiled kernels (the default) and
 forced pure (STACKMARK_PURE=1), and llvm's tool in the same run, round robin,
@@ -72,6 +73,10 @@ def logs(repeat: int) -> None:
         print(table(rows))
         print(f"\n- against llvm: {_ratios(rows[1:], rows[0])}\n")
 
+
+def cache_build(repeat: int) -> None:
+    _, big_log = ensure_logs()
+    llvm = [LLVM, "--filter-markup", "--debug-file-directory", str(BIG / "debugdir")]
     runs: dict[str, list[Run]] = {"llvm": [], "compiled": [], "pure": []}
     for _ in range(repeat):
         runs["llvm"].append(run_once(llvm, big_log))
@@ -160,10 +165,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the log runs")
     parser.add_argument("--convert-repeat", type=int, default=1, help="rounds of conversion")
-    parser.add_argument("--skip-convert", action="store_true", help="the logs only")
+    parser.add_argument("--skip-convert", action="store_true", help="no conversion rows")
+    parser.add_argument(
+        "--skip-cache-build", action="store_true", help="no --gsym-cache=build rows"
+    )
     args = parser.parse_args()
     ensure_big()
     logs(args.repeat)
+    if not args.skip_cache_build:
+        cache_build(args.repeat)
     if not args.skip_convert:
         convert(args.convert_repeat)
     return 0

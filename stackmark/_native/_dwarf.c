@@ -171,13 +171,81 @@ static int run_program(const Bytes *b, uint64_t pos, uint64_t end, unsigned opco
     return 1;
 }
 
+/* One field of the rows (ROW_WIDTH apart from `field` on) as a (typecode, bytes)
+ * pair: uint16 ("H"), uint32 ("I", or "Q" when a value needs more) or uint64. */
+static PyObject *row_column(const U64s *rows, size_t field, char narrow) {
+    size_t n = rows->len / ROW_WIDTH;
+    const uint64_t *v = rows->items + field;
+    char code = narrow;
+    if (narrow == 'I') {
+        for (size_t i = 0; i < n; i++) {
+            if (v[i * ROW_WIDTH] > UINT32_MAX) {
+                code = 'Q';
+                break;
+            }
+        }
+    }
+    size_t size = code == 'H' ? 2 : code == 'I' ? 4 : 8;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * size));
+    if (data == NULL) return NULL;
+    char *at = PyBytes_AS_STRING(data);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t value = v[i * ROW_WIDTH];
+        if (size == 2) {
+            uint16_t x = (uint16_t)value; /* files and columns are 16-bit registers */
+            memcpy(at + 2 * i, &x, 2);
+        } else if (size == 4) {
+            uint32_t x = (uint32_t)value;
+            memcpy(at + 4 * i, &x, 4);
+        } else {
+            memcpy(at + 8 * i, &value, 8);
+        }
+    }
+    return Py_BuildValue("(CN)", code, data);
+}
+
+/* The row store as RowColumns' six (typecode, bytes) pairs; the flags byte holds
+ * is_stmt (1) and end_sequence (2). */
+static PyObject *row_columns(const U64s *rows) {
+    size_t n = rows->len / ROW_WIDTH;
+    PyObject *flags = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (flags == NULL) return NULL;
+    uint8_t *f = (uint8_t *)PyBytes_AS_STRING(flags);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *row = rows->items + i * ROW_WIDTH;
+        f[i] = (uint8_t)((row[4] ? 1 : 0) | (row[5] ? 2 : 0));
+    }
+    PyObject *flag_column = Py_BuildValue("(CN)", 'B', flags);
+    if (flag_column == NULL) return NULL;
+    /* the fields in RowColumns' order (ROW_WIDTH fields 4 and 5 are the flags) */
+    static const size_t fields[5] = {0, 1, 2, 3, 6};
+    static const char narrow[5] = {'Q', 'H', 'I', 'H', 'I'};
+    PyObject *columns = PyTuple_New(6);
+    if (columns == NULL) {
+        Py_DECREF(flag_column);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(columns, 5, flag_column);
+    for (int i = 0; i < 5; i++) {
+        PyObject *column = row_column(rows, fields[i], narrow[i]);
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(columns, i, column);
+    }
+    return columns;
+}
+
 PyDoc_STRVAR(run_line_program_doc,
 "run_line_program(buf, pos, end, opcode_base, min_inst, max_ops, default_is_stmt,\n"
 "                 line_base, line_range, standard_opcode_lengths, little_endian)\n"
 "--\n\n"
-"stackmark.dwarf.lines._run_program over buf[pos:end]: (rows, sequences) with rows\n"
-"the flat row store as bytes (7 native uint64 per row) and sequences a list of\n"
-"(low, high, first, end), in program order; None when the reference must run.");
+"stackmark.dwarf.lines._run_program over buf[pos:end]: (columns, sequences) with\n"
+"columns the row store column by column, each a (typecode, bytes) pair in host order\n"
+"(stackmark.dwarf.lines.RowColumns: addresses Q, files H, lines I or Q, columns H,\n"
+"discriminators I or Q, flags B) and sequences a list of (low, high, first, end),\n"
+"in program order; None when the reference must run.");
 
 static PyObject *run_line_program(PyObject *self, PyObject *args) {
     (void)self;
@@ -203,8 +271,7 @@ static PyObject *run_line_program(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    PyObject *rows = PyBytes_FromStringAndSize((const char *)out.rows.items,
-                                               (Py_ssize_t)(out.rows.len * sizeof(uint64_t)));
+    PyObject *rows = row_columns(&out.rows);
     PyObject *seqs = PyList_New((Py_ssize_t)(out.seqs.len / 4));
     if (rows == NULL || seqs == NULL) {
         Py_XDECREF(rows);
@@ -227,6 +294,60 @@ done:
     free(out.seqs.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&lengths);
+    return result;
+}
+
+PyDoc_STRVAR(wide_rows_doc,
+"wide_rows(addresses, files, lines, columns, discriminators, flags)\n"
+"--\n\n"
+"stackmark.dwarf.lines._wide_rows: the RowColumns arrays as one flat store of 7\n"
+"native uint64 per row (LineRow's field order), as bytes.");
+
+/* Element `i` of an unsigned array of 1, 2, 4 or 8 bytes per item. */
+static uint64_t item_at(const Py_buffer *v, Py_ssize_t i) {
+    const char *at = (const char *)v->buf + i * v->itemsize;
+    switch (v->itemsize) {
+    case 1: return *(const uint8_t *)at;
+    case 2: { uint16_t x; memcpy(&x, at, 2); return x; }
+    case 4: { uint32_t x; memcpy(&x, at, 4); return x; }
+    default: { uint64_t x; memcpy(&x, at, 8); return x; }
+    }
+}
+
+static PyObject *wide_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer v[6];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 6; got++) {
+        PyObject *column = PyTuple_GetItem(args, got);
+        if (column == NULL || PyObject_GetBuffer(column, &v[got], PyBUF_FORMAT) < 0) goto done;
+        const char *format = v[got].format;
+        if (format == NULL || strlen(format) != 1 || strchr("BHIQ", format[0]) == NULL ||
+            (v[got].itemsize != 1 && v[got].itemsize != 2 && v[got].itemsize != 4 &&
+             v[got].itemsize != 8) ||
+            v[got].len / v[got].itemsize != v[0].len / v[0].itemsize) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "six unsigned arrays of one length expected");
+            goto done;
+        }
+    }
+    Py_ssize_t n = v[0].len / v[0].itemsize;
+    result = PyBytes_FromStringAndSize(NULL, n * ROW_WIDTH * (Py_ssize_t)sizeof(uint64_t));
+    if (result == NULL) goto done;
+    uint64_t *out = (uint64_t *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t flags = item_at(&v[5], i), *row = out + i * ROW_WIDTH;
+        row[0] = item_at(&v[0], i);
+        row[1] = item_at(&v[1], i);
+        row[2] = item_at(&v[2], i);
+        row[3] = item_at(&v[3], i);
+        row[4] = flags & 1;
+        row[5] = (flags >> 1) & 1;
+        row[6] = item_at(&v[4], i);
+    }
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
     return result;
 }
 
@@ -1652,6 +1773,7 @@ release:
 
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
+    {"wide_rows", wide_rows, METH_VARARGS, wide_rows_doc},
     {"make_walk_tables", make_walk_tables, METH_O, make_walk_tables_doc},
     {"walk", walk, METH_VARARGS, walk_doc},
     {"make_decode_plan", make_decode_plan, METH_VARARGS, make_decode_plan_doc},

@@ -12,7 +12,9 @@ Two kinds of walk over a unit's DIEs (DWARF 5 sections 3.3, 3.3.8):
 
 So one address costs the top-level walk of its unit plus the subtree of one
 subprogram. Types, variables, parameters, call sites, declarations and
-abstract instances are never decoded.
+abstract instances are never decoded. When the compiled walk runs, the
+subtree is kept in arrays (`_Tree`) and only the nodes a lookup reaches
+become `Function` objects (the others when a caller walks the tree).
 
 Names are resolved on demand: a `Function` keeps its raw attributes and
 follows DW_AT_abstract_origin / DW_AT_specification the way llvm's
@@ -29,8 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from array import array
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING
+from collections.abc import MutableSequence, Sequence
+from itertools import accumulate, chain
+from typing import TYPE_CHECKING, Any
 
 from stackmark._native import load
 from stackmark.binary import read_uleb
@@ -92,9 +97,11 @@ class Function:
         "_children",
         "_children_pos",
         "_index",
+        "_item",
         "_linkage_name",
         "_name",
         "_nested",
+        "_tree",
         "call_column",
         "call_file",
         "call_line",
@@ -126,6 +133,10 @@ class Function:
         self._children_pos = -1  # buffer position of unparsed children
         self._nested: list[Function] | None = None  # subprograms nested inside, once parsed
         self._index: _AddressMap | None = None
+        # The compiled walk's tree this node's children come from (a subprogram's own,
+        # once walked), and the node's index in it (_ROOT for the subprogram).
+        self._tree: _Tree | None = None
+        self._item = _ROOT
         self._name: str | bool | None = False  # False: not resolved yet
         self._linkage_name: str | bool | None = False
         self.call_file = call_file
@@ -162,16 +173,31 @@ class Function:
         DIE would cost hundreds of bytes per inlined call of a large program."""
         return self.unit.die(self.offset)[1]
 
-    def _load_children(self, tree: list[_TreeRanges] | None = None) -> None:
-        """Parse the subtree; with `tree`, the compiled walk also appends the tree's
-        ranges in `_tree_ranges` order to it (the reference walk leaves it empty)."""
+    def _load_children(self) -> None:
+        """Parse the subtree (compiled: into a `_Tree`, whose nodes become Functions as
+        they are reached), or make this node's children from its tree."""
         # Built aside and published last, so that another thread never sees half.
-        children: list[Function] = []
-        nested: list[Function] = []
-        if self._children_pos >= 0:
-            _walk(self.unit, self._children_pos, self, nested, children, tree)
+        tree = self._own_tree()
+        if tree is not None:
+            nested = tree.nested_of(self._item)
+            children = tree.children_of(self._item)
+        else:
+            children = []
+            nested = []
+            if self._children_pos >= 0:
+                _walk(self.unit, self._children_pos, self, nested, children)
         self._nested = nested or None
         self._children = children
+
+    def _own_tree(self) -> _Tree | None:
+        """The tree this node's children come from; a subprogram's is walked here, by
+        the compiled walk (None when the reference walk must run)."""
+        tree = self._tree
+        if tree is None and self._children_pos >= 0 and _native is not None:
+            found = _walk_compiled(self.unit, _tables(self.unit), self._children_pos, lazy=False)
+            if found is not None:
+                tree = self._tree = _Tree(self, found)
+        return tree
 
     @property
     def low_pc(self) -> int | None:
@@ -246,18 +272,24 @@ class Function:
 
     def innermost_at(self, address: int) -> Function | None:
         """The deepest subroutine of this tree containing `address` (llvm's map rules)."""
-        if self._index is None:
-            self._index = _AddressMap.built(*self._tree_ranges())
-        return self._index.find(address)
+        index = self._index
+        if index is None:
+            tree = self._own_tree() if self._children is None else None
+            if tree is not None and self._item == _ROOT:
+                # Over the tree's node numbers: only the node found becomes a Function.
+                index = _AddressMap.built(*tree.insertion_order(), tree)
+            else:
+                index = _AddressMap.built(*self._tree_ranges())
+            self._index = index
+        return index.find(address)
 
     def _tree_ranges(self) -> tuple[list[AddressRange], list[Function]]:
         """The (range, node) pairs of the tree, in the order llvm inserts them: a node,
         the subtrees of its inlined calls, then those of its nested subprograms."""
-        if self._children is None and self._children_pos >= 0:
-            tree: list[_TreeRanges] = []
-            self._load_children(tree)
-            if tree:
-                return tree[0]
+        tree = self._own_tree() if self._children is None else None
+        if tree is not None and self._item == _ROOT:
+            ranges_in_order, items = tree.insertion_order()
+            return ranges_in_order, [tree.node(item) for item in items]
         ranges: list[AddressRange] = []
         nodes: list[Function] = []
         pending = [self]
@@ -345,27 +377,39 @@ class _AddressMap:
     """llvm's DWARFUnit::updateAddressDieMap: start -> (end, node), a range inside an
     existing one splitting it into up to three pieces."""
 
-    __slots__ = ("ends", "nodes", "starts")
+    __slots__ = ("ends", "nodes", "starts", "tree")
 
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.nodes: list[Function] = []
+    def __init__(self, tree: _Tree | None = None) -> None:
+        self.starts: MutableSequence[int] = []
+        self.ends: MutableSequence[int] = []
+        self.nodes: MutableSequence[Any] = []  # Functions, or item numbers of `tree`
+        self.tree = tree
 
     @classmethod
-    def built(cls, ranges: list[AddressRange], nodes: list[Function]) -> _AddressMap:
-        """The map after inserting ranges[i] for nodes[i], in order."""
-        made = cls()
+    def built(
+        cls,
+        ranges: list[AddressRange],
+        nodes: Sequence[Function] | Sequence[int],
+        tree: _Tree | None = None,
+    ) -> _AddressMap:
+        """The map after inserting ranges[i] for nodes[i], in order; with `tree`,
+        `nodes` are its item numbers, kept in arrays, and `find` makes the Function."""
+        made = cls(tree)
         found = _native.address_map(ranges) if _native is not None else None
         if found is not None:
-            made.starts, made.ends, indexes = found
-            made.nodes = [nodes[i] for i in indexes]
+            starts, ends, indexes = found
+            if tree is None:
+                made.starts, made.ends = starts, ends
+                made.nodes = [nodes[i] for i in indexes]
+            else:
+                made.starts, made.ends = array("Q", starts), array("Q", ends)
+                made.nodes = array("q", [nodes[i] for i in indexes])
             return made
         for (low, high), node in zip(ranges, nodes, strict=True):
             made.insert(low, high, node)
         return made
 
-    def _set(self, key: int, end: int, node: Function) -> None:
+    def _set(self, key: int, end: int, node: Any) -> None:
         i = bisect_left(self.starts, key)
         if i < len(self.starts) and self.starts[i] == key:
             self.ends[i] = end
@@ -375,7 +419,7 @@ class _AddressMap:
             self.ends.insert(i, end)
             self.nodes.insert(i, node)
 
-    def insert(self, low: int, high: int, node: Function) -> None:
+    def insert(self, low: int, high: int, node: Any) -> None:
         i = bisect_right(self.starts, low)
         if i > 0 and low < self.ends[i - 1]:
             b = i - 1
@@ -390,7 +434,9 @@ class _AddressMap:
         i = bisect_right(self.starts, address) - 1
         if i < 0 or address >= self.ends[i]:
             return None
-        return self.nodes[i]
+        node = self.nodes[i]
+        tree = self.tree
+        return tree.node(node) if tree is not None else node
 
 
 class FunctionIndex:
@@ -541,7 +587,6 @@ def _walk(
     root: Function | None,
     nested: list[Function],
     root_children: list[Function] | None = None,
-    tree: list[_TreeRanges] | None = None,
 ) -> None:
     """Walk DIEs from `pos` to the null entry closing their level.
 
@@ -549,12 +594,14 @@ def _walk(
     their children left unparsed. Subtree walk: inlined calls are attached
     to the enclosing subroutine (`root`'s go to `root_children`), subprograms
     nested inside go to `nested` and their own inlined calls under them.
+    (A subtree walk by the compiled kernel makes a `_Tree` instead: `Function._own_tree`.)
     """
     tables = _tables(unit)
-    if _native is not None and _walk_compiled(
-        unit, tables, pos, root, nested, root_children, tree
-    ):
-        return
+    if root is None and _native is not None:
+        top = _top_level_compiled(unit, tables, pos)
+        if top is not None:
+            nested.extend(top)
+            return
     info = unit.info
     buf = info.buf
     base = info.start
@@ -759,8 +806,8 @@ _CONSTANT_FORMS = frozenset(
     }
 )
 
-_TreeRanges = tuple[list["AddressRange"], list[Function]]
-"""An inline tree's (range, node) pairs, in the order llvm inserts them."""
+_Item = tuple[int, int, int, int, list["AddressRange"], int, int, int]
+"""One subroutine the compiled walk found (see `_walk_compiled`)."""
 
 _CodeEntry = tuple[
     int,
@@ -838,24 +885,15 @@ def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | N
     return (kind, int(abbrev.has_children), is_subprogram, fixed, plan.skip, sibling, specs)
 
 
-def _walk_compiled(
-    unit: UnitView,
-    tables: _CodeTables,
-    pos: int,
-    root: Function | None,
-    nested: list[Function],
-    root_children: list[Function] | None,
-    tree: list[_TreeRanges] | None = None,
-) -> bool:
-    """`_walk` by the compiled kernel; False (nothing done) when the reference must run.
-
-    With `tree` (a subtree walk), also the ranges of `root`'s whole tree in the
-    order `Function._tree_ranges` gives them: the walk's items are in DIE order,
-    so a node's inlined calls follow it; a nested subprogram starts a group of its
-    own, and the groups come after root's, in DIE order."""
+def _walk_compiled(unit: UnitView, tables: _CodeTables, pos: int, lazy: bool) -> list[_Item] | None:
+    """The compiled kernel's walk from `pos` (`lazy`: the top-level walk, subtrees
+    left unparsed), as (DIE offset, code, parent, children position, ranges,
+    call_file, call_line, call_column) items in DIE order, a parent being the
+    index of an earlier item, -2 for the walk's root, -1 for none (a subprogram);
+    None when the reference must run."""
     assert _native is not None
     if unit.skeleton is not None or unit.reader.is_dwo:
-        return False
+        return None
     if tables.native is None:
         tables.native = _native.make_walk_tables(
             [_code_entry(tables, code) for code in range(len(tables.kind))]
@@ -863,12 +901,12 @@ def _walk_compiled(
     try:
         base_address = unit.base_address
     except FormatError:  # raised again by the reference, where it needs the base
-        return False
+        return None
     if not 0 <= base_address < 1 << 64:
-        return False
+        return None
     ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
     info = unit.info
-    found = _native.walk(
+    found: list[_Item] | None = _native.walk(
         tables.native,
         info.buf,
         pos,
@@ -876,7 +914,7 @@ def _walk_compiled(
         info.start + unit.offset,
         info.start,
         unit.enc.endian == "<",
-        root is None,
+        lazy,
         ranges.buf,
         ranges.start,
         ranges.end,
@@ -884,39 +922,176 @@ def _walk_compiled(
         unit.header.addr_size,
         base_address,
     )
+    return found
+
+
+def _top_level_compiled(unit: UnitView, tables: _CodeTables, pos: int) -> list[Function] | None:
+    """The top-level walk by the compiled kernel (see `_walk`), or None."""
+    found = _walk_compiled(unit, tables, pos, lazy=True)
     if found is None:
-        return False
+        return None
     abbrevs = tables.abbrevs
-    made: list[Function] = []
-    groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's index
-    for offset, code, parent_at, children_pos, ranges_found, call_file, line, column in found:
-        if parent_at >= 0:
-            groups.append(groups[parent_at])
-        else:
-            groups.append(0 if parent_at == -2 else len(made) + 1)
-        parent = None if parent_at == -1 else root if parent_at == -2 else made[parent_at]
+    functions: list[Function] = []
+    for offset, code, _parent, children_pos, ranges_found, call_file, line, column in found:
         function = Function(
-            unit, offset, abbrevs[code], ranges_found, parent, call_file, line, column
+            unit, offset, abbrevs[code], ranges_found, None, call_file, line, column
         )
-        made.append(function)
-        if parent is None:
-            nested.append(function)
-        elif parent is root and root_children is not None:
-            root_children.append(function)
-        else:
-            assert parent._children is not None
-            parent._children.append(function)
+        functions.append(function)
         if children_pos >= 0:
             function._children = None
             function._children_pos = children_pos
-    if tree is not None and root is not None:
+    return functions
+
+
+_ROOT = -2
+"""A `_Tree` item's parent when it is the walk's root (the subprogram walked)."""
+_NO_PARENT = -1
+"""A `_Tree` item's parent when it is a subprogram nested in the root's DIEs."""
+
+
+class _Tree:
+    """A subprogram's subtree as the compiled walk found it, kept in arrays; the
+    `Function` of a node is made only when a lookup or a caller reaches it.
+
+    Why: a lookup needs the chain of calls at one address, while an inline tree
+    of the benchmark binary has 21 nodes on average (150,000 in the 7,085 trees
+    a 100,000-line log reaches), and a Function with its ranges costs about
+    400 bytes; a node here costs about 60 (docs/benchmarks.md)."""
+
+    __slots__ = (
+        "_children",
+        "_made",
+        "abbrevs",
+        "call_columns",
+        "call_files",
+        "call_lines",
+        "codes",
+        "offsets",
+        "parents",
+        "range_bounds",
+        "range_starts",
+        "root",
+    )
+
+    def __init__(self, root: Function, found: list[_Item]):
+        self.root = root
+        self.abbrevs = _tables(root.unit).abbrevs
+        self._made: dict[int, Function] = {}
+        self._children: dict[int, list[int]] | None = None
+        if not found:
+            empty: array[int] = array("q")
+            self.offsets = self.codes = self.parents = empty
+            self.call_files: Sequence[int] = empty
+            self.call_lines: Sequence[int] = empty
+            self.call_columns: Sequence[int] = empty
+            self.range_bounds = empty
+            self.range_starts = array("q", [0])
+            return
+        offsets, codes, parents, _, ranges, files, lines, columns = zip(*found, strict=True)
+        self.offsets = array("Q", offsets)
+        self.codes = array("Q", codes)
+        self.parents = array("q", parents)
+        self.call_files = _int_column(files)
+        self.call_lines = _int_column(lines)
+        self.call_columns = _int_column(columns)
+        self.range_starts = array("Q", accumulate(map(len, ranges), initial=0))
+        self.range_bounds = array("Q", chain.from_iterable(chain.from_iterable(ranges)))
+
+    def ranges_of(self, item: int) -> list[AddressRange]:
+        if item == _ROOT:
+            return self.root.ranges
+        bounds = self.range_bounds
+        return [
+            (bounds[2 * k], bounds[2 * k + 1])
+            for k in range(self.range_starts[item], self.range_starts[item + 1])
+        ]
+
+    def node(self, item: int) -> Function:
+        """The Function of node `item` (the same object each time), made with those of
+        its enclosing calls that are not made yet (outermost first, without recursion:
+        hostile input nests inlined calls thousands deep)."""
+        if item == _ROOT:
+            return self.root
+        made = self._made
+        found = made.get(item)
+        if found is not None:
+            return found
+        missing = [item]
+        parent_item = self.parents[item]
+        while parent_item >= 0 and parent_item not in made:
+            missing.append(parent_item)
+            parent_item = self.parents[parent_item]
+        for at in reversed(missing):
+            parent_item = self.parents[at]
+            parent = (
+                None
+                if parent_item == _NO_PARENT
+                else self.root
+                if parent_item == _ROOT
+                else made[parent_item]
+            )
+            function = Function(
+                self.root.unit,
+                self.offsets[at],
+                self.abbrevs[self.codes[at]],
+                self.ranges_of(at),
+                parent,
+                self.call_files[at],
+                self.call_lines[at],
+                self.call_columns[at],
+            )
+            function._children = None
+            function._tree = self
+            function._item = at
+            made.setdefault(at, function)  # one object, whichever thread wins
+        return made[item]
+
+    def _children_by_parent(self) -> dict[int, list[int]]:
+        children = self._children
+        if children is None:
+            children = {}
+            for item, parent in enumerate(self.parents):
+                children.setdefault(parent, []).append(item)
+            self._children = children
+        return children
+
+    def children_of(self, item: int) -> list[Function]:
+        """The calls inlined directly into node `item`, in DIE order."""
+        return [self.node(child) for child in self._children_by_parent().get(item, ())]
+
+    def nested_of(self, item: int) -> list[Function]:
+        """The subprograms nested in the root's DIEs (the root's only)."""
+        if item != _ROOT:
+            return []
+        return [self.node(child) for child in self._children_by_parent().get(_NO_PARENT, ())]
+
+    def insertion_order(self) -> tuple[list[AddressRange], list[int]]:
+        """The tree's (range, item) pairs in the order `Function._tree_ranges` gives
+        them: the items are in DIE order, so a node's inlined calls follow it; a
+        nested subprogram starts a group of its own, and the groups come after the
+        root's, in DIE order."""
+        groups: list[int] = []  # per item: 0 for root's own tree, else 1 + its subprogram's
+        for item, parent in enumerate(self.parents):
+            if parent >= 0:
+                groups.append(groups[parent])
+            else:
+                groups.append(0 if parent == _ROOT else item + 1)
         ranges_in_order: list[AddressRange] = []
-        nodes: list[Function] = []
-        by_group = sorted(range(len(made)), key=groups.__getitem__)  # stable: DIE order kept
-        for node in (root, *(made[i] for i in by_group)):
-            for low, high in node.ranges:
+        items: list[int] = []
+        by_group = sorted(range(len(groups)), key=groups.__getitem__)  # stable: DIE order kept
+        for item in (_ROOT, *by_group):
+            for low, high in self.ranges_of(item):
                 if low != high:
                     ranges_in_order.append((low, high))
-                    nodes.append(node)
-        tree.append((ranges_in_order, nodes))
-    return True
+                    items.append(item)
+        return ranges_in_order, items
+
+
+def _int_column(values: tuple[int, ...]) -> Sequence[int]:
+    """`values` in an array when they fit one (they are DW_AT_call_* values)."""
+    for typecode in ("q", "Q"):
+        try:
+            return array(typecode, values)
+        except OverflowError:
+            continue
+    return values

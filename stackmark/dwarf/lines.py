@@ -2,7 +2,7 @@
 
 `parse_line_table` reads the header (including DWARF 5's described
 directory and file tables), then runs the state machine over the whole
-program once, keeping every row in a flat list. Lookups follow llvm's
+program once, keeping every row in compact columns (`RowColumns`). Lookups follow llvm's
 DWARFDebugLine exactly, because llvm-symbolizer is the reference:
 
 * rows are emitted by special opcodes, DW_LNS_copy and DW_LNE_end_sequence;
@@ -265,23 +265,62 @@ def _string_of(reader: "ReaderView[Any]", form: int, raw: object) -> str:
 
 
 WIDTH = 7
-"""Fields per row in the flat row store: LineRow's fields, in its order."""
+"""Fields per row in the wide flat row store (`LineTable._flat`): LineRow's fields,
+in its order."""
+
+IS_STMT, END_SEQUENCE = 1, 2
+"""The bits of `RowColumns.flags`."""
+
+
+class RowColumns(NamedTuple):
+    """The rows of one table, column by column, each column in the narrowest array
+    type that holds its values.
+
+    Why: a row as a Python tuple costs about 180 bytes, seven slots of an
+    unsigned 64-bit array 56; these columns cost 21 (8 for the address, 4 for
+    the line and the discriminator, 2 for the file and the column, which are
+    16-bit registers, 1 for the flags), which matters once every unit of a
+    large program has been read (docs/benchmarks.md). A line or discriminator
+    past 32 bits (garbage tables) makes its column 64-bit."""
+
+    addresses: "array[int]"  # Q
+    files: "array[int]"  # H
+    lines: "array[int]"  # I, or Q
+    columns: "array[int]"  # H
+    discriminators: "array[int]"  # I, or Q
+    flags: "array[int]"  # B: IS_STMT | END_SEQUENCE
+
+
+def _narrowest(values: Sequence_[int], typecode: str) -> "array[int]":
+    """`values` as an array of `typecode`, or of Q when one of them needs more."""
+    try:
+        return array(typecode, values)
+    except OverflowError:
+        return array("Q", values)
+
+
+def _columns_of(flat: list[int]) -> RowColumns:
+    """The rows of a flat list (WIDTH values each, already wrapped to 64 bits) as columns."""
+    return RowColumns(
+        array("Q", flat[0::WIDTH]),
+        array("H", flat[1::WIDTH]),
+        _narrowest(flat[2::WIDTH], "I"),
+        array("H", flat[3::WIDTH]),
+        _narrowest(flat[6::WIDTH], "I"),
+        array("B", [s | e << 1 for s, e in zip(flat[4::WIDTH], flat[5::WIDTH], strict=True)]),
+    )
 
 
 class Rows(Sequence_[RawRow]):
-    """The rows of a table as a read-only sequence of tuples over one flat array.
+    """The rows of a table as a read-only sequence of tuples over its row store."""
 
-    Why: a row as a Python tuple costs about 180 bytes; seven slots of an
-    unsigned 64-bit array cost 56, which matters once every unit of a large
-    program has been read."""
+    __slots__ = ("_table",)
 
-    __slots__ = ("_flat",)
-
-    def __init__(self, flat: "array[int]"):
-        self._flat = flat
+    def __init__(self, table: "LineTable"):
+        self._table = table
 
     def __len__(self) -> int:
-        return len(self._flat) // WIDTH
+        return len(self._table._addresses)
 
     @overload
     def __getitem__(self, index: int) -> RawRow: ...
@@ -290,21 +329,28 @@ class Rows(Sequence_[RawRow]):
     def __getitem__(self, index: slice) -> list[RawRow]: ...
 
     def __getitem__(self, index: int | slice) -> RawRow | list[RawRow]:
-        flat = self._flat
+        row_at = self._table._row_at
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
-            return [_row(flat, i) for i in range(start, stop, step)]
+            return [row_at(i) for i in range(start, stop, step)]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("row index out of range")
-        return _row(flat, index)
+        return row_at(index)
 
 
-def _row(flat: "array[int]", index: int) -> RawRow:
-    at = index * WIDTH
-    a, f, line, c, stmt, end, d = flat[at : at + WIDTH]
-    return (a, f, line, c, bool(stmt), bool(end), d)
+def _row(columns: RowColumns, index: int) -> RawRow:
+    flags = columns.flags[index]
+    return (
+        columns.addresses[index],
+        columns.files[index],
+        columns.lines[index],
+        columns.columns[index],
+        bool(flags & IS_STMT),
+        bool(flags & END_SEQUENCE),
+        columns.discriminators[index],
+    )
 
 
 class LineTable:
@@ -313,7 +359,7 @@ class LineTable:
     def __init__(
         self,
         header: LineProgramHeader,
-        flat: "array[int]",
+        columns: RowColumns,
         sequences: list[Sequence],
         comp_dir: str | None,
         sequence_sections: list[int | None] | None = None,
@@ -321,17 +367,44 @@ class LineTable:
         self.header = header
         # The section of each sequence, in a relocatable object only (None: none).
         self.sequence_sections = sequence_sections
-        self._flat = flat
-        self.rows = Rows(flat)  # tuples in LineRow's field order
+        # The rows: in columns, until the GSYM converter asks for the wide store
+        # (`_flat`), which then replaces them (the addresses stay, for lookups).
+        self._columns: RowColumns | None = columns
+        self._wide: array[int] | None = None
+        self.rows = Rows(self)  # tuples in LineRow's field order
         self.sequences = sequences  # ordered by high
         self.comp_dir = comp_dir or ""
-        self._addresses = flat[0::WIDTH]
+        self._addresses = columns.addresses
         self._seq_highs = [seq.high for seq in sequences]
         self._names: dict[int, str | None] = {}
 
     @property
     def version(self) -> int:
         return self.header.version
+
+    @property
+    def _flat(self) -> "array[int]":
+        """The rows as one array of WIDTH uint64 per row, made on first use, which
+        then replaces the columns: the GSYM converter's compiled loops read rows in
+        that layout, and keeping both would cost it 21 more bytes a row (lookups
+        never ask for it)."""
+        wide = self._wide
+        if wide is None:
+            columns = self._columns
+            assert columns is not None  # (there is always one store or the other)
+            wide = self._wide = _wide_rows(columns)
+            self._columns = None  # after the wide store: another thread may be reading
+        return wide
+
+    def _row_at(self, index: int) -> RawRow:
+        columns = self._columns
+        if columns is not None:
+            return _row(columns, index)
+        wide = self._wide
+        assert wide is not None
+        at = index * WIDTH
+        a, f, line, c, stmt, end, d = wide[at : at + WIDTH]
+        return (a, f, line, c, bool(stmt), bool(end), d)
 
     def row_index(self, address: int) -> int | None:
         """Index of the row describing `address` (llvm's lookupAddress), or None."""
@@ -353,7 +426,7 @@ class LineTable:
             index = self._sectioned_row_index(address, section)
             if index is None:
                 index = self._sectioned_row_index(address, None)
-        return LineRow(*_row(self._flat, index)) if index is not None else None
+        return LineRow(*self._row_at(index)) if index is not None else None
 
     def _sectioned_row_index(self, address: int, section: int | None) -> int | None:
         """llvm's lookupAddressImpl: the first of the section's sequences (by end
@@ -387,7 +460,7 @@ class LineTable:
             else:
                 stop = seq.end
             for index in range(start, stop):
-                yield LineRow(*_row(self._flat, index))
+                yield LineRow(*self._row_at(index))
             i += 1
 
     def has_file(self, index: int) -> bool:
@@ -458,6 +531,30 @@ def _path_append(path: str, *components: str) -> str:
     return path
 
 
+def _wide_rows(columns: RowColumns) -> "array[int]":
+    """`columns` as one flat array of WIDTH uint64 per row (LineRow's field order)."""
+    wide = array("Q")
+    if _native is not None:
+        wide.frombytes(_native.wide_rows(*columns))
+        return wide
+    count = len(columns.addresses)
+    wide.frombytes(bytes(8 * WIDTH * count))
+    flags = columns.flags
+    for field, values in enumerate(
+        (
+            columns.addresses,
+            columns.files,
+            columns.lines,
+            columns.columns,
+            array("Q", [flag & IS_STMT for flag in flags]),
+            array("Q", [(flag & END_SEQUENCE) >> 1 for flag in flags]),
+            columns.discriminators,
+        )
+    ):
+        wide[field::WIDTH] = values if values.typecode == "Q" else array("Q", values)
+    return wide
+
+
 def parse_line_table(
     reader: "ReaderView[Any]", offset: int, unit_addr_size: int, comp_dir: str | None
 ) -> LineTable:
@@ -472,22 +569,22 @@ def parse_line_table(
     )
     try:
         if compiled is not None:
-            flat, sequences = compiled
+            columns, sequences = compiled
         else:
-            flat, sequences, address_at = _run_program(section, header, reader.endian)
+            columns, sequences, address_at = _run_program(section, header, reader.endian)
     except (IndexError, struct.error):
         raise section.error(f"line table at 0x{offset:x} is truncated", offset) from None
     if not places:
         sequences.sort(key=lambda s: s.high)
-        return LineTable(header, flat, sequences, comp_dir)
+        return LineTable(header, columns, sequences, comp_dir)
     order = sorted(range(len(sequences)), key=lambda i: sequences[i].high)
     sections = [places.get(address_at[i]) for i in order]
-    return LineTable(header, flat, [sequences[i] for i in order], comp_dir, sections)
+    return LineTable(header, columns, [sequences[i] for i in order], comp_dir, sections)
 
 
 def _run_program_compiled(
     section: Section, h: LineProgramHeader, endian: str
-) -> "tuple[array[int], list[Sequence]] | None":
+) -> "tuple[RowColumns, list[Sequence]] | None":
     """`_run_program` by the compiled kernel (without the sequences' address
     offsets, which only relocatable objects need); None when the reference must run."""
     assert _native is not None
@@ -506,15 +603,18 @@ def _run_program_compiled(
     )
     if found is None:
         return None
-    rows, sequences = found
-    flat = array("Q")
-    flat.frombytes(rows)
-    return flat, [Sequence(*seq) for seq in sequences]
+    pairs, sequences = found
+    columns = []
+    for typecode, data in pairs:
+        column = array(typecode)
+        column.frombytes(data)
+        columns.append(column)
+    return RowColumns(*columns), [Sequence(*seq) for seq in sequences]
 
 
 def _run_program(
     section: Section, h: LineProgramHeader, endian: str
-) -> "tuple[array[int], list[Sequence], list[int]]":
+) -> "tuple[RowColumns, list[Sequence], list[int]]":
     """The line number state machine (DWARF 5 6.2.2), producing rows and sequences,
     and for each sequence the section offset of its last DW_LNE_set_address
     operand (-1: none), where a relocatable object's relocation says its section.
@@ -522,7 +622,7 @@ def _run_program(
     This is the hottest loop of a lookup, so it is written for CPython: opcode
     numbers are literals (DW_LNS_* in comments), one-byte LEB128 operands are
     decoded inline, rows go to one flat list (WIDTH values each, made into
-    an array at the end), and registers are not wrapped to their llvm
+    columns at the end), and registers are not wrapped to their llvm
     widths here: modular arithmetic gives the same residues when `_packed`
     masks them on the way out.
     """
@@ -686,15 +786,15 @@ def _run_program(
     return _packed(flat), sequences, sequence_address_at
 
 
-def _packed(flat: list[int]) -> "array[int]":
-    """The flat row list as an array, address, line and discriminator wrapped to
-    llvm's register widths (64, 32 and 32 bits) when a garbage table took them out
-    of range (a discriminator's LEB128 can be wider than 64 bits)."""
+def _packed(flat: list[int]) -> RowColumns:
+    """The flat row list as columns, address, line and discriminator wrapped to
+    llvm's register widths (64, 32 and 32 bits) when a garbage table took one of
+    them out of the uint64 range (a discriminator's LEB128 can be wider than 64 bits)."""
     try:
-        return array("Q", flat)
+        return _columns_of(flat)
     except OverflowError:
         fixed = list(flat)
         fixed[0::WIDTH] = [a & _MASK64 for a in fixed[0::WIDTH]]
         fixed[2::WIDTH] = [v & 0xFFFFFFFF for v in fixed[2::WIDTH]]
         fixed[6::WIDTH] = [d & 0xFFFFFFFF for d in fixed[6::WIDTH]]
-        return array("Q", fixed)
+        return _columns_of(fixed)

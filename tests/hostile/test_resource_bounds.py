@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import tracemalloc
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -403,3 +404,40 @@ def test_dies_nested_deeply_with_backward_siblings_are_a_format_error() -> None:
         for unit in reader.units():
             unit.functions()
     assert "nested.elf" in str(caught.value)
+
+
+def test_inlined_calls_nested_thousands_deep_give_their_whole_chain() -> None:
+    # A subprogram with 3,000 inlined calls, each nested in the previous one and
+    # covering one byte less at each end: the chain at the innermost address holds
+    # all of them. A lookup makes the Functions of its chain from the compiled
+    # walk's arrays; it used to do that one level of recursion per call.
+    from stackmark.dwarf.reader import DwarfReader
+
+    depth = 3_000
+    abbrev = bytes(
+        [
+            *(1, 0x11, 1, 0, 0),  # 1: DW_TAG_compile_unit, children, no attributes
+            *(2, 0x2E, 1, 0x11, 0x01, 0x12, 0x06, 0, 0),  # 2: subprogram: low_pc, high_pc (data4)
+            *(3, 0x1D, 1, 0x11, 0x01, 0x12, 0x06, 0, 0),  # 3: inlined_subroutine, the same
+            0,
+        ]
+    )
+    low, size = 0x10000, 0x10000
+    dies = bytes([1]) + bytes([2]) + struct.pack("<QI", low, size)
+    for level in range(1, depth + 1):
+        dies += bytes([3]) + struct.pack("<QI", low + level, size - 2 * level)
+    dies += bytes(depth + 2)  # the null entries closing every call, the subprogram, the unit
+    body = struct.pack("<HIB", 4, 0, 8) + dies  # DWARF 4 header: version, abbrev, addr size
+    info = struct.pack("<I", len(body)) + body
+    data = elf_file(
+        [
+            RawSection(".debug_info", SHT_PROGBITS, 0, info),
+            RawSection(".debug_abbrev", SHT_PROGBITS, 0, abbrev),
+        ]
+    )
+    unit = next(DwarfReader(ElfFile.from_bytes(data, "inlined.elf")).units())
+    chain = unit.inline_chain(low + depth)
+    assert len(chain) == depth + 1
+    assert [function.is_inlined for function in chain] == [True] * depth + [False]
+    assert [function.ranges[0][0] for function in chain] == [low + i for i in range(depth, -1, -1)]
+    assert all(inner.parent is outer for inner, outer in pairwise(chain))

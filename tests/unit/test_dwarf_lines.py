@@ -132,6 +132,30 @@ def test_lookup_takes_the_last_row_at_an_address_and_respects_sequence_ends() ->
     assert checked > 100
 
 
+@pytest.mark.parametrize("variant", ["cpp-O2", "c-O2-dwarf4"])
+def test_rows_and_lookups_stay_the_same_once_the_wide_store_replaces_the_columns(
+    variant: str,
+) -> None:
+    """The GSYM converter reads a table's rows as one flat store of seven uint64 a row
+    (`_flat`), made from the columns lookups use, which it then replaces."""
+    reader = DwarfReader.open(BUILDS[variant]())
+    checked = 0
+    for unit in reader.units():
+        table = unit.line_table()
+        assert table is not None
+        rows = list(table.rows)
+        addresses = sorted({row[0] for row in rows} | {row[0] + 1 for row in rows})
+        found = [table.lookup(address) for address in addresses]
+        spans = [list(table.rows_in(seq.low, seq.high)) for seq in table.sequences]
+        flat = table._flat
+        assert list(flat) == [int(value) for row in rows for value in row]
+        assert list(table.rows) == rows
+        assert [table.lookup(address) for address in addresses] == found
+        assert [list(table.rows_in(seq.low, seq.high)) for seq in table.sequences] == spans
+        checked += len(rows)
+    assert checked > 100
+
+
 def test_file_names_are_absolute_as_llvm_resolves_them() -> None:
     binary = sym_builds.c_program("-g", "-O2", "-gdwarf-4", name="sym_inline_d4")
     table = next(DwarfReader.open(binary).units()).line_table()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,41 @@ def test_compiled_programs_read_the_same_with_and_without_the_kernels(
     assert all(spy.answered > 0 for spy in spies.values()), {
         module.__name__: spy.answered for module, spy in spies.items()
     }
+
+
+@pytest.mark.parametrize("name", ["C -O2 (DWARF 5)", "C++ templates -O2", "C++ local classes -O2"])
+def test_the_calls_a_lookup_reaches_are_the_nodes_of_the_tree_walked_afterwards(name: str) -> None:
+    """The compiled walk keeps a subtree in arrays and makes a node's Function when a
+    lookup reaches it: the tree walked after the lookups holds those same objects,
+    with the same parents, and the lookups give the reference's chains."""
+    data, _ = _program(name)
+    reader = DwarfReader(ElfFile.from_bytes(data, name))
+    tables = [unit.line_table() for unit in reader.units()]
+    addresses = sorted({row[0] for table in tables if table is not None for row in table.rows})
+    chains = []
+    for address in addresses:
+        unit = reader.unit_for_address(address)
+        if unit is not None:
+            chains.append(unit.inline_chain(address))
+    assert any(node.is_inlined for chain in chains for node in chain)
+    for chain in chains:
+        if not chain:
+            continue
+        subprogram = chain[-1]
+        tree = [node for top in (subprogram, *subprogram.nested_subprograms) for node in top.walk()]
+        for node in chain:
+            assert any(node is walked for walked in tree), node
+        for inner, outer in pairwise(chain):
+            assert inner.parent is outer
+            assert any(inner is child for child in outer.children)
+    with pure_python():
+        reference = DwarfReader(ElfFile.from_bytes(data, name))
+        expected = []
+        for address in addresses:
+            unit = reference.unit_for_address(address)
+            if unit is not None:
+                expected.append([(node.offset, node.name) for node in unit.inline_chain(address)])
+    assert [[(node.offset, node.name) for node in chain] for chain in chains] == expected
 
 
 @pytest.mark.parametrize(
