@@ -17,12 +17,16 @@ llvm/lib/DebugInfo/Symbolize/MarkupFilter.cpp; README, `--compat=llvm19`):
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from stackmark.markup import layout
 from stackmark.markup.context import Mapping, MarkupContext, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
     BtElement,
     DataElement,
+    DumpfileElement,
+    HexdictElement,
     MmapElement,
     ModuleElement,
     OtherElement,
@@ -38,7 +42,7 @@ from stackmark.markup.parser import MarkupParser
 from stackmark.markup.report import DiagnosticPrinter
 from stackmark.markup.resolve import Resolver
 from stackmark.markup.styled import StyledWriter
-from stackmark.markup.syntax import CONTEXTUAL_TAGS, Element, Sgr, Span, Text
+from stackmark.markup.syntax import CONTEXTUAL_TAGS, Continuation, Element, Sgr, Span, Text
 from stackmark.model import Module
 
 
@@ -208,12 +212,25 @@ class Llvm19Filter:
 
     def _contextual(self, element: Element, deferred: list[Span]) -> None:
         typed = decode(element)
-        if isinstance(typed, MmapElement):
-            self._mmap(typed, deferred)
-        elif isinstance(typed, ResetElement):
-            self._reset(typed, deferred)
-        elif isinstance(typed, ModuleElement):
-            self._module(typed, deferred)
+        match typed:  # the most frequent first: a module has several mmaps
+            case MmapElement():
+                self._mmap(typed, deferred)
+            case ModuleElement():
+                self._module(typed, deferred)
+            case ResetElement():
+                self._reset(typed, deferred)
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                pass  # not contextual: never called with these
+            case _:
+                assert_never(typed)
 
     def _mmap(self, typed: MmapElement, deferred: list[Span]) -> None:
         if not self._report_all(typed.diagnostics):
@@ -267,30 +284,43 @@ class Llvm19Filter:
     # --- everything else -------------------------------------------------------
 
     def _span(self, span: Span) -> None:
-        if isinstance(span, Text):
-            self.out.write(span.text)
-        elif isinstance(span, Sgr):
-            self.out.sgr(span.code)
-        elif isinstance(span, Element):
-            self._element(span)
-        else:  # a Continuation: never produced without multi-line tags
-            self.out.write(span.text)
+        match span:
+            case Text():
+                self.out.write(span.text)
+            case Element():
+                self._element(span)
+            case Sgr():
+                self.out.sgr(span.code)
+            case Continuation():  # never produced without multi-line tags
+                self.out.write(span.text)
+            case _:
+                assert_never(span)
 
     def _element(self, element: Element) -> None:
         typed = decode(element)
-        if isinstance(typed, SymbolElement):
-            if self._report_all(typed.diagnostics):
-                layout.plain_name(self.out, self.naming.symbol_element(typed.name))
-        elif isinstance(typed, PcElement):
-            self._pc(typed)
-        elif isinstance(typed, BtElement):
-            self._bt(typed)
-        elif isinstance(typed, DataElement):
-            self._data(typed)
-        elif isinstance(typed, OtherElement) and typed.diagnostics:
-            self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
-        else:
-            self.out.write(element.text)  # hexdict, dumpfile, unknown tags: as they are
+        match typed:  # the most frequent first: a log is mostly backtraces
+            case BtElement():
+                self._bt(typed)
+            case PcElement():
+                self._pc(typed)
+            case DataElement():
+                self._data(typed)
+            case SymbolElement():
+                if self._report_all(typed.diagnostics):
+                    layout.plain_name(self.out, self.naming.symbol_element(typed.name))
+            case OtherElement() if typed.diagnostics:
+                self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
+            case (
+                OtherElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | ResetElement()
+                | ModuleElement()
+                | MmapElement()
+            ):
+                self.out.write(element.text)  # hexdict, dumpfile, unknown tags: as they are
+            case _:
+                assert_never(typed)
 
     def _pc(self, typed: PcElement) -> None:
         if not self._report_all(typed.diagnostics):
