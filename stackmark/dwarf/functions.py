@@ -844,14 +844,17 @@ def _code_entry(tables: _CodeTables, code: int) -> _CodeEntry | None:
     # an entry depends on (the plan is per specs and encoding).
     key = (plan, abbrev.tag, abbrev.has_children)
     if key not in _ENTRIES:
-        _ENTRIES[key] = _new_code_entry(abbrev, plan, tables.enc)
+        _ENTRIES[key] = compiled_walk_entry(abbrev, plan, tables.enc)
     return _ENTRIES[key]
 
 
 _ENTRIES: dict[tuple[Plan, int, bool], _CodeEntry | None] = {}
 
 
-def _new_code_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | None:
+def compiled_walk_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry | None:
+    """What the compiled subtree walk needs of one abbreviation (its kind, children,
+    fixed size, skips, sibling and attribute steps), or None when only the reference
+    walks DIEs of it. The GSYM converter's walk builds its entries from this too."""
     kind = _kind_of(abbrev, plan)
     if V_INDIRECT in plan.skip:
         return None

@@ -48,9 +48,10 @@ _ADDRX_FORMS = frozenset(
         C.DW_FORM_GNU_addr_index,
     }
 )
-_LOCAL_REF_FORMS = frozenset(
+LOCAL_REF_FORMS = frozenset(
     {C.DW_FORM_ref1, C.DW_FORM_ref2, C.DW_FORM_ref4, C.DW_FORM_ref8, C.DW_FORM_ref_udata}
 )
+"""The forms of a reference within the unit (an offset from the unit's start)."""
 _CONSTANT_FORMS = frozenset(
     {
         C.DW_FORM_data1,
@@ -487,7 +488,7 @@ class Unit:
             form, value = value.form, value.value
         if not isinstance(value, int):
             return None
-        if form in _LOCAL_REF_FORMS:
+        if form in LOCAL_REF_FORMS:
             return self.offset + value
         if form == C.DW_FORM_ref_addr:
             return value

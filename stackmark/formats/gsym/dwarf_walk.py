@@ -33,8 +33,8 @@ from stackmark._native import load
 from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
-from stackmark.dwarf.functions import _new_code_entry, find_recursively
-from stackmark.dwarf.unit import _LOCAL_REF_FORMS, Unit
+from stackmark.dwarf.functions import compiled_walk_entry, find_recursively
+from stackmark.dwarf.unit import LOCAL_REF_FORMS, Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
 from stackmark.formats.gsym.dwarf_names import DieParents
@@ -457,7 +457,7 @@ def _compiled_entry(
 
 
 def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> tuple[object, object]:
-    entry = _new_code_entry(abbrev, plan, unit.enc)
+    entry = compiled_walk_entry(abbrev, plan, unit.enc)
     if entry is None:
         return None, None
     _, children, is_subprogram, fixed, skip, sibling, specs = entry
@@ -487,6 +487,6 @@ def _origin_mode(abbrev: Abbrev | None, plan: Plan | None, kind: int) -> int:
     if C.DW_AT_abstract_origin not in forms or any(a in forms for a in _NAME_ATTRS):
         return 0
     form = forms[C.DW_AT_abstract_origin]
-    if form in _LOCAL_REF_FORMS:
+    if form in LOCAL_REF_FORMS:
         return 1
     return 2 if form == C.DW_FORM_ref_addr else 0
