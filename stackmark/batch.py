@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from stackmark.symbols.buildid import is_valid_build_id
+from stackmark.whole_files import replacing, write_whole
 
 BINARY_SNIFF_BYTES = 8192
 """A file with a NUL byte in its first 8 KiB is not a text log (gzip, core...)."""
@@ -213,17 +214,8 @@ def process_item(item: BatchItem, processor: FileProcessor, temp_dir: Path) -> I
                 os.close(fd)
                 target = Path(name)
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, part_name = tempfile.mkstemp(
-                prefix=f".{target.name[:100]}.", suffix=".part", dir=target.parent
-            )
-            try:
-                with os.fdopen(fd, "wb") as output:
-                    status = processor(item.name, source, output, messages.append)
-                os.replace(part_name, target)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(part_name)
-                raise
+            with replacing(target) as output:
+                status = processor(item.name, source, output, messages.append)
     except OSError as exc:
         where = exc.filename if isinstance(exc.filename, str) else item.name
         reason = exc.strerror or str(exc)
@@ -256,19 +248,9 @@ def process_bytes(
 
 
 def write_output(target: Path, data: bytes) -> None:
-    """Write `data` to `target` whole or not at all (a temporary file renamed into place)."""
+    """Write `data` to `target` whole or not at all (`stackmark.whole_files`)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, part_name = tempfile.mkstemp(
-        prefix=f".{target.name[:100]}.", suffix=".part", dir=target.parent
-    )
-    try:
-        with os.fdopen(fd, "wb") as output:
-            output.write(data)
-        os.replace(part_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(part_name)
-        raise
+    write_whole(target, data)
 
 
 def _process_in_worker(item: BatchItem, temp_dir: Path) -> ItemResult:

@@ -148,14 +148,14 @@ def _generate(args: argparse.Namespace) -> int:
     from stackmark.formats.sframe.embed import SECTION_ADDRESS, add_sframe_section
     from stackmark.formats.sframe.from_cfi import generate_from_file
     from stackmark.formats.sframe.writer import encode_sframe
+    from stackmark.whole_files import write_whole
 
     address = args.address if args.raw else SECTION_ADDRESS
     result = generate_from_file(args.binary, version=args.sframe_version, address=address)
     data = encode_sframe(result.section)
     if args.raw:
         try:
-            with open(args.output, "wb") as f:
-                f.write(data)
+            write_whole(args.output, data)
         except OSError as exc:
             raise StackmarkError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:

@@ -127,7 +127,7 @@ class BreakpadStore:
             except StackmarkError as exc:
                 searched.append(f"{sym}: {exc}")
                 return None
-            write_atomically(str(gsym), result.data)
+            write_atomically(str(gsym), result.data, owned=True)
         return gsym
 
     def _find_sym(

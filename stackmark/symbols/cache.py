@@ -246,8 +246,8 @@ class GsymCache:
             if progress is not None:
                 progress.update(EXTRAS_LABEL, 1, 1)
                 progress.finish()
-        write_atomically(str(extras_path), extras_data)
-        write_atomically(str(gsym_path), result.data)
+        write_atomically(str(extras_path), extras_data, owned=True)
+        write_atomically(str(gsym_path), result.data, owned=True)
 
 
 EXTRAS_LABEL = "indexing names and columns"

@@ -74,6 +74,7 @@ FORMAT_LEAF_IMPORTS = (
     "stackmark.plain",
     "stackmark.dwarf",
     "stackmark.unwind_rules",  # shared vocabulary beside model.py (Arch, unwind rows)
+    "stackmark.whole_files",  # writing an output file whole or not at all
 )
 # The `stackmark` console script starts every front end: these arrows are its
 # subcommands reaching each front end's entry point, not shared code.

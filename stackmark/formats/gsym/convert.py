@@ -21,9 +21,7 @@ a failed conversion leaves nothing behind.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
@@ -52,6 +50,7 @@ from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.gc_pause import gc_paused
 from stackmark.formats.gsym.ranges import Range
 from stackmark.macho import FatArch, MachOFile, dsym_members, is_macho, read_universal
+from stackmark.whole_files import write_whole
 
 
 class ProgressSink(Protocol):
@@ -330,20 +329,12 @@ def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = 
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gsym-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def write_atomically(path: str, data: bytes, *, owned: bool = False) -> None:
+    """Write a GSYM (or segment, or cache extras) to `path` whole or not at all,
+    through a `.gsym-*.tmp` file beside it (the name the cache sweeps); `/dev/null`,
+    a FIFO or a terminal is written in place, unless the path is `owned` by a
+    cache, which replaces whatever it finds there (`stackmark.whole_files`)."""
+    write_whole(path, data, prefix=".gsym-", suffix=".tmp", owned=owned)
 
 
 def convert_file(

@@ -13,13 +13,13 @@ header table (the old headers plus one) that e_shoff points at.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 
 from stackmark.elf import SHT_GNU_SFRAME, SHT_PROGBITS, ElfFile
 from stackmark.errors import StackmarkError
 from stackmark.formats.sframe import spec
+from stackmark.whole_files import write_whole
 
 SECTION_NAME = b".sframe"
 SECTION_ADDRESS = 0
@@ -80,15 +80,9 @@ def add_sframe_section(
 
 
 def _write(output: str | os.PathLike[str], image: bytes, source_mode: int) -> None:
-    """Write atomically (a temporary file renamed into place), keeping the mode bits."""
-    out = os.fspath(output)
-    tmp = f"{out}.tmp{os.getpid()}"
+    """Write whole or not at all, keeping the input's mode bits (an executable stays
+    one); a device or FIFO is written in place (`stackmark.whole_files`)."""
     try:
-        with open(tmp, "wb") as f:
-            f.write(image)
-        os.chmod(tmp, source_mode & 0o7777)
-        os.replace(tmp, out)
+        write_whole(output, image, mode=source_mode)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise StackmarkError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise StackmarkError(f"cannot write {os.fspath(output)}: {exc.strerror or exc}") from None
