@@ -27,7 +27,6 @@ else to the core.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
@@ -58,7 +57,7 @@ from stackmark_lsp import scan
 from stackmark_lsp.document import Chunk, Document, Edit, LineInfo
 from stackmark_lsp.epochs import MASK64, Epoch
 
-_native = load("_logindex")  # the compiled address scan of `_check_frames`, or None
+_native = load("_logindex")  # `_check_frames`' address scan, `_read_context`'s rows; or None
 
 # Entry flags
 F_CTX = 1 << 0  # a contextual element (reset, module, mmap)
@@ -384,12 +383,9 @@ class Index:
             if start > pos:
                 self._check_frames(chunk, text, pos, start, line, infos)
                 line += text.count("\n", pos, start)
-            row = context_row(text, start)
-            if row is not None:
-                pos, line, stopped = self._read_context(
-                    chunk, text, row, line, infos, stop_line, old
-                )
-                if stopped:
+            if context_row(text, start) is not None:
+                pos, line = self._read_context(chunk, text, start, line, infos, stop_line, old)
+                if pos < 0:
                     return line, None
                 continue
             if stop_line is not None and self._stops_at(line, stop_line, old):
@@ -411,61 +407,36 @@ class Index:
         self,
         chunk: Chunk,
         text: str,
-        row: re.Match[str] | None,
+        pos: int,
         line: int,
         infos: dict[int, Entry],
         stop_line: int | None,
         old: dict[int, Entry],
-    ) -> tuple[int, int, bool]:
-        """Read a run of contextual lines, one `scan.CONTEXT_ROW` each (`row`, the first,
-        being line `line`): the records take each element the core's rules accept; one
-        they refuse is read again by `_read`, which asks the core for the error.
-        (position and line after the run, or of the line the pass stops at; whether it
-        stopped)."""
-        hexes = ("0x", "0X")
+    ) -> tuple[int, int]:
+        """Read the run of contextual lines from `pos` (line `line`), one `scan.CONTEXT_ROW`
+        each, as `scan.context_rows` reads them (in C when built): the records take each
+        element the core's rules accept; one they refuse is read again by `_read`, which
+        asks the core for the error. (position and line after the run), or (-1, the line
+        the pass stops at)."""
+        rows = _native.context_rows(text, pos) if _native is not None else None
+        end, rows = rows if rows is not None else scan.context_rows(text, pos)
         epoch = self._live
-        next_row = scan.CONTEXT_ROW.match
         checking = stop_line is not None
-        pos = row.start() if row is not None else 0
-        while row is not None:
+        for row in rows:
             if checking and self._stops_at(line, stop_line, old):
-                return pos, line, True
-            (
-                column,
-                reset,
-                module_id,
-                name,
-                build_id,
-                start,
-                size,
-                mapped_id,
-                mode,
-                relative,
-            ) = row.groups("")
+                return -1, line
             info = LineInfo(chunk, line)
-            where = (info, len(column))
-            if reset:
-                epoch = self._new_epoch(info, len(column))
-                info.flags = F_CTX | F_RESET | F_RESET_FIRST
-                accepted = True
-            elif module_id:
-                info.flags = F_CTX
-                accepted = epoch.declare(
-                    int(module_id, 16) if module_id[:2] in hexes else int(module_id),
-                    name,
-                    scan.build_id(build_id),
-                    where,
-                )
-            else:
-                info.flags = F_CTX
-                accepted = epoch.map(
-                    int(start, 16),
-                    int(size, 16) if size[:2] in hexes else int(size),
-                    int(mapped_id, 16) if mapped_id[:2] in hexes else int(mapped_id),
-                    mode.lower(),
-                    int(relative, 16),
-                    where,
-                )
+            match row:
+                case (column,):
+                    epoch = self._new_epoch(info, column)
+                    info.flags = F_CTX | F_RESET | F_RESET_FIRST
+                    accepted = True
+                case (column, module_id, name, build_id):
+                    info.flags = F_CTX
+                    accepted = epoch.declare(module_id, name, build_id, (info, column))
+                case (column, start, size, module_id, mode, relative):
+                    info.flags = F_CTX
+                    accepted = epoch.map(start, size, module_id, mode, relative, (info, column))
             if accepted:
                 infos[line] = info
             else:
@@ -475,9 +446,7 @@ class Index:
                 assert refused is not None
                 infos[line] = refused
             line += 1
-            pos = row.end()
-            row = next_row(text, pos)
-        return pos, line, False
+        return end, line
 
     def _check_frames(
         self, chunk: Chunk, text: str, begin: int, end: int, line: int, infos: dict[int, Entry]

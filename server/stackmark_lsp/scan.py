@@ -84,6 +84,40 @@ _CONTEXT_ELEMENT = (
 )
 CONTEXT_ROW = re.compile(r"([^{\n]*)" + _CONTEXT_ELEMENT + r"[^{\n]*\n")
 
+# A contextual row read: (column,) for a reset, (column, module ID, name, build ID) for a
+# module, (column, start, size, module ID, mode, module-relative address) for an mmap; the
+# column is that of the element's `{{{`, the mode in lower case, the build ID normalised.
+ContextRow = tuple[int] | tuple[int, int, str, str] | tuple[int, int, int, int, str, int]
+
+
+def context_rows(text: str, pos: int) -> tuple[int, list[ContextRow]]:
+    """The run of `CONTEXT_ROW` lines from `pos` on, read: (position after the run, its
+    rows). The reference of `stackmark._native._logindex.context_rows`."""
+    rows: list[ContextRow] = []
+    match = CONTEXT_ROW.match
+    while (row := match(text, pos)) is not None:
+        column, reset, module_id, name, build, start, size, mapped_id, mode, relative = row.groups(
+            ""
+        )
+        if reset:
+            rows.append((len(column),))
+        elif module_id:
+            rows.append((len(column), parse_id(module_id), name, build_id(build)))
+        else:
+            rows.append(
+                (
+                    len(column),
+                    int(start, 16),
+                    parse_id(size),
+                    parse_id(mapped_id),
+                    mode.lower(),
+                    int(relative, 16),
+                )
+            )
+        pos = row.end()
+    return pos, rows
+
+
 Scanned = re.Match[str]  # an element matched by _ELEMENT; `lastindex` is its kind
 
 

@@ -169,19 +169,29 @@ class HeadFirstInput:
     A body of at least `head.MIN_MESSAGE` bytes is read into one buffer in two steps:
     what has arrived once `head.HEAD_BYTES` are in is passed to `on_head` (on the
     reading thread), then the rest is read. The loop gets the same bytes either way.
+
+    The loop keeps the last body it read until the next message arrives, which may be
+    seconds after a log's `didOpen`; so a large body's buffer is emptied when the loop
+    asks for the next message's first line, by which time it has decoded and handled
+    that body (the tens of megabytes are not kept alive beside the index).
     """
 
     def __init__(self, stream: io.BufferedIOBase, on_head: Callable[[bytes], None]) -> None:
         self._stream = stream
         self._on_head = on_head
+        self._handled: bytearray | None = None  # the last large body, emptied when handled
 
     def readline(self) -> bytes:
+        if self._handled is not None:
+            self._handled.clear()
+            self._handled = None
         return self._stream.readline()
 
     def read(self, size: int) -> bytes | bytearray:
         if size < head.MIN_MESSAGE:
             return self._stream.read(size)
         body = bytearray(size)
+        self._handled = body
         with memoryview(body) as window:
             got = 0
             while got < min(size, head.HEAD_BYTES):

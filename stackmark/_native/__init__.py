@@ -14,7 +14,8 @@ kernels also exist in C, one extension module per concern, compiled from the
                       their exact std::sort order
     _gsym_extras.c    GSYM cache extras: the address index
     _gsym_lookup.c    a warm GSYM cache lookup: the frames at an address
-    _logindex.c       the language server's log index: the bulk frame check's scan
+    _logindex.c       the language server's log index: the bulk frame check's scan,
+                      the crash reports' contextual lines
     _markup.c         the markup filter's run of lone `bt` lines
 
 (docs/accelerator.md lists each kernel and its Python twin.)

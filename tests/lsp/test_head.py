@@ -136,6 +136,22 @@ def test_a_large_message_is_read_whole_after_its_head(monkeypatch: pytest.Monkey
     assert len(starts) == 1
 
 
+def test_a_large_body_is_let_go_once_the_next_message_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(head, "MIN_MESSAGE", 10_000)
+    monkeypatch.setattr(head, "HEAD_BYTES", 3_000)
+    large, small = did_open(LOG), did_open(LOG[:500])
+    stream = HeadFirstInput(framed(large, small, small), lambda start: None)
+    stream.readline()
+    stream.readline()
+    body = stream.read(len(large))
+    assert body == large  # the loop decodes and handles it before it reads on
+    assert read_message(stream) == small
+    assert len(body) == 0
+    assert read_message(stream) == small  # small bodies are read as before
+
+
 def test_a_failing_look_at_the_head_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(head, "MIN_MESSAGE", 0)
     message = did_open(LOG)
