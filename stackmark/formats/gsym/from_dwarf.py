@@ -196,6 +196,9 @@ class ExtrasCollector:
 
     `roots` and `nodes` map id() of FunctionInfo / InlineInfo objects (kept
     alive by the creator) to the DWARF names and call columns;
+    `function_lists` maps id() of a FunctionInfo to all its nodes at once, in
+    `function_nodes`' order (what worker processes send back, see
+    `dwarf_units._merge`: no need to key every node and walk its tree again);
     `column_addresses` and `column_values` collect the (address, column)
     points of every unit's line table, in row order, as two flat arrays
     (a large binary has millions of them).
@@ -204,11 +207,15 @@ class ExtrasCollector:
     def __init__(self) -> None:
         self.roots: dict[int, NodeExtra] = {}
         self.nodes: dict[int, NodeExtra] = {}
+        self.function_lists: dict[int, list[NodeExtra]] = {}
         self.column_addresses: array[int] = array("Q")
         self.column_values: array[int] = array("I")
 
     def function_nodes(self, info: FunctionInfo) -> list[NodeExtra]:
         """The extras nodes of a final FunctionInfo, in GSYM depth-first order."""
+        whole = self.function_lists.get(id(info))
+        if whole is not None:
+            return whole
         root = self.roots.get(id(info))
         if root is None:
             return []
