@@ -7,6 +7,11 @@
  *                     ExtrasCollector.column_points
  *   inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained)
  *                     the range sets of UnitConverter._inline
+ *   rebuild_functions(starts, sizes, names, row_counts, row_addrs, row_files,
+ *                     row_lines, node_counts, nodes, strings, files,
+ *                     function, inline, entry) -> [FunctionInfo] | None
+ *                     stackmark.formats.gsym.dwarf_units._rebuild_functions
+ *                     (a worker's flat arrays back into FunctionInfos)
  *
  * `line_entries` reads the rows `runs` names ((first, stop) row indexes)
  * from stackmark.dwarf's flat row store (an array of `width` uint64 per
@@ -421,6 +426,207 @@ done:
     return result;
 }
 
+
+/* ---- a worker's functions from its flat arrays (dwarf_units._rebuild_functions) */
+
+typedef struct {
+    const void *buf;
+    Py_ssize_t len; /* items */
+} Column;
+
+/* `view` as items of `size` bytes; 0 when its length is not a multiple. */
+static int column_of(const Py_buffer *view, Py_ssize_t size, Column *out) {
+    if (view->len % size) return 0;
+    out->buf = view->buf;
+    out->len = view->len / size;
+    return 1;
+}
+
+/* list[index] (a new reference), or NULL with no exception when out of range. */
+static PyObject *item_at(PyObject *list, uint64_t index) {
+    if (index >= (uint64_t)PyList_GET_SIZE(list)) return NULL;
+    return Py_NewRef(PyList_GET_ITEM(list, (Py_ssize_t)index));
+}
+
+typedef struct {
+    PyObject *children; /* borrowed: the node holds it */
+    uint64_t awaited;
+} OpenNode;
+
+/* One tree from nodes[*at]: name, call file, call line, child count, range
+ * count, the ranges' pairs; depth first. NULL with no exception: out of
+ * bounds (the reference runs). */
+static PyObject *read_tree(const uint64_t *nodes, Py_ssize_t count, Py_ssize_t *at,
+                           PyObject *strings, PyObject *files, PyObject *inline_type) {
+    OpenNode *open = NULL;
+    size_t depth = 0, cap = 0;
+    PyObject *root = NULL;
+    for (;;) {
+        Py_ssize_t i = *at;
+        if (count - i < 5) goto out_of_bounds;
+        uint64_t name = nodes[i], call_file = nodes[i + 1], call_line = nodes[i + 2];
+        uint64_t child_count = nodes[i + 3], range_count = nodes[i + 4];
+        i += 5;
+        if (range_count > (uint64_t)(count - i) / 2) goto out_of_bounds;
+        PyObject *name_obj = item_at(strings, name);
+        PyObject *file_obj = name_obj ? item_at(files, call_file) : NULL;
+        if (file_obj == NULL) {
+            Py_XDECREF(name_obj);
+            goto out_of_bounds;
+        }
+        PyObject *ranges = PyList_New((Py_ssize_t)range_count);
+        PyObject *line_obj = ranges ? PyLong_FromUnsignedLongLong(call_line) : NULL;
+        PyObject *children = line_obj ? PyList_New(0) : NULL;
+        for (uint64_t r = 0; children != NULL && r < range_count; r++) {
+            PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)nodes[i],
+                                           (unsigned long long)nodes[i + 1]);
+            i += 2;
+            if (pair == NULL) Py_CLEAR(children);
+            else PyList_SET_ITEM(ranges, (Py_ssize_t)r, pair);
+        }
+        PyObject *node = NULL;
+        if (children != NULL) {
+            PyObject *argv[5] = {name_obj, ranges, file_obj, line_obj, children};
+            node = PyObject_Vectorcall(inline_type, argv, 5, NULL);
+        }
+        Py_DECREF(name_obj);
+        Py_DECREF(file_obj);
+        Py_XDECREF(ranges);
+        Py_XDECREF(line_obj);
+        if (node == NULL) {
+            Py_XDECREF(children);
+            goto fail;
+        }
+        *at = i;
+        if (depth) {
+            OpenNode *parent = &open[depth - 1];
+            int appended = PyList_Append(parent->children, node);
+            Py_DECREF(node);
+            if (appended < 0) {
+                Py_DECREF(children);
+                goto fail;
+            }
+            if (--parent->awaited == 0) depth--;
+        } else {
+            root = node;
+        }
+        if (child_count) {
+            if (depth == cap) {
+                size_t grown_cap = cap ? cap * 2 : 16;
+                OpenNode *grown = PyMem_Realloc(open, grown_cap * sizeof(OpenNode));
+                if (grown == NULL) {
+                    Py_DECREF(children);
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                open = grown;
+                cap = grown_cap;
+            }
+            open[depth].children = children; /* the node, held by the tree, keeps it */
+            open[depth].awaited = child_count;
+            depth++;
+        }
+        Py_DECREF(children);
+        if (!depth) {
+            PyMem_Free(open);
+            return root;
+        }
+    }
+out_of_bounds:
+fail:
+    PyMem_Free(open);
+    Py_XDECREF(root);
+    return NULL;
+}
+
+static PyObject *rebuild_functions(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer views[9] = {{0}};
+    PyObject *strings, *files, *function_type, *inline_type, *entry_type, *result = NULL;
+    PyObject *out = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*O!O!OOO!:rebuild_functions", &views[0],
+                          &views[1], &views[2], &views[3], &views[4], &views[5], &views[6],
+                          &views[7], &views[8], &PyList_Type, &strings, &PyList_Type, &files,
+                          &function_type, &inline_type, &PyType_Type, &entry_type))
+        return NULL;
+    /* starts Q, sizes Q, names I, row_counts q, row_addrs Q, row_files I,
+     * row_lines I, node_counts I, nodes Q */
+    static const Py_ssize_t sizes_of[9] = {8, 8, 4, 8, 8, 4, 4, 4, 8};
+    Column col[9];
+    for (int k = 0; k < 9; k++)
+        if (!column_of(&views[k], sizes_of[k], &col[k])) goto outside;
+    PyTypeObject *entry = (PyTypeObject *)entry_type;
+    if (!PyType_IsSubtype(entry, &PyTuple_Type)) goto outside;
+    Py_ssize_t n = col[0].len;
+    if (col[1].len != n || col[2].len != n || col[3].len != n || col[7].len != n) goto outside;
+    if (col[5].len != col[4].len || col[6].len != col[4].len) goto outside;
+    const uint64_t *starts = col[0].buf, *sizes = col[1].buf, *row_addrs = col[4].buf;
+    const uint64_t *nodes = col[8].buf;
+    const uint32_t *names = col[2].buf, *row_files = col[5].buf, *row_lines = col[6].buf;
+    const uint32_t *node_counts = col[7].buf;
+    const int64_t *row_counts = col[3].buf;
+    Py_ssize_t rows_total = col[4].len, row = 0, at = 0;
+    if ((out = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t f = 0; f < n; f++) {
+        PyObject *line_table = NULL, *tree = NULL;
+        int64_t count = row_counts[f];
+        if (count >= 0) {
+            if (count > rows_total - row) goto outside;
+            if ((line_table = PyList_New((Py_ssize_t)count)) == NULL) goto done;
+            for (int64_t r = 0; r < count; r++, row++) {
+                PyObject *file = item_at(files, row_files[row]);
+                if (file == NULL) {
+                    Py_DECREF(line_table);
+                    goto outside;
+                }
+                PyObject *e = new_entry(entry, row_addrs[row], file, row_lines[row]);
+                Py_DECREF(file);
+                if (e == NULL) {
+                    Py_DECREF(line_table);
+                    goto done;
+                }
+                PyList_SET_ITEM(line_table, (Py_ssize_t)r, e);
+            }
+        }
+        if (node_counts[f]) {
+            tree = read_tree(nodes, col[8].len, &at, strings, files, inline_type);
+            if (tree == NULL) {
+                Py_XDECREF(line_table);
+                if (PyErr_Occurred()) goto done;
+                goto outside;
+            }
+        }
+        PyObject *name = item_at(strings, names[f]);
+        PyObject *start = name ? PyLong_FromUnsignedLongLong(starts[f]) : NULL;
+        PyObject *size = start ? PyLong_FromUnsignedLongLong(sizes[f]) : NULL;
+        PyObject *info = NULL;
+        if (size != NULL) {
+            PyObject *argv[5] = {start, size, name, line_table ? line_table : Py_None,
+                                 tree ? tree : Py_None};
+            info = PyObject_Vectorcall(function_type, argv, 5, NULL);
+        }
+        int missing_name = name == NULL && !PyErr_Occurred();
+        Py_XDECREF(name);
+        Py_XDECREF(start);
+        Py_XDECREF(size);
+        Py_XDECREF(line_table);
+        Py_XDECREF(tree);
+        if (info == NULL) {
+            if (missing_name) goto outside;
+            goto done;
+        }
+        PyList_SET_ITEM(out, f, info);
+    }
+    result = Py_NewRef(out);
+    goto done;
+outside:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(out);
+    for (int k = 0; k < 9; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"inline_ranges", inline_ranges, METH_VARARGS,
      "inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained) | None: "
@@ -430,6 +636,12 @@ static PyMethodDef methods[] = {
     {"line_entries", line_entries, METH_VARARGS,
      "line_entries(flat, width, runs, low, high, cache, file_index, warn, entry) -> (rows, "
      "seen): from_dwarf.UnitConverter._line_table's loop over the DWARF rows of [low, high)."},
+    {"rebuild_functions", rebuild_functions, METH_VARARGS,
+     "rebuild_functions(starts, sizes, names, row_counts, row_addrs, row_files, row_lines, "
+     "node_counts, nodes, strings, files, function, inline, entry) -> list | None: "
+     "dwarf_units._rebuild_functions, a worker's flat arrays back into FunctionInfos with "
+     "global string and file indexes. None: the reference runs (an index or a count "
+     "outside the arrays)."},
     {"column_points", column_points, METH_VARARGS,
      "column_points(addresses, columns) -> (addresses, columns) as bytes (host order): "
      "sorted stably by address, without points that repeat the column before them."},

@@ -10,6 +10,7 @@ and require the same bytes or the same error.
 
 from __future__ import annotations
 
+import copy
 import random
 from array import array
 from collections.abc import Callable
@@ -24,7 +25,10 @@ from hypothesis import strategies as st
 
 from stackmark._native import forced_pure
 from stackmark.dwarf.lines import WIDTH, Sequence
-from stackmark.formats.gsym import creator, from_dwarf
+from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.supplementary import find_supplementary
+from stackmark.elf import ElfFile
+from stackmark.formats.gsym import creator, dwarf_units, from_dwarf
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
@@ -439,3 +443,75 @@ def test_functions_are_sorted_exactly_as_std_sort_sorts_them(seed: int) -> None:
             assert wide
             continue
         assert [id(info) for info in found] == [id(info) for info in reference]
+
+
+def _worker_chunk(binary: Path) -> tuple[dwarf_units._Chunk, list[int], list[int]]:
+    """What a conversion worker sends back for every unit of `binary`, with
+    string and file maps as the parent's replay makes them (shifted, so that
+    a kernel reading the worker's own indexes would be caught)."""
+    with ElfFile.open(str(binary)) as elf:
+        offsets = [unit.offset for unit in DwarfReader(elf).units()]
+    chunk = dwarf_units._convert_units(
+        partial(ElfFile.open, str(binary)), find_supplementary, offsets, None, True
+    )
+    strings = [0] + [1000 + 7 * i for i, (is_file, _) in enumerate(chunk.events) if not is_file]
+    files = [0] + [500 + 3 * i for i, (is_file, _) in enumerate(chunk.events) if is_file]
+    return chunk, strings, files
+
+
+def _rebuilt(chunk: dwarf_units._Chunk, strings: list[int], files: list[int]) -> Any:
+    return dwarf_units._native.rebuild_functions(
+        chunk.starts,
+        chunk.sizes,
+        chunk.names,
+        chunk.row_counts,
+        chunk.row_addrs,
+        chunk.row_files,
+        chunk.row_lines,
+        chunk.node_counts,
+        chunk.nodes,
+        strings,
+        files,
+        FunctionInfo,
+        InlineInfo,
+        LineEntry,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_worker_functions_are_rebuilt_alike(name: str) -> None:
+    """A worker's flat arrays become the same FunctionInfos (line rows, inline
+    trees, global indexes) through the kernel as through the reference."""
+    chunk, strings, files = _worker_chunk(program(name))
+    expected = dwarf_units._rebuild_functions(chunk, strings, files)
+    assert any(info.line_table for info in expected)
+    if name == "c-inline":
+        assert any(info.inline is not None and info.inline.children for info in expected)
+    assert _rebuilt(chunk, strings, files) == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_worker_arrays_are_left_to_the_reference(seed: int) -> None:
+    """Counts and indexes pointing outside the arrays: the kernel hands back
+    None (the reference then answers or raises), or gives the reference's answer."""
+    base, strings, files = _worker_chunk(program("c-inline"))
+    rng = random.Random(seed)
+    handed_back = 0
+    for trial in range(200):
+        chunk = copy.deepcopy(base)
+        field_name = rng.choice(
+            ["names", "row_counts", "row_files", "node_counts", "nodes", "row_addrs"]
+        )
+        column = getattr(chunk, field_name)
+        if trial % 3 == 0 and len(column):
+            del column[rng.randrange(len(column)) :]  # cut short
+        elif len(column):
+            column[rng.randrange(len(column))] = rng.choice([0, 1, 5, 2**31, len(strings) + 1])
+        found = _rebuilt(chunk, strings, files)
+        reference = outcome(partial(dwarf_units._rebuild_functions, chunk, strings, files))
+        if found is None:
+            handed_back += 1
+        else:
+            assert reference == ("value", found), field_name
+    assert handed_back > 0
+    assert _rebuilt(base, strings[:1], files) is None  # names outside the string map

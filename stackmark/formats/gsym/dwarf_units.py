@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
+from stackmark._native import load
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
 from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
@@ -48,6 +49,8 @@ from stackmark.formats.gsym.ranges import Range
 
 if TYPE_CHECKING:
     from stackmark.formats.gsym.creator import GsymCreator
+
+_native = load("_gsym_convert")  # `rebuild_functions`, or None
 
 PARALLEL_MIN_DEBUG_INFO = 4 << 20
 """Below this much .debug_info, starting processes costs more than it saves."""
@@ -340,12 +343,48 @@ def _merge(
         else:
             strings.append(creator.insert_string(text))
     report.merge(chunk.report)
+    infos = None
+    if _native is not None:
+        infos = _native.rebuild_functions(
+            chunk.starts,
+            chunk.sizes,
+            chunk.names,
+            chunk.row_counts,
+            chunk.row_addrs,
+            chunk.row_files,
+            chunk.row_lines,
+            chunk.node_counts,
+            chunk.nodes,
+            strings,
+            files,
+            FunctionInfo,
+            InlineInfo,
+            LineEntry,
+        )
+    if infos is None:
+        infos = _rebuild_functions(chunk, strings, files)
+    creator.functions.extend(infos)
+    if extras is not None and chunk.extras is not None:
+        lists = extras.function_lists
+        for info, extra in zip(infos, chunk.extras, strict=True):
+            if extra:
+                # Already in the order `function_nodes` gives (the worker's walk
+                # is the same depth-first walk of the same tree).
+                lists[id(info)] = list(map(_node_extra, extra))
+    if extras is not None:
+        extras.column_addresses.extend(chunk.column_addresses)
+        extras.column_values.extend(chunk.column_values)
 
+
+def _rebuild_functions(chunk: _Chunk, strings: list[int], files: list[int]) -> list[FunctionInfo]:
+    """A worker's functions with global string and file indexes (`strings` and
+    `files` map the worker's to the creator's); compiled twin: `rebuild_functions`."""
     addrs, lines = chunk.row_addrs, chunk.row_lines
-    row_files = array("I", map(files.__getitem__, chunk.row_files))
+    row_files = list(map(files.__getitem__, chunk.row_files))
     nodes = chunk.nodes
     row = 0
     at = 0  # in `nodes`
+    out: list[FunctionInfo] = []
     for i, start in enumerate(chunk.starts):
         info = FunctionInfo(start, chunk.sizes[i], strings[chunk.names[i]])
         count = chunk.row_counts[i]
@@ -360,14 +399,8 @@ def _merge(
             row = end
         if chunk.node_counts[i]:
             info.inline, at = _unflatten_tree(nodes, at, strings, files)
-        creator.functions.append(info)
-        if extras is not None and chunk.extras is not None and chunk.extras[i]:
-            # Already in the order `function_nodes` gives (the worker's walk
-            # is the same depth-first walk of the same tree).
-            extras.function_lists[id(info)] = list(map(_node_extra, chunk.extras[i]))
-    if extras is not None:
-        extras.column_addresses.extend(chunk.column_addresses)
-        extras.column_values.extend(chunk.column_values)
+        out.append(info)
+    return out
 
 
 def _unflatten_tree(
