@@ -5,6 +5,8 @@
  *       -> (rows, seen)   UnitConverter._line_table's loop over DWARF rows
  *   column_points(addresses, columns) -> (addresses, columns)
  *                     ExtrasCollector.column_points
+ *   column_runs(flat, width, runs) -> (addresses, columns) | None
+ *                     the loop of UnitConverter._collect_columns
  *   inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained)
  *                     the range sets of UnitConverter._inline
  *   rebuild_functions(starts, sizes, names, row_counts, row_addrs, row_files,
@@ -427,6 +429,83 @@ done:
 }
 
 
+
+/* ---- a unit's column points (UnitConverter._collect_columns) ----------------- */
+
+#define NO_COLUMN 0xFFFFFFFFu
+
+static PyObject *column_runs(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer view;
+    Py_ssize_t width;
+    PyObject *runs, *result = NULL;
+    uint64_t *out_addr = NULL;
+    uint32_t *out_value = NULL;
+    if (!PyArg_ParseTuple(args, "y*nO!:column_runs", &view, &width, &PyList_Type, &runs))
+        return NULL;
+    if (width < 4 || view.len % 8) goto outside;
+    const uint64_t *flat = view.buf;
+    Py_ssize_t nrows = view.len / 8 / width, capacity = 0;
+    Py_ssize_t nruns = PyList_GET_SIZE(runs);
+    /* At most one point per row of each run, and its end. */
+    for (Py_ssize_t k = 0; k < nruns; k++) {
+        PyObject *run = PyList_GET_ITEM(runs, k);
+        Py_ssize_t first, end;
+        if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 3) goto outside;
+        first = PyLong_AsSsize_t(PyTuple_GET_ITEM(run, 0));
+        end = first == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(run, 1));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            goto outside;
+        }
+        Py_ssize_t stop = end - 1 > first ? end - 1 : first;
+        if (first < 0 || stop > nrows) goto outside;
+        capacity += stop - first + 1;
+    }
+    out_addr = PyMem_Malloc(sizeof(uint64_t) * (size_t)(capacity ? capacity : 1));
+    out_value = PyMem_Malloc(sizeof(uint32_t) * (size_t)(capacity ? capacity : 1));
+    if (out_addr == NULL || out_value == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = 0; k < nruns; k++) {
+        PyObject *run = PyList_GET_ITEM(runs, k);
+        Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GET_ITEM(run, 0));
+        Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(run, 1));
+        unsigned long long high = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(run, 2));
+        if (PyErr_Occurred()) { /* negative, or 2**64 and more: the array refuses it */
+            PyErr_Clear();
+            goto outside;
+        }
+        Py_ssize_t stop = end - 1 > first ? end - 1 : first;
+        uint64_t last = 0;
+        int has_last = 0; /* the reference's -1: no column yet */
+        for (Py_ssize_t r = first; r < stop; r++) {
+            const uint64_t *row = flat + r * width;
+            if (!has_last || row[3] != last) {
+                if (row[3] > 0xFFFFFFFFu) goto outside; /* array("I") refuses it */
+                out_addr[m] = row[0];
+                out_value[m++] = (uint32_t)row[3];
+                last = row[3];
+                has_last = 1;
+            }
+        }
+        out_addr[m] = high;
+        out_value[m++] = NO_COLUMN;
+    }
+    result = Py_BuildValue("(y#y#)", (const char *)out_addr, m * (Py_ssize_t)sizeof(uint64_t),
+                           (const char *)out_value, m * (Py_ssize_t)sizeof(uint32_t));
+    goto done;
+outside:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(out_addr);
+    PyMem_Free(out_value);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* ---- a worker's functions from its flat arrays (dwarf_units._rebuild_functions) */
 
 typedef struct {
@@ -642,6 +721,11 @@ static PyMethodDef methods[] = {
      "dwarf_units._rebuild_functions, a worker's flat arrays back into FunctionInfos with "
      "global string and file indexes. None: the reference runs (an index or a count "
      "outside the arrays)."},
+    {"column_runs", column_runs, METH_VARARGS,
+     "column_runs(flat, width, runs) -> (addresses, columns) as bytes (host order) | None: "
+     "the loop of from_dwarf.UnitConverter._collect_columns over the (first, end, high) "
+     "sequences `runs` of a flat row store. None: the reference runs (a run outside the "
+     "store, a column or an end the arrays cannot hold)."},
     {"column_points", column_points, METH_VARARGS,
      "column_points(addresses, columns) -> (addresses, columns) as bytes (host order): "
      "sorted stably by address, without points that repeat the column before them."},

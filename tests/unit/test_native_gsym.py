@@ -105,6 +105,13 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
         inline_ranges_answered.append(found is not None)
         return found
 
+    column_runs_answered: list[bool] = []
+
+    def column_runs(*args: Any) -> Any:
+        found = kernels.column_runs(*args)
+        column_runs_answered.append(found is not None)
+        return found
+
     monkeypatch.setattr(
         from_dwarf,
         "_native",
@@ -112,6 +119,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
             line_entries=line_entries,
             column_points=kernels.column_points,
             inline_ranges=inline_ranges,
+            column_runs=column_runs,
         ),
     )
 
@@ -132,6 +140,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     # The kernels answered (a converter's records and functions are their domain).
     assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
     assert all(inline_ranges_answered)
+    assert column_runs_answered and all(column_runs_answered)
     assert inline_ranges_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
 
 
@@ -304,6 +313,40 @@ def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
     assert compiled == reference
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_units_column_points_are_collected_alike(seed: int) -> None:
+    """`_collect_columns` through `column_runs` and through the reference: the
+    same points (new columns only, each sequence's end), or the same error for
+    a column the array cannot hold; sequences outside the store go to the reference."""
+    rng = random.Random(seed)
+    flat: array[int] = array("Q")
+    sequences = []
+    for _ in range(rng.randrange(0, 5)):
+        first = len(flat) // WIDTH
+        for _ in range(rng.randrange(0, 8)):
+            column = rng.choice(
+                [0, 1, 2, 2, 0xFFFFFFFF, (1 << 64) - 1] if seed % 4 == 3 else [0, 1, 2]
+            )
+            flat.extend([0x1000 + rng.randrange(64), 1, 1, column, 1, 0, 0])
+        end = len(flat) // WIDTH
+        sequences.append(
+            Sequence(0x1000 + rng.randrange(64), 0x2000 + rng.randrange(64), first, end)
+        )
+    if seed % 5 == 4:
+        sequences.append(Sequence(0x1000, 0x1100, 0, len(flat) // WIDTH + 3))  # past the store
+
+    def collect() -> tuple[list[int], list[int]]:
+        converter = UnitConverter.__new__(UnitConverter)
+        converter.lines = RowStore(flat, sequences)  # type: ignore[assignment]
+        converter.is_valid_text_address = lambda address: address % 3 != 0
+        collector = ExtrasCollector()
+        converter._collect_columns(collector)
+        return collector.column_addresses.tolist(), collector.column_values.tolist()
+
+    compiled, reference = both(collect)
+    assert compiled == reference
+
+
 # -- DWARF rows into GSYM rows ------------------------------------------------------
 
 
@@ -315,6 +358,7 @@ class RowStore:
         self._addresses = flat[0::WIDTH]
         self._seq_highs = [seq.high for seq in sequences]
         self.sequences = sequences
+        self.rows = [tuple(flat[i : i + WIDTH]) for i in range(0, len(flat), WIDTH)]
 
     def file_name(self, index: int) -> str | None:
         return None if index == 3 else f"/src/f{index}.c"

@@ -347,15 +347,22 @@ class UnitConverter:
         return out
 
     def _collect_columns(self, extras: ExtrasCollector) -> None:
+        """The (address, column) points of the unit's sequences that start in
+        code, and each sequence's end (compiled twin of the loop: `column_runs`)."""
         assert self.lines is not None
         flat = getattr(self.lines, "_flat", None) if _FLAT_WIDTH is not None else None
         width = _FLAT_WIDTH or 0
+        valid = self.is_valid_text_address
+        runs = [(first, end, high) for low, high, first, end in self.lines.sequences if valid(low)]
+        if _native is not None and isinstance(flat, array) and flat.typecode == "Q":
+            found = _native.column_runs(flat, width, runs)
+            if found is not None:
+                extras.column_addresses.frombytes(found[0])
+                extras.column_values.frombytes(found[1])
+                return
         rows = self.lines.rows
         addresses, values = extras.column_addresses, extras.column_values
-        valid = self.is_valid_text_address
-        for low, high, first, end in self.lines.sequences:
-            if not valid(low):
-                continue
+        for first, end, high in runs:
             last = -1
             if flat is not None:
                 for at in range(first * width, max(first, end - 1) * width, width):
