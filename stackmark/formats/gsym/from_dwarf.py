@@ -56,7 +56,7 @@ from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
-_native = load("_gsym_convert")  # `line_entries`, `column_points`, `inline_ranges`, or None
+_native = load("_gsym_convert")  # `line_entries`, `column_points`, `column_runs`, ... or None
 
 _NO_FILE = 0xFFFFFFFF
 
