@@ -14,6 +14,9 @@
  *                     function, inline, entry) -> [FunctionInfo] | None
  *                     stackmark.formats.gsym.dwarf_units._rebuild_functions
  *                     (a worker's flat arrays back into FunctionInfos)
+ *   flatten_functions(functions, roots, nodes, no_extra) -> (9 arrays' bytes,
+ *                     extras) | None
+ *                     the worker's side: dwarf_units._flatten_functions
  *
  * `line_entries` reads the rows `runs` names ((first, stop) row indexes)
  * from stackmark.dwarf's flat row store (an array of `width` uint64 per
@@ -706,6 +709,236 @@ done:
     return result;
 }
 
+/* ---- a worker's functions into flat arrays (dwarf_units._flatten_functions) -- */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Bytes;
+
+static int bytes_put(Bytes *b, const void *item, size_t size) {
+    if (b->len + size > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + size) cap *= 2;
+        char *grown = PyMem_Realloc(b->data, cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, item, size);
+    b->len += size;
+    return 0;
+}
+
+/* An int in [0, limit] into *out; 0 with no exception when it is not one
+ * (the array the reference appends to would refuse it), -1 on error. */
+static int read_uint(PyObject *value, uint64_t limit, uint64_t *out) {
+    if (!PyLong_Check(value)) return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (v > limit) return 0;
+    *out = v;
+    return 1;
+}
+
+static int put_u64(Bytes *b, uint64_t v) { return bytes_put(b, &v, 8); }
+static int put_u32(Bytes *b, uint32_t v) { return bytes_put(b, &v, 4); }
+
+/* The attribute `name` of `obj` read as a uint of at most `limit`; 1, 0 (not
+ * one: the reference runs) or -1. */
+static int attr_uint(PyObject *obj, PyObject *name, uint64_t limit, uint64_t *out) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -1;
+    int ok = read_uint(value, limit, out);
+    Py_DECREF(value);
+    return ok;
+}
+
+static PyObject *s_start, *s_size, *s_name, *s_line_table, *s_inline, *s_ranges, *s_call_file,
+    *s_call_line, *s_children;
+
+enum { MAX_FLAT_DEPTH = 10000 };
+
+/* `node` and its subtree, depth first (see dwarf_units._Chunk), into `nodes`;
+ * with `extras_out`, each node below the root adds its NodeExtra from
+ * `extras` (by id) or `no_extra`, as a plain tuple. Returns 1, 0 (the
+ * reference runs) or -1. */
+static int flatten_node(PyObject *node, Bytes *nodes, uint64_t *count, int depth,
+                        PyObject *extras, PyObject *extras_out, PyObject *no_extra) {
+    if (depth > MAX_FLAT_DEPTH) return 0;
+    uint64_t name, call_file, call_line;
+    int ok = attr_uint(node, s_name, UINT64_MAX, &name);
+    if (ok == 1) ok = attr_uint(node, s_call_file, UINT64_MAX, &call_file);
+    if (ok == 1) ok = attr_uint(node, s_call_line, UINT64_MAX, &call_line);
+    if (ok != 1) return ok;
+    PyObject *children = PyObject_GetAttr(node, s_children);
+    PyObject *ranges = children ? PyObject_GetAttr(node, s_ranges) : NULL;
+    if (ranges == NULL) {
+        Py_XDECREF(children);
+        return -1;
+    }
+    ok = 0;
+    if (!PyList_Check(children) || !PyList_Check(ranges)) goto done;
+    (*count)++;
+    Py_ssize_t nranges = PyList_GET_SIZE(ranges);
+    ok = -1;
+    if (put_u64(nodes, name) || put_u64(nodes, call_file) || put_u64(nodes, call_line) ||
+        put_u64(nodes, (uint64_t)PyList_GET_SIZE(children)) || put_u64(nodes, (uint64_t)nranges))
+        goto done;
+    for (Py_ssize_t r = 0; r < nranges; r++) {
+        PyObject *pair = PyList_GET_ITEM(ranges, r);
+        uint64_t low, high;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            ok = 0;
+            goto done;
+        }
+        ok = read_uint(PyTuple_GET_ITEM(pair, 0), UINT64_MAX, &low);
+        if (ok == 1) ok = read_uint(PyTuple_GET_ITEM(pair, 1), UINT64_MAX, &high);
+        if (ok != 1) goto done;
+        ok = -1;
+        if (put_u64(nodes, low) || put_u64(nodes, high)) goto done;
+    }
+    if (extras_out != NULL && depth > 0) {
+        PyObject *key = PyLong_FromVoidPtr(node);
+        PyObject *extra = key ? PyDict_GetItemWithError(extras, key) : NULL; /* borrowed */
+        Py_XDECREF(key);
+        if (extra == NULL && PyErr_Occurred()) goto done;
+        PyObject *plain = PySequence_Tuple(extra ? extra : no_extra);
+        if (plain == NULL || PyList_Append(extras_out, plain) < 0) {
+            Py_XDECREF(plain);
+            goto done;
+        }
+        Py_DECREF(plain);
+    }
+    ok = 1;
+    for (Py_ssize_t c = 0; ok == 1 && c < PyList_GET_SIZE(children); c++) {
+        PyObject *child = Py_NewRef(PyList_GET_ITEM(children, c));
+        ok = flatten_node(child, nodes, count, depth + 1, extras, extras_out, no_extra);
+        Py_DECREF(child);
+    }
+done:
+    Py_DECREF(children);
+    Py_DECREF(ranges);
+    return ok;
+}
+
+static PyObject *flatten_functions(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *functions, *roots, *extras, *no_extra, *result = NULL, *extras_lists = NULL;
+    if (!PyArg_ParseTuple(args, "O!OOO:flatten_functions", &PyList_Type, &functions, &roots,
+                          &extras, &no_extra))
+        return NULL;
+    int with_extras = roots != Py_None;
+    if (with_extras && (!PyDict_Check(roots) || !PyDict_Check(extras))) {
+        PyErr_SetString(PyExc_TypeError, "roots and nodes must be dicts (or None)");
+        return NULL;
+    }
+    /* starts Q, sizes Q, names I, row_counts q, row_addrs Q, row_files I,
+     * row_lines I, node_counts I, nodes Q */
+    Bytes out[9];
+    memset(out, 0, sizeof out);
+    if (with_extras && (extras_lists = PyList_New(0)) == NULL) goto done;
+    for (Py_ssize_t f = 0; f < PyList_GET_SIZE(functions); f++) {
+        PyObject *info = PyList_GET_ITEM(functions, f);
+        uint64_t start, size, name;
+        int ok = attr_uint(info, s_start, UINT64_MAX, &start);
+        if (ok == 1) ok = attr_uint(info, s_size, UINT64_MAX, &size);
+        if (ok == 1) ok = attr_uint(info, s_name, UINT32_MAX, &name);
+        if (ok == 0) goto outside;
+        if (ok < 0) goto done;
+        if (put_u64(&out[0], start) || put_u64(&out[1], size) || put_u32(&out[2], (uint32_t)name))
+            goto done;
+        PyObject *rows = PyObject_GetAttr(info, s_line_table);
+        if (rows == NULL) goto done;
+        if (rows == Py_None) {
+            Py_DECREF(rows);
+            if (put_u64(&out[3], (uint64_t)-1)) goto done;
+        } else {
+            if (!PyList_Check(rows)) {
+                Py_DECREF(rows);
+                goto outside;
+            }
+            Py_ssize_t n = PyList_GET_SIZE(rows);
+            ok = put_u64(&out[3], (uint64_t)n) ? -1 : 1;
+            for (Py_ssize_t r = 0; ok == 1 && r < n; r++) {
+                PyObject *row = PyList_GET_ITEM(rows, r);
+                uint64_t addr, file, line;
+                if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3) {
+                    ok = 0;
+                    break;
+                }
+                ok = read_uint(PyTuple_GET_ITEM(row, 0), UINT64_MAX, &addr);
+                if (ok == 1) ok = read_uint(PyTuple_GET_ITEM(row, 1), UINT32_MAX, &file);
+                if (ok == 1) ok = read_uint(PyTuple_GET_ITEM(row, 2), UINT32_MAX, &line);
+                if (ok == 1 && (put_u64(&out[4], addr) || put_u32(&out[5], (uint32_t)file) ||
+                                put_u32(&out[6], (uint32_t)line)))
+                    ok = -1;
+            }
+            Py_DECREF(rows);
+            if (ok == 0) goto outside;
+            if (ok < 0) goto done;
+        }
+        PyObject *extra_nodes = NULL; /* this function's list, when it has a root */
+        if (with_extras) {
+            PyObject *key = PyLong_FromVoidPtr(info);
+            PyObject *root = key ? PyDict_GetItemWithError(roots, key) : NULL; /* borrowed */
+            Py_XDECREF(key);
+            if (root == NULL && PyErr_Occurred()) goto done;
+            PyObject *list = PyList_New(0);
+            if (list == NULL) goto done;
+            if (root != NULL) {
+                PyObject *plain = PySequence_Tuple(root);
+                if (plain == NULL || PyList_Append(list, plain) < 0) {
+                    Py_XDECREF(plain);
+                    Py_DECREF(list);
+                    goto done;
+                }
+                Py_DECREF(plain);
+                extra_nodes = list;
+            }
+            int appended = PyList_Append(extras_lists, list);
+            Py_DECREF(list); /* extras_lists holds it */
+            if (appended < 0) goto done;
+        }
+        PyObject *tree = PyObject_GetAttr(info, s_inline);
+        if (tree == NULL) goto done;
+        uint64_t count = 0;
+        ok = tree == Py_None ? 1
+                             : flatten_node(tree, &out[8], &count, 0, extras, extra_nodes,
+                                            no_extra);
+        Py_DECREF(tree);
+        if (ok == 1 && count > UINT32_MAX) ok = 0;
+        if (ok == 0) goto outside;
+        if (ok < 0 || put_u32(&out[7], (uint32_t)count)) goto done;
+    }
+    result = PyTuple_New(10);
+    if (result == NULL) goto done;
+    for (int k = 0; k < 9; k++) {
+        PyObject *data = PyBytes_FromStringAndSize(out[k].data ? out[k].data : "",
+                                                   (Py_ssize_t)out[k].len);
+        if (data == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, k, data);
+    }
+    PyTuple_SET_ITEM(result, 9, with_extras ? Py_NewRef(extras_lists) : Py_NewRef(Py_None));
+    goto done;
+outside:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < 9; k++) PyMem_Free(out[k].data);
+    Py_XDECREF(extras_lists);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"inline_ranges", inline_ranges, METH_VARARGS,
      "inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained) | None: "
@@ -715,6 +948,12 @@ static PyMethodDef methods[] = {
     {"line_entries", line_entries, METH_VARARGS,
      "line_entries(flat, width, runs, low, high, cache, file_index, warn, entry) -> (rows, "
      "seen): from_dwarf.UnitConverter._line_table's loop over the DWARF rows of [low, high)."},
+    {"flatten_functions", flatten_functions, METH_VARARGS,
+     "flatten_functions(functions, roots, nodes, no_extra) -> (starts, sizes, names, "
+     "row_counts, row_addrs, row_files, row_lines, node_counts, nodes, extras) | None: "
+     "dwarf_units._flatten_functions, a worker's FunctionInfos as the bytes of _Chunk's "
+     "arrays (host order) and the extras' plain tuples. None: the reference runs (a value "
+     "an array cannot hold, a record of another shape)."},
     {"rebuild_functions", rebuild_functions, METH_VARARGS,
      "rebuild_functions(starts, sizes, names, row_counts, row_addrs, row_files, row_lines, "
      "node_counts, nodes, strings, files, function, inline, entry) -> list | None: "
@@ -746,6 +985,15 @@ PyInit__gsym_convert(void)
     INTERN(s_between_rows, "Start address lies between valid Row table entries");
     INTERN(s_duplicate, "Duplicate line table detected");
     INTERN(s_not_increasing, "Non-monotonically increasing addresses");
+    INTERN(s_start, "start");
+    INTERN(s_size, "size");
+    INTERN(s_name, "name");
+    INTERN(s_line_table, "line_table");
+    INTERN(s_inline, "inline");
+    INTERN(s_ranges, "ranges");
+    INTERN(s_call_file, "call_file");
+    INTERN(s_call_line, "call_line");
+    INTERN(s_children, "children");
 #undef INTERN
     return PyModule_Create(&module_def);
 }

@@ -559,3 +559,66 @@ def test_damaged_worker_arrays_are_left_to_the_reference(seed: int) -> None:
             assert reference == ("value", found), field_name
     assert handed_back > 0
     assert _rebuilt(base, strings[:1], files) is None  # names outside the string map
+
+
+def _flattened(functions: list[FunctionInfo], collector: ExtrasCollector | None) -> Any:
+    """`_Chunk`'s arrays and extras as `_convert_units` fills them (kernel or reference)."""
+    chunk = dwarf_units._Chunk([])
+    flat = dwarf_units._native.flatten_functions(
+        functions,
+        None if collector is None else collector.roots,
+        None if collector is None else collector.nodes,
+        dwarf_units._NO_EXTRA,
+    )
+    if flat is None:
+        return None
+    for column, data in zip(dwarf_units._chunk_arrays(chunk), flat[:9], strict=True):
+        column.frombytes(data)
+    chunk.extras = flat[9]
+    return chunk
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("with_extras", [True, False])
+def test_worker_functions_are_flattened_alike(name: str, with_extras: bool) -> None:
+    """A worker's FunctionInfos (and extras) become the same flat arrays and
+    tuples through the kernel as through the reference."""
+    binary = program(name)
+    collector = ExtrasCollector() if with_extras else None
+    with ElfFile.open(str(binary)) as elf:
+        dwarf = DwarfReader(elf)
+        functions: list[FunctionInfo] = []
+        names = dwarf_units.NameBuilder()
+        for unit in dwarf.units():
+            code = from_dwarf.unit_to_convert(unit, DwarfReport())
+            converter = UnitConverter(
+                code, dwarf_units._Recorder(), names, lambda _: True, DwarfReport(), collector
+            )  # type: ignore[arg-type]
+            functions.extend(converter.convert())
+    expected = dwarf_units._Chunk([])
+    dwarf_units._flatten_functions(functions, expected, collector)
+    assert _flattened(functions, collector) == expected
+    if collector is not None:  # a node the collector does not know gets empty extras
+        collector.nodes.clear()
+        expected = dwarf_units._Chunk([])
+        dwarf_units._flatten_functions(functions, expected, collector)
+        assert _flattened(functions, collector) == expected
+
+
+def test_functions_an_array_cannot_hold_are_left_to_the_reference() -> None:
+    tree = InlineInfo(1, [(0x10, 0x20)], 0, 0, [InlineInfo(2, [(0x10, 0x18)], 1, 7)])
+    good = FunctionInfo(0x10, 0x10, 1, [LineEntry(0x10, 1, 3)], tree)
+    assert _flattened([good], None) is not None
+    for bad in (
+        FunctionInfo(0x10, 0x10, 1 << 32),  # a name past u32
+        FunctionInfo(-1, 0x10, 1),
+        FunctionInfo(0x10, 0x10, 1, [LineEntry(0x10, 1, 1 << 32)]),
+        FunctionInfo(0x10, 0x10, 1, [(0x10, 1)]),  # type: ignore[list-item]
+        FunctionInfo(0x10, 0x10, 1, None, InlineInfo(1, [(0x10, 1 << 64)])),
+        FunctionInfo(0x10, 0x10, 1, None, InlineInfo(1, [(0x10, 0x20, 0x30)])),  # type: ignore[list-item]
+    ):
+        assert _flattened([good, bad], None) is None
+        reference = outcome(
+            partial(dwarf_units._flatten_functions, [good, bad], dwarf_units._Chunk([]), None)
+        )
+        assert reference[0] == "error" or bad.inline is not None

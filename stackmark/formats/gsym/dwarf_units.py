@@ -242,6 +242,46 @@ def _convert_units(
             functions.extend(converter.convert())
     finally:
         obj.close()
+    flat = None
+    if _native is not None:
+        flat = _native.flatten_functions(
+            functions,
+            None if collector is None else collector.roots,
+            None if collector is None else collector.nodes,
+            _NO_EXTRA,
+        )
+    if flat is None:
+        _flatten_functions(functions, chunk, collector)
+    else:
+        for column, data in zip(_chunk_arrays(chunk), flat[:9], strict=True):
+            column.frombytes(data)
+        chunk.extras = flat[9]
+    if collector is not None:
+        chunk.column_addresses = collector.column_addresses
+        chunk.column_values = collector.column_values
+    return chunk
+
+
+def _chunk_arrays(chunk: _Chunk) -> tuple[array[int], ...]:
+    """The arrays `flatten_functions` fills, in its order."""
+    return (
+        chunk.starts,
+        chunk.sizes,
+        chunk.names,
+        chunk.row_counts,
+        chunk.row_addrs,
+        chunk.row_files,
+        chunk.row_lines,
+        chunk.node_counts,
+        chunk.nodes,
+    )
+
+
+def _flatten_functions(
+    functions: list[FunctionInfo], chunk: _Chunk, collector: ExtrasCollector | None
+) -> None:
+    """A worker's functions into `chunk`'s arrays, with their extras as plain
+    tuples (compiled twin: `flatten_functions`)."""
     if collector is not None:
         chunk.extras = []
     for info in functions:
@@ -278,10 +318,6 @@ def _convert_units(
                     extra_nodes,
                 )
             )
-    if collector is not None:
-        chunk.column_addresses = collector.column_addresses
-        chunk.column_values = collector.column_values
-    return chunk
 
 
 def _convert_parallel(
