@@ -9,7 +9,7 @@ kernels also exist in C, one extension module per concern, compiled from the
                       symbolizer's and the GSYM converter's), attribute
                       decoding, abbreviation tables, range lists, address maps
     _gsym_convert.c   DWARF to GSYM: line rows into GSYM rows, the column points,
-                      inlined calls' ranges
+                      inlined calls' ranges, a worker's functions rebuilt
     _gsym_records.c   GSYM: FunctionInfo records (line tables, inline trees) and
                       their exact std::sort order
     _gsym_extras.c    GSYM cache extras: the address index

@@ -18,6 +18,7 @@ KERNEL_USERS = (
     "stackmark.dwarf.lines",
     "stackmark.dwarf.ranges",
     "stackmark.formats.gsym.creator",
+    "stackmark.formats.gsym.dwarf_units",
     "stackmark.formats.gsym.dwarf_walk",
     "stackmark.formats.gsym.extras",
     "stackmark.formats.gsym.from_dwarf",

@@ -10,6 +10,7 @@ and require the same bytes or the same error.
 
 from __future__ import annotations
 
+import copy
 import random
 from array import array
 from collections.abc import Callable
@@ -24,7 +25,10 @@ from hypothesis import strategies as st
 
 from stackmark._native import forced_pure
 from stackmark.dwarf.lines import WIDTH, Sequence
-from stackmark.formats.gsym import creator, from_dwarf
+from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.supplementary import find_supplementary
+from stackmark.elf import ElfFile
+from stackmark.formats.gsym import creator, dwarf_units, from_dwarf
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
@@ -101,6 +105,13 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
         inline_ranges_answered.append(found is not None)
         return found
 
+    column_runs_answered: list[bool] = []
+
+    def column_runs(*args: Any) -> Any:
+        found = kernels.column_runs(*args)
+        column_runs_answered.append(found is not None)
+        return found
+
     monkeypatch.setattr(
         from_dwarf,
         "_native",
@@ -108,6 +119,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
             line_entries=line_entries,
             column_points=kernels.column_points,
             inline_ranges=inline_ranges,
+            column_runs=column_runs,
         ),
     )
 
@@ -128,6 +140,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     # The kernels answered (a converter's records and functions are their domain).
     assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
     assert all(inline_ranges_answered)
+    assert column_runs_answered and all(column_runs_answered)
     assert inline_ranges_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
 
 
@@ -300,6 +313,40 @@ def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
     assert compiled == reference
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_units_column_points_are_collected_alike(seed: int) -> None:
+    """`_collect_columns` through `column_runs` and through the reference: the
+    same points (new columns only, each sequence's end), or the same error for
+    a column the array cannot hold; sequences outside the store go to the reference."""
+    rng = random.Random(seed)
+    flat: array[int] = array("Q")
+    sequences = []
+    for _ in range(rng.randrange(0, 5)):
+        first = len(flat) // WIDTH
+        for _ in range(rng.randrange(0, 8)):
+            column = rng.choice(
+                [0, 1, 2, 2, 0xFFFFFFFF, (1 << 64) - 1] if seed % 4 == 3 else [0, 1, 2]
+            )
+            flat.extend([0x1000 + rng.randrange(64), 1, 1, column, 1, 0, 0])
+        end = len(flat) // WIDTH
+        sequences.append(
+            Sequence(0x1000 + rng.randrange(64), 0x2000 + rng.randrange(64), first, end)
+        )
+    if seed % 5 == 4:
+        sequences.append(Sequence(0x1000, 0x1100, 0, len(flat) // WIDTH + 3))  # past the store
+
+    def collect() -> tuple[list[int], list[int]]:
+        converter = UnitConverter.__new__(UnitConverter)
+        converter.lines = RowStore(flat, sequences)  # type: ignore[assignment]
+        converter.is_valid_text_address = lambda address: address % 3 != 0
+        collector = ExtrasCollector()
+        converter._collect_columns(collector)
+        return collector.column_addresses.tolist(), collector.column_values.tolist()
+
+    compiled, reference = both(collect)
+    assert compiled == reference
+
+
 # -- DWARF rows into GSYM rows ------------------------------------------------------
 
 
@@ -311,6 +358,7 @@ class RowStore:
         self._addresses = flat[0::WIDTH]
         self._seq_highs = [seq.high for seq in sequences]
         self.sequences = sequences
+        self.rows = [tuple(flat[i : i + WIDTH]) for i in range(0, len(flat), WIDTH)]
 
     def file_name(self, index: int) -> str | None:
         return None if index == 3 else f"/src/f{index}.c"
@@ -439,3 +487,138 @@ def test_functions_are_sorted_exactly_as_std_sort_sorts_them(seed: int) -> None:
             assert wide
             continue
         assert [id(info) for info in found] == [id(info) for info in reference]
+
+
+def _worker_chunk(binary: Path) -> tuple[dwarf_units._Chunk, list[int], list[int]]:
+    """What a conversion worker sends back for every unit of `binary`, with
+    string and file maps as the parent's replay makes them (shifted, so that
+    a kernel reading the worker's own indexes would be caught)."""
+    with ElfFile.open(str(binary)) as elf:
+        offsets = [unit.offset for unit in DwarfReader(elf).units()]
+    chunk = dwarf_units._convert_units(
+        partial(ElfFile.open, str(binary)), find_supplementary, offsets, None, True
+    )
+    strings = [0] + [1000 + 7 * i for i, (is_file, _) in enumerate(chunk.events) if not is_file]
+    files = [0] + [500 + 3 * i for i, (is_file, _) in enumerate(chunk.events) if is_file]
+    return chunk, strings, files
+
+
+def _rebuilt(chunk: dwarf_units._Chunk, strings: list[int], files: list[int]) -> Any:
+    return dwarf_units._native.rebuild_functions(
+        chunk.starts,
+        chunk.sizes,
+        chunk.names,
+        chunk.row_counts,
+        chunk.row_addrs,
+        chunk.row_files,
+        chunk.row_lines,
+        chunk.node_counts,
+        chunk.nodes,
+        strings,
+        files,
+        FunctionInfo,
+        InlineInfo,
+        LineEntry,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_worker_functions_are_rebuilt_alike(name: str) -> None:
+    """A worker's flat arrays become the same FunctionInfos (line rows, inline
+    trees, global indexes) through the kernel as through the reference."""
+    chunk, strings, files = _worker_chunk(program(name))
+    expected = dwarf_units._rebuild_functions(chunk, strings, files)
+    assert any(info.line_table for info in expected)
+    if name == "c-inline":
+        assert any(info.inline is not None and info.inline.children for info in expected)
+    assert _rebuilt(chunk, strings, files) == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_worker_arrays_are_left_to_the_reference(seed: int) -> None:
+    """Counts and indexes pointing outside the arrays: the kernel hands back
+    None (the reference then answers or raises), or gives the reference's answer."""
+    base, strings, files = _worker_chunk(program("c-inline"))
+    rng = random.Random(seed)
+    handed_back = 0
+    for trial in range(200):
+        chunk = copy.deepcopy(base)
+        field_name = rng.choice(
+            ["names", "row_counts", "row_files", "node_counts", "nodes", "row_addrs"]
+        )
+        column = getattr(chunk, field_name)
+        if trial % 3 == 0 and len(column):
+            del column[rng.randrange(len(column)) :]  # cut short
+        elif len(column):
+            column[rng.randrange(len(column))] = rng.choice([0, 1, 5, 2**31, len(strings) + 1])
+        found = _rebuilt(chunk, strings, files)
+        reference = outcome(partial(dwarf_units._rebuild_functions, chunk, strings, files))
+        if found is None:
+            handed_back += 1
+        else:
+            assert reference == ("value", found), field_name
+    assert handed_back > 0
+    assert _rebuilt(base, strings[:1], files) is None  # names outside the string map
+
+
+def _flattened(functions: list[FunctionInfo], collector: ExtrasCollector | None) -> Any:
+    """`_Chunk`'s arrays and extras as `_convert_units` fills them (kernel or reference)."""
+    chunk = dwarf_units._Chunk([])
+    flat = dwarf_units._native.flatten_functions(
+        functions,
+        None if collector is None else collector.roots,
+        None if collector is None else collector.nodes,
+        dwarf_units._NO_EXTRA,
+    )
+    if flat is None:
+        return None
+    for column, data in zip(dwarf_units._chunk_arrays(chunk), flat[:9], strict=True):
+        column.frombytes(data)
+    chunk.extras = flat[9]
+    return chunk
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("with_extras", [True, False])
+def test_worker_functions_are_flattened_alike(name: str, with_extras: bool) -> None:
+    """A worker's FunctionInfos (and extras) become the same flat arrays and
+    tuples through the kernel as through the reference."""
+    binary = program(name)
+    collector = ExtrasCollector() if with_extras else None
+    with ElfFile.open(str(binary)) as elf:
+        dwarf = DwarfReader(elf)
+        functions: list[FunctionInfo] = []
+        names = dwarf_units.NameBuilder()
+        for unit in dwarf.units():
+            code = from_dwarf.unit_to_convert(unit, DwarfReport())
+            converter = UnitConverter(
+                code, dwarf_units._Recorder(), names, lambda _: True, DwarfReport(), collector
+            )  # type: ignore[arg-type]
+            functions.extend(converter.convert())
+    expected = dwarf_units._Chunk([])
+    dwarf_units._flatten_functions(functions, expected, collector)
+    assert _flattened(functions, collector) == expected
+    if collector is not None:  # a node the collector does not know gets empty extras
+        collector.nodes.clear()
+        expected = dwarf_units._Chunk([])
+        dwarf_units._flatten_functions(functions, expected, collector)
+        assert _flattened(functions, collector) == expected
+
+
+def test_functions_an_array_cannot_hold_are_left_to_the_reference() -> None:
+    tree = InlineInfo(1, [(0x10, 0x20)], 0, 0, [InlineInfo(2, [(0x10, 0x18)], 1, 7)])
+    good = FunctionInfo(0x10, 0x10, 1, [LineEntry(0x10, 1, 3)], tree)
+    assert _flattened([good], None) is not None
+    for bad in (
+        FunctionInfo(0x10, 0x10, 1 << 32),  # a name past u32
+        FunctionInfo(-1, 0x10, 1),
+        FunctionInfo(0x10, 0x10, 1, [LineEntry(0x10, 1, 1 << 32)]),
+        FunctionInfo(0x10, 0x10, 1, [(0x10, 1)]),  # type: ignore[list-item]
+        FunctionInfo(0x10, 0x10, 1, None, InlineInfo(1, [(0x10, 1 << 64)])),
+        FunctionInfo(0x10, 0x10, 1, None, InlineInfo(1, [(0x10, 0x20, 0x30)])),  # type: ignore[list-item]
+    ):
+        assert _flattened([good, bad], None) is None
+        reference = outcome(
+            partial(dwarf_units._flatten_functions, [good, bad], dwarf_units._Chunk([]), None)
+        )
+        assert reference[0] == "error" or bad.inline is not None

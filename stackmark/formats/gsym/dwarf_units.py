@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
+from stackmark._native import load
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
 from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
@@ -48,6 +49,8 @@ from stackmark.formats.gsym.ranges import Range
 
 if TYPE_CHECKING:
     from stackmark.formats.gsym.creator import GsymCreator
+
+_native = load("_gsym_convert")  # `rebuild_functions`, or None
 
 PARALLEL_MIN_DEBUG_INFO = 4 << 20
 """Below this much .debug_info, starting processes costs more than it saves."""
@@ -169,20 +172,34 @@ class _Chunk:
     report: DwarfReport = field(default_factory=DwarfReport)
 
 
-def _flatten_tree(root: InlineInfo, out: array[int]) -> int:
-    """Append `root`'s subtree to `out` depth first (see `_Chunk`); returns its node count."""
+def _flatten_tree(
+    root: InlineInfo,
+    out: array[int],
+    extras: dict[int, NodeExtra] | None = None,
+    extras_out: list[tuple[str | None, str | None, int]] | None = None,
+) -> int:
+    """Append `root`'s subtree to `out` depth first (see `_Chunk`); returns its
+    node count. With `extras`, each node's `NodeExtra` (by id) also goes to
+    `extras_out` as a plain tuple, in the same order, after the root's."""
     count = 0
     stack = [root]
+    extend = out.extend
     while stack:
         node = stack.pop()
         count += 1
-        out.extend((node.name, node.call_file, node.call_line, len(node.children)))
-        out.append(len(node.ranges))
-        for low, high in node.ranges:
-            out.append(low)
-            out.append(high)
+        ranges = node.ranges
+        extend((node.name, node.call_file, node.call_line, len(node.children), len(ranges)))
+        for pair in ranges:
+            extend(pair)
+        if extras_out is not None and count > 1:
+            assert extras is not None
+            extras_out.append(tuple(extras.get(id(node), _NO_EXTRA)))  # type: ignore[arg-type]
         stack.extend(reversed(node.children))
     return count
+
+
+_NO_EXTRA = NodeExtra(None, None, 0)
+"""An inline node the collector holds nothing for (as `ExtrasCollector.function_nodes`)."""
 
 
 def _convert_chunk(
@@ -225,6 +242,48 @@ def _convert_units(
             functions.extend(converter.convert())
     finally:
         obj.close()
+    flat = None
+    if _native is not None:
+        flat = _native.flatten_functions(
+            functions,
+            None if collector is None else collector.roots,
+            None if collector is None else collector.nodes,
+            _NO_EXTRA,
+        )
+    if flat is None:
+        _flatten_functions(functions, chunk, collector)
+    else:
+        for column, data in zip(_chunk_arrays(chunk), flat[:9], strict=True):
+            column.frombytes(data)
+        chunk.extras = flat[9]
+    if collector is not None:
+        chunk.column_addresses = collector.column_addresses
+        chunk.column_values = collector.column_values
+    return chunk
+
+
+def _chunk_arrays(chunk: _Chunk) -> tuple[array[int], ...]:
+    """The arrays `flatten_functions` fills, in its order."""
+    return (
+        chunk.starts,
+        chunk.sizes,
+        chunk.names,
+        chunk.row_counts,
+        chunk.row_addrs,
+        chunk.row_files,
+        chunk.row_lines,
+        chunk.node_counts,
+        chunk.nodes,
+    )
+
+
+def _flatten_functions(
+    functions: list[FunctionInfo], chunk: _Chunk, collector: ExtrasCollector | None
+) -> None:
+    """A worker's functions into `chunk`'s arrays, with their extras as plain
+    tuples (compiled twin: `flatten_functions`)."""
+    if collector is not None:
+        chunk.extras = []
     for info in functions:
         chunk.starts.append(info.start)
         chunk.sizes.append(info.size)
@@ -234,22 +293,31 @@ def _convert_units(
             chunk.row_counts.append(-1)
         else:
             chunk.row_counts.append(len(rows))
-            chunk.row_addrs.extend([row[0] for row in rows])
-            chunk.row_files.extend([row[1] for row in rows])
-            chunk.row_lines.extend([row[2] for row in rows])
+            if rows:
+                addrs, files, lines = zip(*rows, strict=True)
+                chunk.row_addrs.extend(addrs)
+                chunk.row_files.extend(files)
+                chunk.row_lines.extend(lines)
+        # Plain tuples for the extras: they pickle in C, named tuples through Python calls.
+        extra_nodes: list[tuple[str | None, str | None, int]] | None = None
+        if collector is not None:
+            root = collector.roots.get(id(info))
+            extra_nodes = [] if root is None else [tuple(root)]  # type: ignore[list-item]
+            assert chunk.extras is not None
+            chunk.extras.append(extra_nodes)
+            if root is None:
+                extra_nodes = None  # no extras for this function (see function_nodes)
         if info.inline is None:
             chunk.node_counts.append(0)
         else:
-            chunk.node_counts.append(_flatten_tree(info.inline, chunk.nodes))
-    if collector is not None:
-        # Plain tuples: they pickle in C, named tuples through Python calls.
-        chunk.extras = [
-            [(n.linkage_name, n.name, n.call_column) for n in collector.function_nodes(info)]
-            for info in functions
-        ]
-        chunk.column_addresses = collector.column_addresses
-        chunk.column_values = collector.column_values
-    return chunk
+            chunk.node_counts.append(
+                _flatten_tree(
+                    info.inline,
+                    chunk.nodes,
+                    None if collector is None else collector.nodes,
+                    extra_nodes,
+                )
+            )
 
 
 def _convert_parallel(
@@ -311,12 +379,48 @@ def _merge(
         else:
             strings.append(creator.insert_string(text))
     report.merge(chunk.report)
+    infos = None
+    if _native is not None:
+        infos = _native.rebuild_functions(
+            chunk.starts,
+            chunk.sizes,
+            chunk.names,
+            chunk.row_counts,
+            chunk.row_addrs,
+            chunk.row_files,
+            chunk.row_lines,
+            chunk.node_counts,
+            chunk.nodes,
+            strings,
+            files,
+            FunctionInfo,
+            InlineInfo,
+            LineEntry,
+        )
+    if infos is None:
+        infos = _rebuild_functions(chunk, strings, files)
+    creator.functions.extend(infos)
+    if extras is not None and chunk.extras is not None:
+        lists = extras.function_lists
+        for info, extra in zip(infos, chunk.extras, strict=True):
+            if extra:
+                # Already in the order `function_nodes` gives (the worker's walk
+                # is the same depth-first walk of the same tree).
+                lists[id(info)] = list(map(_node_extra, extra))
+    if extras is not None:
+        extras.column_addresses.extend(chunk.column_addresses)
+        extras.column_values.extend(chunk.column_values)
 
+
+def _rebuild_functions(chunk: _Chunk, strings: list[int], files: list[int]) -> list[FunctionInfo]:
+    """A worker's functions with global string and file indexes (`strings` and
+    `files` map the worker's to the creator's); compiled twin: `rebuild_functions`."""
     addrs, lines = chunk.row_addrs, chunk.row_lines
-    row_files = array("I", map(files.__getitem__, chunk.row_files))
+    row_files = list(map(files.__getitem__, chunk.row_files))
     nodes = chunk.nodes
     row = 0
     at = 0  # in `nodes`
+    out: list[FunctionInfo] = []
     for i, start in enumerate(chunk.starts):
         info = FunctionInfo(start, chunk.sizes[i], strings[chunk.names[i]])
         count = chunk.row_counts[i]
@@ -329,58 +433,43 @@ def _merge(
                 )
             )
             row = end
-        node_count = chunk.node_counts[i]
-        tree: list[InlineInfo] = []
-        if node_count:
-            info.inline, at = _unflatten_tree(nodes, at, strings, files, tree)
-        creator.functions.append(info)
-        if extras is not None and chunk.extras is not None and chunk.extras[i]:
-            extra_nodes = list(map(_node_extra, chunk.extras[i]))
-            extras.roots[id(info)] = extra_nodes[0]
-            # `tree` is the nodes in depth-first order, the root first.
-            for k in range(1, len(tree)):
-                extras.nodes[id(tree[k])] = extra_nodes[k]
-    if extras is not None:
-        extras.column_addresses.extend(chunk.column_addresses)
-        extras.column_values.extend(chunk.column_values)
+        if chunk.node_counts[i]:
+            info.inline, at = _unflatten_tree(nodes, at, strings, files)
+        out.append(info)
+    return out
 
 
 def _unflatten_tree(
-    nodes: array[int], at: int, strings: list[int], files: list[int], order: list[InlineInfo]
+    nodes: array[int], at: int, strings: list[int], files: list[int]
 ) -> tuple[InlineInfo, int]:
     """The tree `_flatten_tree` wrote at `nodes[at]`, with global string and
-    file indexes; its nodes are also appended to `order`, depth first."""
-    # Open nodes still waiting for children: [node, children still to come].
-    open_nodes: list[list[object]] = []
+    file indexes."""
+    # The children lists still being filled, and how many each still awaits.
+    open_children: list[list[InlineInfo]] = []
+    awaited: list[int] = []
     root: InlineInfo | None = None
     while True:
         name, call_file, call_line, child_count, range_count = nodes[at : at + 5]
         at += 5
-        pairs = nodes[at : at + 2 * range_count]
-        at += 2 * range_count
-        node = InlineInfo(
-            strings[name],
-            list(zip(pairs[::2], pairs[1::2], strict=True)),
-            files[call_file],
-            call_line,
-        )
-        order.append(node)
-        if open_nodes:
-            parent = open_nodes[-1]
-            parent_node = parent[0]
-            assert isinstance(parent_node, InlineInfo)
-            parent_node.children.append(node)
-            left = parent[1]
-            assert isinstance(left, int)
-            if left == 1:
-                open_nodes.pop()
-            else:
-                parent[1] = left - 1
+        if range_count == 1:  # the common case
+            ranges = [(nodes[at], nodes[at + 1])]
+            at += 2
+        else:
+            pairs = nodes[at : at + 2 * range_count]
+            at += 2 * range_count
+            ranges = list(zip(pairs[::2], pairs[1::2], strict=True))
+        node = InlineInfo(strings[name], ranges, files[call_file], call_line)
+        if open_children:
+            open_children[-1].append(node)
+            awaited[-1] -= 1
+            if not awaited[-1]:
+                open_children.pop()
+                awaited.pop()
         else:
             root = node
         if child_count:
-            open_nodes.append([node, child_count])
-        # Close parents whose children are all read.
-        if not open_nodes:
+            open_children.append(node.children)
+            awaited.append(child_count)
+        if not open_children:  # every node of the tree read
             assert root is not None
             return root, at

@@ -107,6 +107,20 @@ def _tree_nodes(root: InlineInfo | None) -> list[tuple[InlineInfo, int]]:
     return out
 
 
+def _depth_first(root: InlineInfo | None) -> list[InlineInfo]:
+    """The tree's nodes in depth-first order, the root first (`_tree_nodes`
+    without the parents)."""
+    if root is None:
+        return []
+    out: list[InlineInfo] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(reversed(node.children))
+    return out
+
+
 def _subtract(region: list[Range], taken: list[Range]) -> list[Range]:
     """`region` minus `taken` (both sorted, non-overlapping)."""
     out: list[Range] = []
@@ -299,15 +313,24 @@ class ExtrasBuilder:
         self._bound(cursor, NO_STATE)
 
     def _add_nodes(self, info: FunctionInfo, extras: list[NodeExtra]) -> None:
+        """The names and call sites of a function's nodes: the extras' names and
+        columns, the tree's call files and lines (none for the root, and none for
+        extras past the tree's nodes)."""
         if extras:
-            tree = _tree_nodes(info.inline)
-            for index, extra in enumerate(extras):
-                self.linkage.append(self._string(extra.linkage_name))
-                self.name.append(self._string(extra.name))
-                self.call_column.append(extra.call_column & 0xFFFFFFFF)
-                node = tree[index][0] if index < len(tree) else None
-                self.call_file.append(node.call_file if node is not None and index else 0)
-                self.call_line.append(node.call_line if node is not None and index else 0)
+            string = self._string
+            linkage, name = self.linkage, self.name
+            for extra in extras:
+                linkage.append(string(extra.linkage_name))
+                name.append(string(extra.name))
+            self.call_column.extend([extra.call_column & 0xFFFFFFFF for extra in extras])
+            calls = _depth_first(info.inline)[1 : len(extras)]
+            missing = [0] * (len(extras) - 1 - len(calls))
+            self.call_file.append(0)
+            self.call_file.extend([node.call_file for node in calls])
+            self.call_file.extend(missing)
+            self.call_line.append(0)
+            self.call_line.extend([node.call_line for node in calls])
+            self.call_line.extend(missing)
         self.first_node.append(len(self.linkage))
 
     def _index_function(self, k: int, info: FunctionInfo, low: int, high: int | None) -> None:

@@ -56,7 +56,7 @@ from stackmark.formats.gsym.line_table import LineEntry
 from stackmark.formats.gsym.ranges import Range, contains_range, insert_range, merged
 
 DW_AT_language = 0x13
-_native = load("_gsym_convert")  # `line_entries`, `column_points`, `inline_ranges`, or None
+_native = load("_gsym_convert")  # `line_entries`, `column_points`, `column_runs`, ... or None
 
 _NO_FILE = 0xFFFFFFFF
 
@@ -196,6 +196,9 @@ class ExtrasCollector:
 
     `roots` and `nodes` map id() of FunctionInfo / InlineInfo objects (kept
     alive by the creator) to the DWARF names and call columns;
+    `function_lists` maps id() of a FunctionInfo to all its nodes at once, in
+    `function_nodes`' order (what worker processes send back, see
+    `dwarf_units._merge`: no need to key every node and walk its tree again);
     `column_addresses` and `column_values` collect the (address, column)
     points of every unit's line table, in row order, as two flat arrays
     (a large binary has millions of them).
@@ -204,11 +207,15 @@ class ExtrasCollector:
     def __init__(self) -> None:
         self.roots: dict[int, NodeExtra] = {}
         self.nodes: dict[int, NodeExtra] = {}
+        self.function_lists: dict[int, list[NodeExtra]] = {}
         self.column_addresses: array[int] = array("Q")
         self.column_values: array[int] = array("I")
 
     def function_nodes(self, info: FunctionInfo) -> list[NodeExtra]:
         """The extras nodes of a final FunctionInfo, in GSYM depth-first order."""
+        whole = self.function_lists.get(id(info))
+        if whole is not None:
+            return whole
         root = self.roots.get(id(info))
         if root is None:
             return []
@@ -340,15 +347,22 @@ class UnitConverter:
         return out
 
     def _collect_columns(self, extras: ExtrasCollector) -> None:
+        """The (address, column) points of the unit's sequences that start in
+        code, and each sequence's end (compiled twin of the loop: `column_runs`)."""
         assert self.lines is not None
         flat = getattr(self.lines, "_flat", None) if _FLAT_WIDTH is not None else None
         width = _FLAT_WIDTH or 0
+        valid = self.is_valid_text_address
+        runs = [(first, end, high) for low, high, first, end in self.lines.sequences if valid(low)]
+        if _native is not None and isinstance(flat, array) and flat.typecode == "Q":
+            found = _native.column_runs(flat, width, runs)
+            if found is not None:
+                extras.column_addresses.frombytes(found[0])
+                extras.column_values.frombytes(found[1])
+                return
         rows = self.lines.rows
         addresses, values = extras.column_addresses, extras.column_values
-        valid = self.is_valid_text_address
-        for low, high, first, end in self.lines.sequences:
-            if not valid(low):
-                continue
+        for first, end, high in runs:
             last = -1
             if flat is not None:
                 for at in range(first * width, max(first, end - 1) * width, width):
