@@ -36,6 +36,7 @@ from stackmark.markup import layout, records
 from stackmark.markup.context import Mapping, MarkupContext, Placement, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
+    PRESENTATION_ELEMENTS,
     BtElement,
     DataElement,
     DumpfileElement,
@@ -73,15 +74,6 @@ from stackmark.symbols.api import ModuleResolution, Reason
 # `match` statements: in Python 3.11 a class pattern that matches allocates a set, a
 # list and a tuple; on a coloured or JSON log that cost 0.1-0.2% more instructions
 # than the chains they replaced, where these chains save 0.2-0.6% (docs/benchmarks.md).
-_NOT_CONTEXTUAL = (
-    BtElement
-    | PcElement
-    | DataElement
-    | SymbolElement
-    | HexdictElement
-    | DumpfileElement
-    | OtherElement
-)
 
 
 class _InfoLine:
@@ -385,7 +377,7 @@ class StackmarkFilter:
                 applied.module = result
         elif isinstance(typed, ResetElement):
             self.context.reset()
-        elif not isinstance(typed, _NOT_CONTEXTUAL):
+        elif not isinstance(typed, PRESENTATION_ELEMENTS):
             assert_never(typed)
         self._record_context(applied)
         return applied
@@ -414,7 +406,7 @@ class StackmarkFilter:
             self._record(
                 typed, [], module=records.module(applied.module) if applied.module else None
             )
-        elif isinstance(typed, ResetElement | _NOT_CONTEXTUAL):
+        elif isinstance(typed, ResetElement | PRESENTATION_ELEMENTS):
             self._record(typed, [])
         else:
             assert_never(typed)
@@ -435,7 +427,7 @@ class StackmarkFilter:
             elif isinstance(typed, ResetElement):
                 element = typed.element
                 self._fold_reset(lead, element.tag, [f.text for f in element.fields])
-            elif isinstance(typed, _NOT_CONTEXTUAL):
+            elif isinstance(typed, PRESENTATION_ELEMENTS):
                 continue  # nothing to fold
             else:
                 assert_never(typed)
@@ -489,7 +481,7 @@ class StackmarkFilter:
                 layout.module_info_end(self.out, [], "")
         elif isinstance(typed, ResetElement):
             layout.raw_element(self.out, typed.element)
-        elif not isinstance(typed, _NOT_CONTEXTUAL):
+        elif not isinstance(typed, PRESENTATION_ELEMENTS):
             assert_never(typed)
 
     # --- a whole line, in place --------------------------------------------------

@@ -23,6 +23,8 @@ from stackmark.markup import layout
 from stackmark.markup.context import Mapping, MarkupContext, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
+    CONTEXTUAL_ELEMENTS,
+    PRESENTATION_ELEMENTS,
     BtElement,
     DataElement,
     DumpfileElement,
@@ -47,16 +49,6 @@ from stackmark.model import Module
 
 # The dispatchers below are `isinstance` chains that end in `assert_never`, so mypy
 # names each one a new element kind misses; why not `match`: see markup/filter.py.
-_CONTEXTUAL = MmapElement | ModuleElement | ResetElement
-_NOT_CONTEXTUAL = (
-    BtElement
-    | PcElement
-    | DataElement
-    | SymbolElement
-    | HexdictElement
-    | DumpfileElement
-    | OtherElement
-)
 
 
 class _InfoLine:
@@ -231,7 +223,7 @@ class Llvm19Filter:
             self._module(typed, deferred)
         elif isinstance(typed, ResetElement):
             self._reset(typed, deferred)
-        elif not isinstance(typed, _NOT_CONTEXTUAL):
+        elif not isinstance(typed, PRESENTATION_ELEMENTS):
             assert_never(typed)
 
     def _mmap(self, typed: MmapElement, deferred: list[Span]) -> None:
@@ -313,7 +305,7 @@ class Llvm19Filter:
                 self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
             else:
                 self.out.write(element.text)  # an unknown tag: as it is
-        elif isinstance(typed, HexdictElement | DumpfileElement | _CONTEXTUAL):
+        elif isinstance(typed, HexdictElement | DumpfileElement | CONTEXTUAL_ELEMENTS):
             self.out.write(element.text)  # hexdict, dumpfile: as they are
         else:
             assert_never(typed)
