@@ -505,20 +505,7 @@ def _worker_chunk(binary: Path) -> tuple[dwarf_units._Chunk, list[int], list[int
 
 def _rebuilt(chunk: dwarf_units._Chunk, strings: list[int], files: list[int]) -> Any:
     return dwarf_units._native.rebuild_functions(
-        chunk.starts,
-        chunk.sizes,
-        chunk.names,
-        chunk.row_counts,
-        chunk.row_addrs,
-        chunk.row_files,
-        chunk.row_lines,
-        chunk.node_counts,
-        chunk.nodes,
-        strings,
-        files,
-        FunctionInfo,
-        InlineInfo,
-        LineEntry,
+        *dwarf_units._chunk_arrays(chunk), strings, files, FunctionInfo, InlineInfo, LineEntry
     )
 
 

@@ -382,20 +382,7 @@ def _merge(
     infos = None
     if _native is not None:
         infos = _native.rebuild_functions(
-            chunk.starts,
-            chunk.sizes,
-            chunk.names,
-            chunk.row_counts,
-            chunk.row_addrs,
-            chunk.row_files,
-            chunk.row_lines,
-            chunk.node_counts,
-            chunk.nodes,
-            strings,
-            files,
-            FunctionInfo,
-            InlineInfo,
-            LineEntry,
+            *_chunk_arrays(chunk), strings, files, FunctionInfo, InlineInfo, LineEntry
         )
     if infos is None:
         infos = _rebuild_functions(chunk, strings, files)
