@@ -52,7 +52,7 @@ from stackmark.dwarf.abbrev import (
     form_size,
     skip_attributes,
 )
-from stackmark.dwarf.sections import Buffer
+from stackmark.dwarf.sections import Buffer, Section
 from stackmark.errors import FormatError, StackmarkError
 
 if TYPE_CHECKING:
@@ -888,6 +888,23 @@ def compiled_walk_entry(abbrev: Abbrev, plan: Plan, enc: Encoding) -> _CodeEntry
     return (kind, int(abbrev.has_children), is_subprogram, fixed, plan.skip, sibling, specs)
 
 
+def compiled_walk_frame(unit: UnitView) -> tuple[int, Section] | None:
+    """What a compiled walk (this module's and the GSYM converter's) takes of a unit
+    beside its DIEs: its base address and its range-list section (.debug_rnglists from
+    DWARF 5 on, .debug_ranges before). None where only the reference walks the unit:
+    a split unit, a base address that cannot be read (the reference raises that error
+    where it needs the base) or one past 64 bits."""
+    if unit.skeleton is not None or unit.reader.is_dwo:
+        return None
+    try:
+        base_address = unit.base_address
+    except FormatError:
+        return None
+    if not 0 <= base_address < 1 << 64:
+        return None
+    return base_address, unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
+
+
 def _walk_compiled(unit: UnitView, tables: _CodeTables, pos: int, lazy: bool) -> list[_Item] | None:
     """The compiled kernel's walk from `pos` (`lazy`: the top-level walk, subtrees
     left unparsed), as (DIE offset, code, parent, children position, ranges,
@@ -895,19 +912,14 @@ def _walk_compiled(unit: UnitView, tables: _CodeTables, pos: int, lazy: bool) ->
     index of an earlier item, -2 for the walk's root, -1 for none (a subprogram);
     None when the reference must run."""
     assert _native is not None
-    if unit.skeleton is not None or unit.reader.is_dwo:
+    frame = compiled_walk_frame(unit)
+    if frame is None:
         return None
+    base_address, ranges = frame
     if tables.native is None:
         tables.native = _native.make_walk_tables(
             [_code_entry(tables, code) for code in range(len(tables.kind))]
         )
-    try:
-        base_address = unit.base_address
-    except FormatError:  # raised again by the reference, where it needs the base
-        return None
-    if not 0 <= base_address < 1 << 64:
-        return None
-    ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
     info = unit.info
     found: list[_Item] | None = _native.walk(
         tables.native,

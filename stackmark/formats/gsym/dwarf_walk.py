@@ -33,7 +33,7 @@ from stackmark._native import load
 from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Plan, decode_attributes, skip_attributes
-from stackmark.dwarf.functions import compiled_walk_entry, find_recursively
+from stackmark.dwarf.functions import compiled_walk_entry, compiled_walk_frame, find_recursively
 from stackmark.dwarf.unit import LOCAL_REF_FORMS, Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
@@ -348,21 +348,16 @@ class UnitWalk:
         walk, whose tables and range reading it shares), damaged data."""
         assert _native is not None
         unit = self.unit
-        if unit.skeleton is not None or unit.reader.is_dwo:
+        frame = compiled_walk_frame(unit)
+        if frame is None:
             return False
+        base_address, ranges = frame
         entries: list[object] = []
         decoders: list[object] = []
         for code, kind in enumerate(kinds):
             entry, decoder = _compiled_entry(abbrevs[code], plans[code], kind, unit)
             entries.append(entry)
             decoders.append(decoder)
-        try:
-            base_address = unit.base_address
-        except FormatError:  # raised again by the reference, where it needs the base
-            return False
-        if not 0 <= base_address < 1 << 64:
-            return False
-        ranges = unit.reader.rnglists if unit.version >= 5 else unit.reader.ranges
         info = unit.info
         found = _native.gsym_walk(
             _native.make_walk_tables(entries),
