@@ -21,9 +21,9 @@ LINKED_PATH = "/nonexistent/stackmark-test/common.debug"
 """What the programs' .gnu_debugaltlink records: a path no machine has."""
 
 
-def dwz_in_debug_directory(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(the compressed program, the program before dwz, the debug-file directory that
-    holds the supplementary file under .build-id)."""
+def dwz_compressed(tmp_path: Path, linked_path: str) -> tuple[Path, Path, Path]:
+    """(the compressed program, the program before dwz, the supplementary file
+    `dwz -m` made in `tmp_path`), the programs' links naming `linked_path`."""
     dwz = require_tool("dwz")
     originals = [sym_builds.cpp_program(), sym_builds.local_classes_program()]
     copies = []
@@ -32,14 +32,21 @@ def dwz_in_debug_directory(tmp_path: Path) -> tuple[Path, Path, Path]:
         shutil.copyfile(original, copies[-1])
     made = tmp_path / "common.debug"
     subprocess.run(
-        [dwz, "-m", str(made), "-M", LINKED_PATH, *map(str, copies)],
+        [dwz, "-m", str(made), "-M", linked_path, *map(str, copies)],
         check=True,
         capture_output=True,
     )
+    return copies[0], originals[0], made
+
+
+def dwz_in_debug_directory(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(the compressed program, the program before dwz, the debug-file directory that
+    holds the supplementary file under .build-id)."""
+    compressed, original, made = dwz_compressed(tmp_path, LINKED_PATH)
     supplementary_id = ElfFile.open(made).build_id
     assert supplementary_id
     debug_dir = tmp_path / "debug"
     placed = debug_dir / ".build-id" / supplementary_id[:2] / (supplementary_id[2:] + ".debug")
     placed.parent.mkdir(parents=True)
     made.rename(placed)
-    return copies[0], originals[0], debug_dir
+    return compressed, original, debug_dir

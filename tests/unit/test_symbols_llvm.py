@@ -8,7 +8,6 @@ chain (function, file, line, column of each frame) must equal llvm's.
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 from tests.conftest import require_tool
 from tests.support import sym_builds
 from tests.support.build import build_id_of
-from tests.support.dwz import dwz_in_debug_directory
+from tests.support.dwz import dwz_compressed, dwz_in_debug_directory
 from tests.support.symbolizer_oracle import (
     as_llvm_frame,
     describe,
@@ -207,19 +206,7 @@ def test_dwz_supplementary_files_give_back_the_names_llvm_loses(tmp_path: Path) 
     (.gnu_debugaltlink). llvm-symbolizer 19 does not read it and prints no name for
     functions whose abstract instance moved; stackmark reads it, and answers for the
     compressed program exactly what llvm answers for the original."""
-    dwz = require_tool("dwz")
-    originals = [sym_builds.cpp_program(), sym_builds.local_classes_program()]
-    copies = []
-    for original in originals:
-        copies.append(tmp_path / original.name)
-        shutil.copyfile(original, copies[-1])
-    common = tmp_path / "common.debug"
-    subprocess.run(
-        [dwz, "-m", str(common), "-M", str(common), *map(str, copies)],
-        check=True,
-        capture_output=True,
-    )
-    compressed, original = copies[0], originals[0]
+    compressed, original, _ = dwz_compressed(tmp_path, str(tmp_path / "common.debug"))
     assert ElfFile.open(compressed).section(".gnu_debugaltlink") is not None
     addresses = line_table_addresses(original, limit=MAX_ADDRESSES)
     expected = llvm_frames(original, addresses)
