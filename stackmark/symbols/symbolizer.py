@@ -310,10 +310,13 @@ class Symbolizer:
         return self._declarations.find(binary, name, address) if binary is not None else None
 
     def close(self) -> None:
-        """Close every open source."""
-        for entry in self._modules.values():
-            if entry.source is not None:
-                entry.source.close()
-                entry.source = None
-        self._frames.clear()
-        self._data.clear()
+        """Close every open source. Under the lock that `_module` adds entries with: a
+        front end may close while one of its threads is still finding a module's files
+        (the language server's shutdown during a lookup)."""
+        with self._lock:
+            for entry in list(self._modules.values()):
+                if entry.source is not None:
+                    entry.source.close()
+                    entry.source = None
+            self._frames.clear()
+            self._data.clear()

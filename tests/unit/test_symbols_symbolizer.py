@@ -296,3 +296,47 @@ def test_failed_lookups_are_kept_on_their_answers_not_on_the_module() -> None:
         assert (resolution.failure, resolution.searched) == before
         again = symbolizer.code(module, 0x1000)  # an answer remembered keeps its failure
         assert again.failure == Failure(Reason.LOOKUP_ERROR, "test: offset 0x1000: bad frames")
+
+
+def test_closing_while_another_thread_finds_a_module(tmp_path: Path) -> None:
+    """The language server's shutdown closes the symbolizer while a worker thread may be
+    finding a module's files: the close must not see the module table change under it
+    (it raised "dictionary changed size during iteration" to the client)."""
+    import threading
+
+    closing, release = threading.Event(), threading.Event()
+
+    class _SlowToClose(_Malformed):
+        def close(self) -> None:
+            closing.set()
+            release.wait(10)
+
+    binary = sym_builds.c_program()
+    copy = tmp_path / "prog"
+    shutil.copyfile(binary, copy)
+    options = SymbolizerOptions(
+        debug_file_directories=[], objects=[str(binary)], source_factories=[_SlowToClose]
+    )
+    symbolizer = Symbolizer(options)
+    symbolizer.code(module_for(binary), 7)  # opens the module's source
+    failures: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            symbolizer.close()
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    assert closing.wait(10)
+    finder = threading.Thread(
+        target=symbolizer.resolve, args=(Module(0, "prog", "", path=str(copy)),)
+    )
+    finder.start()
+    finder.join(0.5)  # without the lock it adds its module while the close iterates
+    release.set()
+    closer.join(10)
+    finder.join(10)
+    assert not failures, failures
+    assert symbolizer.opened_source(module_for(binary)) is None
