@@ -9,6 +9,10 @@
  *                     the loop of UnitConverter._collect_columns
  *   inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained)
  *                     the range sets of UnitConverter._inline
+ *   inline_tree(calls, root, all_ranges, tools) -> True | None
+ *                     UnitConverter._inline's whole recursion for one function
+ *                     range: the InlineInfo tree under `root`, NodeExtras,
+ *                     names from the origin cache, strings, files, warnings
  *   rebuild_functions(starts, sizes, names, row_counts, row_addrs, row_files,
  *                     row_lines, node_counts, nodes, strings, files,
  *                     function, inline, entry) -> [FunctionInfo] | None
@@ -33,6 +37,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,6 +433,318 @@ done:
     spans_free(&all_parent);
     spans_free(&all);
     spans_free(&kept);
+    return result;
+}
+
+/* ---- a function's inline tree (UnitConverter._inline, the whole recursion) -- */
+
+/* Where the slots of a __slots__ class live: read and written in place, as
+ * the member descriptors `getattr`/`setattr` go through do (DieFunction's
+ * are read, InlineInfo's set as its __init__ sets them). */
+enum { DIE_RANGES, DIE_CHILDREN, DIE_VALUES, DIE_ORIGIN, DIE_SLOTS };
+enum { INFO_NAME, INFO_RANGES, INFO_CALL_FILE, INFO_CALL_LINE, INFO_CHILDREN, INFO_SLOTS };
+static const char *const die_slot_names[DIE_SLOTS] = {"ranges", "children", "values", "origin"};
+static const char *const info_slot_names[INFO_SLOTS] = {"name", "ranges", "call_file",
+                                                        "call_line", "children"};
+
+typedef struct {
+    PyTypeObject *type; /* a strong reference once found */
+    Py_ssize_t offset[INFO_SLOTS];
+} SlotMap;
+
+static SlotMap die_slots, info_slots;
+
+/* The offsets of `names` in `type`'s instances; 0 with no exception when one
+ * is not an object slot of the type (the reference runs). */
+static int slot_map(SlotMap *map, PyTypeObject *type, const char *const names[], int count) {
+    if (map->type == type) return 1;
+    Py_ssize_t offset[INFO_SLOTS];
+    for (int i = 0; i < count; i++) {
+        PyObject *descr = PyObject_GetAttrString((PyObject *)type, names[i]);
+        if (descr == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                 PyType_IsSubtype(type, ((PyMemberDescrObject *)descr)->d_common.d_type) &&
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY);
+        if (ok) offset[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!ok) return 0;
+    }
+    Py_XSETREF(map->type, (PyTypeObject *)Py_NewRef(type));
+    memcpy(map->offset, offset, sizeof(Py_ssize_t) * (size_t)count);
+    return 1;
+}
+
+#define SLOT(obj, map, i) (*(PyObject **)((char *)(obj) + (map).offset[i]))
+
+typedef struct {
+    PyTypeObject *die, *info, *extra;
+    PyObject *origin_names, *names_of, *strings, *insert_string, *file_cache, *file_index;
+    PyObject *warn, *extras, *reference;
+} Tools;
+
+/* An inline node as its children see it: the InlineInfo, its ranges (merged,
+ * those its own parent holds), the call's ranges merged (`all_parent_ranges`
+ * of the reference) and, made when the reference first needs it, those as a
+ * list. */
+typedef struct {
+    PyObject *node, *children;
+    const Spans *kept, *all;
+    PyObject *all_list;
+} Parent;
+
+enum { MAX_TREE_DEPTH = 200 }; /* deeper subtrees go to the reference (bounded C stack) */
+
+static PyObject *s_uncontained, *s_invalid_call_file, *s_call_file_attr, *s_value_attr;
+static PyObject *k_call_file, *k_call_line, *k_call_column, *no_file, *zero;
+
+/* from_dwarf.UnitConverter._inline for `call`, as the reference. */
+static int tree_reference(const Tools *t, PyObject *call, Parent *parent) {
+    if (parent->all_list == NULL && (parent->all_list = spans_list(parent->all)) == NULL)
+        return -1;
+    PyObject *argv[3] = {call, parent->node, parent->all_list};
+    PyObject *r = PyObject_Vectorcall(t->reference, argv, 3, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* DieFunction.call_line / call_column: the value, or its `value`, when an
+ * int; else 0. A new reference. */
+static PyObject *int_attr(PyObject *values, PyObject *key) {
+    PyObject *value = PyDict_GetItemWithError(values, key); /* borrowed */
+    if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(zero);
+    if (PyLong_CheckExact(value)) return Py_NewRef(value);
+    PyObject *inner;
+    if (_PyObject_LookupAttr(value, s_value_attr, &inner) < 0) return NULL;
+    if (inner == NULL) inner = Py_NewRef(value);
+    if (PyLong_Check(inner)) return inner;
+    Py_DECREF(inner);
+    return Py_NewRef(zero);
+}
+
+/* `found` unpacked into three borrowed items, as `a, b, c = found` does. */
+static PyObject *three(PyObject *found) {
+    PyObject *items = PySequence_Tuple(found);
+    if (items != NULL && PyTuple_GET_SIZE(items) != 3) {
+        if (PyTuple_GET_SIZE(items) > 3)
+            PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 3)");
+        else
+            PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 3, got %zd)",
+                         PyTuple_GET_SIZE(items));
+        Py_CLEAR(items);
+    }
+    return items;
+}
+
+static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth);
+
+/* The inline node of `call` under `parent`: 0 done (kept, dropped or left to
+ * the reference), -1 a Python error. */
+static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) {
+    if (!Py_IS_TYPE(call, t->die) || depth > MAX_TREE_DEPTH) return tree_reference(t, call, parent);
+    PyObject *ranges = SLOT(call, die_slots, DIE_RANGES);
+    PyObject *children = SLOT(call, die_slots, DIE_CHILDREN);
+    PyObject *values = SLOT(call, die_slots, DIE_VALUES);
+    PyObject *origin = SLOT(call, die_slots, DIE_ORIGIN);
+    if (ranges == NULL || children == NULL || values == NULL || origin == NULL ||
+        !PyList_CheckExact(children) || !PyDict_CheckExact(values))
+        return tree_reference(t, call, parent);
+    Spans own, all, kept;
+    spans_init(&own);
+    spans_init(&all);
+    spans_init(&kept);
+    int status = -1;
+    PyObject *names = NULL, *name = NULL, *dwarf_file = NULL, *file = NULL, *node = NULL;
+    int read = spans_read(ranges, &own);
+    if (read != 1) {
+        if (read == 0) status = tree_reference(t, call, parent);
+        goto done;
+    }
+    /* UnitConverter._inline_ranges */
+    for (size_t i = 0; i < own.len; i++) {
+        if (own.items[i].start < own.items[i].end &&
+            !spans_insert(&all, own.items[i].start, own.items[i].end))
+            goto no_memory;
+    }
+    for (size_t i = 0; i < all.len; i++) {
+        uint64_t start = all.items[i].start, end = all.items[i].end;
+        if (spans_contain(parent->kept, start, end)) {
+            if (!spans_insert(&kept, start, end)) goto no_memory;
+        } else if (!spans_contain(parent->all, start, end) && warn_with(t->warn, s_uncontained) < 0) {
+            goto done;
+        }
+    }
+    if (kept.len == 0) {
+        status = 0;
+        goto done;
+    }
+    /* names_of: an origin's answer from the cache, else the method */
+    if (origin != Py_None) {
+        names = PyDict_GetItemWithError(t->origin_names, origin);
+        if (names == NULL && PyErr_Occurred()) goto done;
+        if (names == Py_None) names = NULL;
+        Py_XINCREF(names);
+    }
+    if (names == NULL && (names = PyObject_CallOneArg(t->names_of, call)) == NULL) goto done;
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 3) Py_SETREF(names, three(names));
+    if (names == NULL) goto done;
+    PyObject *text = PyTuple_GET_ITEM(names, 0);
+    PyObject *linkage = PyTuple_GET_ITEM(names, 1), *short_name = PyTuple_GET_ITEM(names, 2);
+    if (text == Py_None) {
+        name = Py_NewRef(zero);
+    } else {
+        /* sink.insert_string: a string it holds costs a dict lookup */
+        name = t->strings == Py_None ? NULL : PyDict_GetItemWithError(t->strings, text);
+        if (name == NULL && PyErr_Occurred()) goto done;
+        if (name != NULL && !PyLong_CheckExact(name)) name = NULL;
+        Py_XINCREF(name);
+        if (name == NULL && (name = PyObject_CallOneArg(t->insert_string, text)) == NULL)
+            goto done;
+        if (name == Py_None) Py_SETREF(name, Py_NewRef(zero)); /* `0 if name is None` */
+    }
+    /* _call_file: DW_AT_call_file when an int in the DIE, else found recursively */
+    dwarf_file = PyDict_GetItemWithError(values, k_call_file);
+    if (dwarf_file == NULL && PyErr_Occurred()) goto done;
+    if (dwarf_file != NULL && PyLong_Check(dwarf_file)) {
+        Py_INCREF(dwarf_file);
+    } else if ((dwarf_file = PyObject_GetAttr(call, s_call_file_attr)) == NULL) {
+        goto done;
+    } else if (dwarf_file == Py_None) {
+        Py_SETREF(dwarf_file, Py_NewRef(no_file));
+    }
+    /* file_index: the converter's cache, else the method (which fills it) */
+    file = PyDict_GetItemWithError(t->file_cache, dwarf_file);
+    if (file == NULL && PyErr_Occurred()) goto done;
+    if (file == Py_None) file = NULL;
+    Py_XINCREF(file);
+    if (file == NULL && (file = PyObject_CallOneArg(t->file_index, dwarf_file)) == NULL) goto done;
+    if (file == Py_None) {
+        status = warn_with(t->warn, s_invalid_call_file);
+        goto done;
+    }
+    PyObject *line = int_attr(values, k_call_line);
+    if (line == NULL) goto done;
+    unsigned long long masked = PyLong_AsUnsignedLongLongMask(line); /* `& 0xFFFFFFFF` */
+    Py_DECREF(line);
+    if (masked == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+    masked &= 0xFFFFFFFFull;
+    PyObject *kept_list = spans_list(&kept);
+    PyObject *line_obj = kept_list ? PyLong_FromUnsignedLongLong(masked) : NULL;
+    PyObject *node_children = line_obj ? PyList_New(0) : NULL;
+    node = node_children ? t->info->tp_alloc(t->info, 0) : NULL;
+    if (node == NULL) {
+        Py_XDECREF(kept_list);
+        Py_XDECREF(line_obj);
+        Py_XDECREF(node_children);
+        goto done;
+    }
+    SLOT(node, info_slots, INFO_NAME) = Py_NewRef(name);
+    SLOT(node, info_slots, INFO_RANGES) = kept_list;
+    SLOT(node, info_slots, INFO_CALL_FILE) = Py_NewRef(file);
+    SLOT(node, info_slots, INFO_CALL_LINE) = line_obj;
+    SLOT(node, info_slots, INFO_CHILDREN) = node_children;
+    if (t->extras != Py_None) {
+        PyObject *column = int_attr(values, k_call_column);
+        PyObject *extra = column ? t->extra->tp_alloc(t->extra, 3) : NULL;
+        PyObject *key = extra ? PyLong_FromVoidPtr(node) : NULL;
+        int stored = -1;
+        if (key != NULL) {
+            PyTuple_SET_ITEM(extra, 0, Py_NewRef(linkage));
+            PyTuple_SET_ITEM(extra, 1, Py_NewRef(short_name));
+            PyTuple_SET_ITEM(extra, 2, Py_NewRef(column));
+            stored = PyDict_SetItem(t->extras, key, extra);
+        }
+        Py_XDECREF(column);
+        Py_XDECREF(extra);
+        Py_XDECREF(key);
+        if (stored < 0) goto done;
+    }
+    Parent self = {node, node_children, &kept, &all, NULL};
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(children); i++) {
+        PyObject *child = Py_NewRef(PyList_GET_ITEM(children, i));
+        int r = tree_call(t, child, &self, depth + 1);
+        Py_DECREF(child);
+        if (r < 0) {
+            Py_XDECREF(self.all_list);
+            goto done;
+        }
+    }
+    Py_XDECREF(self.all_list);
+    status = PyList_Append(parent->children, node);
+    goto done;
+no_memory:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(name);
+    Py_XDECREF(dwarf_file);
+    Py_XDECREF(file);
+    Py_XDECREF(node);
+    spans_free(&own);
+    spans_free(&all);
+    spans_free(&kept);
+    return status;
+}
+
+static PyObject *inline_tree(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *calls, *root, *all_list, *tools_tuple;
+    if (!PyArg_ParseTuple(args, "O!OOO!:inline_tree", &PyList_Type, &calls, &root, &all_list,
+                          &PyTuple_Type, &tools_tuple))
+        return NULL;
+    Tools t;
+    PyObject *die, *info, *extra;
+    if (!PyArg_ParseTuple(tools_tuple, "O!O!O!O!OOOO!OOOO:inline_tree tools", &PyType_Type, &die,
+                          &PyType_Type, &info, &PyType_Type, &extra, &PyDict_Type,
+                          &t.origin_names, &t.names_of, &t.strings, &t.insert_string,
+                          &PyDict_Type, &t.file_cache, &t.file_index, &t.warn, &t.extras,
+                          &t.reference))
+        return NULL;
+    t.die = (PyTypeObject *)die;
+    t.info = (PyTypeObject *)info;
+    t.extra = (PyTypeObject *)extra;
+    if ((t.strings != Py_None && !PyDict_CheckExact(t.strings)) ||
+        (t.extras != Py_None && !PyDict_Check(t.extras)) ||
+        !PyType_IsSubtype(t.extra, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "inline_tree: tools of the wrong kinds");
+        return NULL;
+    }
+    int mapped = slot_map(&die_slots, t.die, die_slot_names, DIE_SLOTS);
+    if (mapped == 1) mapped = slot_map(&info_slots, t.info, info_slot_names, INFO_SLOTS);
+    if (mapped != 1) return mapped < 0 ? NULL : Py_NewRef(Py_None);
+    if (!Py_IS_TYPE(root, t.info)) Py_RETURN_NONE;
+    PyObject *root_ranges = SLOT(root, info_slots, INFO_RANGES);
+    PyObject *root_children = SLOT(root, info_slots, INFO_CHILDREN);
+    if (root_ranges == NULL || root_children == NULL || !PyList_Check(root_children))
+        Py_RETURN_NONE;
+    Spans kept, all;
+    spans_init(&kept);
+    spans_init(&all);
+    PyObject *result = NULL;
+    int read = spans_read(root_ranges, &kept);
+    if (read == 1) read = spans_read(all_list, &all);
+    if (read != 1) {
+        if (read == 0) result = Py_NewRef(Py_None); /* before any effect: the reference runs */
+        goto done;
+    }
+    Py_INCREF(root_children);
+    Parent parent = {root, root_children, &kept, &all, Py_NewRef(all_list)};
+    int status = 0;
+    for (Py_ssize_t i = 0; status == 0 && i < PyList_GET_SIZE(calls); i++) {
+        PyObject *call = Py_NewRef(PyList_GET_ITEM(calls, i));
+        status = tree_call(&t, call, &parent, 1);
+        Py_DECREF(call);
+    }
+    Py_DECREF(parent.all_list);
+    Py_DECREF(root_children);
+    if (status == 0) result = Py_NewRef(Py_True);
+done:
+    spans_free(&kept);
+    spans_free(&all);
     return result;
 }
 
@@ -940,6 +1257,14 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"inline_tree", inline_tree, METH_VARARGS,
+     "inline_tree(calls, root, all_ranges, tools) -> True | None: the inline tree of one "
+     "function range, as from_dwarf.UnitConverter._inline builds it for each of `calls` under "
+     "`root` (InlineInfo nodes, NodeExtras, strings, files and warnings in the same order). "
+     "tools: (DieFunction, InlineInfo, NodeExtra, origin_names, names_of, strings | None, "
+     "insert_string, file_cache, file_index, warn, extras_nodes | None, reference). "
+     "None, before any effect: the reference runs (ranges that are not 64-bit pairs, classes "
+     "of another shape); a call it does not take is handed to `reference` in place."},
     {"inline_ranges", inline_ranges, METH_VARARGS,
      "inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained) | None: "
      "from_dwarf.UnitConverter._inline's ranges of an inlined call: its own merged, those "
@@ -994,6 +1319,14 @@ PyInit__gsym_convert(void)
     INTERN(s_call_file, "call_file");
     INTERN(s_call_line, "call_line");
     INTERN(s_children, "children");
+    INTERN(s_uncontained, "Function DIE has uncontained address range");
+    INTERN(s_invalid_call_file, "Inlined function die has invlaid file index in DW_AT_call_file");
+    INTERN(s_call_file_attr, "call_file");
+    INTERN(s_value_attr, "value");
 #undef INTERN
+    if ((k_call_column = PyLong_FromLong(0x57)) == NULL || (k_call_file = PyLong_FromLong(0x58)) == NULL ||
+        (k_call_line = PyLong_FromLong(0x59)) == NULL || (no_file = PyLong_FromLong(0xFFFFFFFFL)) == NULL ||
+        (zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
     return PyModule_Create(&module_def);
 }

@@ -105,6 +105,13 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
         inline_ranges_answered.append(found is not None)
         return found
 
+    inline_tree_answered: list[bool] = []
+
+    def inline_tree(*args: Any) -> Any:
+        found = kernels.inline_tree(*args)
+        inline_tree_answered.append(found is True)
+        return found
+
     column_runs_answered: list[bool] = []
 
     def column_runs(*args: Any) -> Any:
@@ -119,6 +126,7 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
             line_entries=line_entries,
             column_points=kernels.column_points,
             inline_ranges=inline_ranges,
+            inline_tree=inline_tree,
             column_runs=column_runs,
         ),
     )
@@ -139,9 +147,9 @@ def test_compiled_programs_convert_to_the_same_gsym_and_extras(
     assert compiled == reference
     # The kernels answered (a converter's records and functions are their domain).
     assert handed_back == [] and indexed_natively == [True, False] and compiled_line_tables
-    assert all(inline_ranges_answered)
+    assert all(inline_ranges_answered) and all(inline_tree_answered)
     assert column_runs_answered and all(column_runs_answered)
-    assert inline_ranges_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
+    assert inline_tree_answered or name in ("cpp-O0", "merged-icf")  # no inlined calls
 
 
 # -- random records ----------------------------------------------------------------

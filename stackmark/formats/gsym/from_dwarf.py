@@ -253,6 +253,18 @@ class ExtrasCollector:
         return out_addresses, out_values
 
 
+def _string_cache(sink: StringSink) -> dict[str, int] | None:
+    """The dict behind `sink.insert_string`, when the sink is one whose answer
+    for a string it holds is that dict's value (the creator's offsets, a
+    worker's numbers): the compiled inline tree looks strings up there and
+    calls `insert_string` only for new ones. None: it always calls."""
+    for attr in ("_string_offsets", "strings"):
+        found = getattr(sink, attr, None)
+        if type(found) is dict:
+            return found
+    return None
+
+
 class UnitConverter:
     """Converts the functions of one compile unit."""
 
@@ -286,6 +298,7 @@ class UnitConverter:
         self.rows_unreachable = isinstance(elf, ElfFile) and elf.e_type == ET_REL
         self._file_cache: dict[int, int] = {}
         self._file_limit = 0
+        self._tree_tools: tuple[object, ...] | None = None  # while `convert` runs
         if self.lines is not None:
             self._file_limit = len(self.lines.header.files) + 1
 
@@ -339,8 +352,12 @@ class UnitConverter:
     def convert(self) -> list[FunctionInfo]:
         out: list[FunctionInfo] = []
         walk = UnitWalk(self.unit, self.names.parents)
-        for function in walk.functions:
-            self._convert_function(function, out)
+        self._tree_tools = self._inline_tree_tools()
+        try:
+            for function in walk.functions:
+                self._convert_function(function, out)
+        finally:
+            self._tree_tools = None  # it refers back to this converter: no cycle kept
         self.report.functions += len(out)
         if self.extras is not None and self.lines is not None:
             self._collect_columns(self.extras)
@@ -405,8 +422,14 @@ class UnitConverter:
                 info.line_table = self._line_table(function, low, high)
             if function.children:
                 root = InlineInfo(name, [(low, high)])
-                for child in function.children:
-                    self._inline(child, root, all_ranges)
+                tools = self._tree_tools
+                if (
+                    tools is None
+                    or _native is None
+                    or _native.inline_tree(function.children, root, all_ranges, tools) is None
+                ):
+                    for child in function.children:
+                        self._inline(child, root, all_ranges)
                 if root.children:
                     info.inline = root
             out.append(info)
@@ -505,6 +528,28 @@ class UnitConverter:
         return [LineEntry(low, self.sink.insert_file(path), line & 0xFFFFFFFF)]
 
     # -- inline tree -------------------------------------------------------------
+
+    def _inline_tree_tools(self) -> tuple[object, ...] | None:
+        """What the compiled twin of `_inline`'s recursion (`inline_tree`) works
+        with, or None without it. It reads the caches the methods fill (origin
+        names, the sink's strings, files) and calls the methods only for what
+        they do not hold; a call it does not take goes to `_inline`."""
+        if _native is None:
+            return None
+        return (
+            DieFunction,
+            InlineInfo,
+            NodeExtra,
+            self.names.origin_names,
+            self.names_of,
+            _string_cache(self.sink),
+            self.sink.insert_string,
+            self._file_cache,
+            self.file_index,
+            self.report.warn,
+            None if self.extras is None else self.extras.nodes,
+            self._inline,
+        )
 
     def _inline(
         self, call: DieFunction, parent: InlineInfo, all_parent_ranges: list[Range]

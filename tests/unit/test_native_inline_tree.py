@@ -1,0 +1,300 @@
+"""The compiled inline tree against `UnitConverter._inline`, its reference.
+
+`inline_tree` (stackmark/_native/_gsym_convert.c) builds a function's whole
+inline tree: InlineInfo nodes, their NodeExtras, the strings and files it
+inserts and the warnings it counts, in the reference's order. These tests
+convert compiled C and C++ programs (deep always-inline chains, templates,
+lambdas, gcc and clang, -O2 and -O3) unit by unit with and without the
+kernels and require the same FunctionInfos, extras, string and file
+insertions and warnings; then the same with the walked trees damaged the
+ways DWARF can be (no call file, a call file past the table or found
+through another DIE, odd call lines and columns, ranges outside the parent,
+ranges no address can take, nodes of another class, trees deeper than the
+kernel goes), where the kernel hands single calls to the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from stackmark._native import forced_pure
+from stackmark.dwarf import constants as C
+from stackmark.dwarf.reader import DwarfReader
+from stackmark.elf import ElfFile
+from stackmark.formats.gsym import dwarf_units, from_dwarf
+from stackmark.formats.gsym.creator import GsymCreator
+from stackmark.formats.gsym.dwarf_names import NameBuilder
+from stackmark.formats.gsym.dwarf_walk import DieFunction
+from stackmark.formats.gsym.from_dwarf import DwarfReport, ExtrasCollector, UnitConverter
+from tests.support.build import compile_program
+from tests.support.native import pure_python
+
+pytestmark = pytest.mark.skipif(
+    forced_pure(), reason="STACKMARK_PURE=1: no compiled kernel to compare with"
+)
+
+PROGRAMS: dict[str, tuple[list[str], str, tuple[str, ...]]] = {
+    "g++ deep -O3": (["gsym_inline_deep.cpp"], "g++", ("-g", "-O3")),
+    "g++ deep -O2 DWARF 4": (["gsym_inline_deep.cpp"], "g++", ("-g", "-gdwarf-4", "-O2")),
+    "clang++ deep -O2": (["gsym_inline_deep.cpp"], "clang++-19", ("-g", "-O2")),
+    "gcc two units -O2": (["gsym_inline.c", "gsym_inline_b.c"], "gcc", ("-g", "-O2")),
+    "g++ templates -O2": (["sym_templates.cpp"], "g++", ("-g", "-O2")),
+}
+
+
+def program(name: str) -> Path:
+    sources, compiler, flags = PROGRAMS[name]
+    slug = "".join(c if c.isalnum() else "-" for c in name)
+    return compile_program(f"inline-tree-{slug}", sources, compiler=compiler, flags=flags)
+
+
+class _PlainSink:
+    """A sink that keeps no dict the kernel could read: it calls insert_string."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[bool, str]] = []
+        self._numbers: dict[tuple[bool, str], int] = {}
+
+    def insert_string(self, text: str) -> int:
+        return self._number(False, text)
+
+    def insert_file(self, path: str) -> int:
+        return self._number(True, path)
+
+    def _number(self, is_file: bool, text: str) -> int:
+        key = (is_file, text)
+        if key not in self._numbers:
+            self._numbers[key] = len(self._numbers) + 1
+            self.events.append(key)
+        return self._numbers[key]
+
+
+SINKS: dict[str, Callable[[], Any]] = {
+    "creator": GsymCreator,
+    "recorder": dwarf_units._Recorder,
+    "plain": _PlainSink,
+}
+
+
+def _inserted(sink: Any) -> object:
+    """What the sink was given, in order."""
+    if isinstance(sink, GsymCreator):
+        return sink.string_table(), sink.files
+    return sink.events
+
+
+Damage = Callable[[list[DieFunction], random.Random], None]
+
+
+def convert(binary: Path, sink_kind: str, damage: Damage | None, seed: int) -> object:
+    """Every unit converted with one sink and one NameBuilder, as a conversion
+    does: the FunctionInfos, their extras, the insertions and the report."""
+    sink = SINKS[sink_kind]()
+    collector = ExtrasCollector()
+    report = DwarfReport()
+    names = NameBuilder()
+    rng = random.Random(seed)
+    functions = []
+    real_walk = from_dwarf.UnitWalk
+
+    def damaged_walk(*args: Any) -> Any:
+        walk = real_walk(*args)
+        if damage is not None:
+            damage(walk.functions, rng)
+        return walk
+
+    from_dwarf.UnitWalk = damaged_walk  # type: ignore[misc,assignment]
+    try:
+        with ElfFile.open(str(binary)) as elf:
+            dwarf = DwarfReader(elf)
+            for unit in dwarf.units():
+                code = from_dwarf.unit_to_convert(unit, report)
+                converter = UnitConverter(code, sink, names, lambda _: True, report, collector)
+                functions.extend(converter.convert())
+    finally:
+        from_dwarf.UnitWalk = real_walk  # type: ignore[misc]
+    extras = [collector.function_nodes(info) for info in functions]
+    return functions, extras, _inserted(sink), report.warnings, report.messages
+
+
+@contextmanager
+def counted_kernel() -> Iterator[SimpleNamespace]:
+    """The compiled kernels, with `inline_tree`'s answers and the calls it hands
+    to the reference counted."""
+    kernels = from_dwarf._native
+    assert kernels is not None
+    seen = SimpleNamespace(answers=[], handed=0)
+
+    def inline_tree(*args: Any) -> Any:
+        found = kernels.inline_tree(*args)
+        seen.answers.append(found)
+        return found
+
+    real_inline = UnitConverter._inline
+
+    def reference(self: UnitConverter, *args: Any) -> None:
+        seen.handed += 1
+        real_inline(self, *args)
+
+    proxy = SimpleNamespace(
+        **{name: getattr(kernels, name) for name in dir(kernels) if not name.startswith("_")}
+    )
+    proxy.inline_tree = inline_tree
+    from_dwarf._native = proxy  # type: ignore[assignment]
+    UnitConverter._inline = reference  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        from_dwarf._native = kernels
+        UnitConverter._inline = real_inline  # type: ignore[method-assign]
+
+
+def compare(binary: Path, sink_kind: str, damage: Damage | None = None) -> SimpleNamespace:
+    """Converts with the kernel and without any; both must give the same."""
+    with counted_kernel() as seen:
+        compiled = convert(binary, sink_kind, damage, 7)
+    with pure_python():
+        reference = convert(binary, sink_kind, damage, 7)
+    assert compiled == reference
+    return seen
+
+
+@pytest.mark.parametrize("sink_kind", sorted(SINKS))
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_compiled_programs_give_the_same_inline_trees(name: str, sink_kind: str) -> None:
+    seen = compare(program(name), sink_kind)
+    # The kernel built every tree itself: none handed back, no call to the reference.
+    assert seen.answers and all(answer is True for answer in seen.answers)
+    assert seen.handed == 0
+
+
+# -- damaged trees -----------------------------------------------------------------
+
+
+def _calls(functions: list[DieFunction]) -> list[tuple[DieFunction, DieFunction]]:
+    """(parent, call) for every inlined call, depth first."""
+    out = []
+    stack = [(f, c) for f in functions for c in f.children]
+    while stack:
+        parent, call = stack.pop()
+        out.append((parent, call))
+        stack.extend((call, child) for child in call.children)
+    return out
+
+
+class _OtherCall(DieFunction):
+    """A node of another class than the walk makes: left to the reference."""
+
+    __slots__ = ()
+
+
+def _set(call: DieFunction, attr: int, value: object) -> None:
+    call.values = dict(call.values)
+    if value is _ABSENT:
+        call.values.pop(attr, None)
+    else:
+        call.values[attr] = value
+
+
+_ABSENT = object()
+_ODD_NUMBERS = (_ABSENT, -5, 1 << 40 | 7, (1 << 70) + 3, True, SimpleNamespace(value=9), "x")
+
+
+def _damage_one(parent: DieFunction, call: DieFunction, kind: int, rng: random.Random) -> None:
+    if kind == 0:  # no DW_AT_call_file: looked for through the origin, else invalid
+        _set(call, C.DW_AT_call_file, _ABSENT)
+    elif kind == 1:  # past the file table
+        _set(call, C.DW_AT_call_file, rng.choice((10**6, 1 << 40)))
+    elif kind == 2:  # not an int in the DIE: found recursively
+        _set(call, C.DW_AT_call_file, SimpleNamespace(value=1))
+    elif kind == 3:
+        _set(call, C.DW_AT_call_line, rng.choice(_ODD_NUMBERS))
+    elif kind == 4:
+        _set(call, C.DW_AT_call_column, rng.choice(_ODD_NUMBERS))
+    elif kind == 5:  # outside the parent (uncontained), partly or wholly
+        shift = rng.choice((0x100000, -0x40, 1))
+        call.ranges = [(low + shift, high + shift) for low, high in call.ranges] + (
+            [(0x10, 0x20)] if rng.random() < 0.5 else []
+        )
+    elif kind == 6:  # ranges no address can take: this call goes to the reference
+        call.ranges = [*call.ranges, (1 << 64, (1 << 64) + 4)]
+    elif kind == 7:  # empty, reversed or no ranges
+        call.ranges = rng.choice(([], [(8, 8)], [(call.ranges[0][1], call.ranges[0][0])]))
+    elif kind == 8:  # named through names_of, not the origin cache
+        call.origin = rng.choice((None, 0x7FFF_FFFF))
+    elif kind == 9:  # a node of another class
+        other = _OtherCall.__new__(_OtherCall)
+        for slot in DieFunction.__slots__:
+            setattr(other, slot, getattr(call, slot))
+        index = parent.children.index(call)
+        parent.children = [*parent.children]
+        parent.children[index] = other
+    else:  # a chain deeper than the kernel goes
+        links = [copy.copy(call) for _ in range(230)]
+        for outer, inner in zip(links, links[1:], strict=False):
+            outer.children = [inner]
+        links[-1].children = list(call.children)
+        call.children = [links[0]]
+
+
+def damage_trees(functions: list[DieFunction], rng: random.Random) -> None:
+    """Damages up to 33 calls of the unit, each kind of damage in turn (those the
+    kernel hands to the reference first, so that small programs get them too)."""
+    calls = [(parent, call) for parent, call in _calls(functions) if call.ranges]
+    kinds = [6, 9, 10, 0, 1, 2, 3, 4, 5, 7, 8]
+    for i, (parent, call) in enumerate(rng.sample(calls, min(len(calls), 33))):
+        _damage_one(parent, call, kinds[i % len(kinds)], rng)
+
+
+def odd_call_numbers(functions: list[DieFunction], rng: random.Random) -> None:
+    """Every call's line and column set to odd values in turn (absent, negative,
+    past 32 or 64 bits, a bool, a form value with `.value`, not a number)."""
+    for i, (_, call) in enumerate(_calls(functions)):
+        _set(call, C.DW_AT_call_line, _ODD_NUMBERS[i % len(_ODD_NUMBERS)])
+        _set(call, C.DW_AT_call_column, _ODD_NUMBERS[(i + 3) % len(_ODD_NUMBERS)])
+
+
+@pytest.mark.parametrize("sink_kind", ["creator", "plain"])
+@pytest.mark.parametrize("name", ["g++ deep -O3", "clang++ deep -O2", "gcc two units -O2"])
+def test_damaged_trees_give_the_same_inline_trees(name: str, sink_kind: str) -> None:
+    seen = compare(program(name), sink_kind, damage_trees)
+    assert seen.handed > 0  # some calls went to the reference, in place
+
+
+@pytest.mark.parametrize("name", ["g++ deep -O2 DWARF 4", "clang++ deep -O2"])
+def test_odd_call_lines_and_columns_give_the_same_inline_trees(name: str) -> None:
+    seen = compare(program(name), "recorder", odd_call_numbers)
+    assert seen.handed == 0
+
+
+def test_a_root_of_another_class_is_left_to_the_reference_before_any_effect() -> None:
+    kernels = from_dwarf._native
+    assert kernels is not None
+    warned: list[str] = []
+    tools = (
+        DieFunction,
+        from_dwarf.InlineInfo,
+        from_dwarf.NodeExtra,
+        {},
+        None,
+        None,
+        None,
+        {},
+        None,
+        warned.append,
+        None,
+        None,
+    )
+    root = SimpleNamespace(ranges=[(0, 8)], children=[])
+    assert kernels.inline_tree([], root, [(0, 8)], tools) is None
+    wide = from_dwarf.InlineInfo(1, [(0, 1 << 64)])
+    assert kernels.inline_tree([], wide, [(0, 8)], tools) is None
+    assert warned == []
