@@ -540,6 +540,18 @@ static PyObject *three(PyObject *found) {
     return items;
 }
 
+/* The node's ranges as a list: the call's own (start, end) tuples when it
+ * keeps them all as they are (the usual single range), else new ones. */
+static PyObject *kept_ranges(const Spans *kept, const Spans *own, PyObject *own_list) {
+    if (kept->len != own->len || PyList_GET_SIZE(own_list) != (Py_ssize_t)own->len ||
+        memcmp(kept->items, own->items, kept->len * sizeof(Span)) != 0)
+        return spans_list(kept);
+    PyObject *out = PyList_New((Py_ssize_t)kept->len);
+    for (Py_ssize_t i = 0; out != NULL && i < (Py_ssize_t)kept->len; i++)
+        PyList_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(own_list, i)));
+    return out;
+}
+
 static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth);
 
 /* The inline node of `call` under `parent`: 0 done (kept, dropped or left to
@@ -553,12 +565,19 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
     if (ranges == NULL || children == NULL || values == NULL || origin == NULL ||
         !PyList_CheckExact(children) || !PyDict_CheckExact(values))
         return tree_reference(t, call, parent);
+    /* Held, so that no callback can free them under the kernel: it reads the
+     * call's slots once (names_of, insert_string and file_index only read it). */
+    Py_INCREF(ranges);
+    Py_INCREF(children);
+    Py_INCREF(values);
+    Py_INCREF(origin);
     Spans own, all, kept;
     spans_init(&own);
     spans_init(&all);
     spans_init(&kept);
     int status = -1;
     PyObject *names = NULL, *name = NULL, *dwarf_file = NULL, *file = NULL, *node = NULL;
+    PyObject *kept_list = NULL;
     int read = spans_read(ranges, &own);
     if (read != 1) {
         if (read == 0) status = tree_reference(t, call, parent);
@@ -582,6 +601,7 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
         status = 0;
         goto done;
     }
+    if ((kept_list = kept_ranges(&kept, &own, ranges)) == NULL) goto done;
     /* names_of: an origin's answer from the cache, else the method */
     if (origin != Py_None) {
         names = PyDict_GetItemWithError(t->origin_names, origin);
@@ -629,21 +649,24 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
     PyObject *line = int_attr(values, k_call_line);
     if (line == NULL) goto done;
     unsigned long long masked = PyLong_AsUnsignedLongLongMask(line); /* `& 0xFFFFFFFF` */
-    Py_DECREF(line);
-    if (masked == (unsigned long long)-1 && PyErr_Occurred()) goto done;
-    masked &= 0xFFFFFFFFull;
-    PyObject *kept_list = spans_list(&kept);
-    PyObject *line_obj = kept_list ? PyLong_FromUnsignedLongLong(masked) : NULL;
+    if (masked == (unsigned long long)-1 && PyErr_Occurred()) {
+        Py_DECREF(line);
+        goto done;
+    }
+    PyObject *line_obj = line; /* an exact int the mask leaves alone is kept as it is */
+    if (!PyLong_CheckExact(line) || _PyLong_Sign(line) < 0 || _PyLong_NumBits(line) > 32) {
+        Py_DECREF(line);
+        line_obj = PyLong_FromUnsignedLongLong(masked & 0xFFFFFFFFull);
+    }
     PyObject *node_children = line_obj ? PyList_New(0) : NULL;
     node = node_children ? t->info->tp_alloc(t->info, 0) : NULL;
     if (node == NULL) {
-        Py_XDECREF(kept_list);
         Py_XDECREF(line_obj);
         Py_XDECREF(node_children);
         goto done;
     }
     SLOT(node, info_slots, INFO_NAME) = Py_NewRef(name);
-    SLOT(node, info_slots, INFO_RANGES) = kept_list;
+    SLOT(node, info_slots, INFO_RANGES) = Py_NewRef(kept_list);
     SLOT(node, info_slots, INFO_CALL_FILE) = Py_NewRef(file);
     SLOT(node, info_slots, INFO_CALL_LINE) = line_obj;
     SLOT(node, info_slots, INFO_CHILDREN) = node_children;
@@ -684,6 +707,11 @@ done:
     Py_XDECREF(dwarf_file);
     Py_XDECREF(file);
     Py_XDECREF(node);
+    Py_XDECREF(kept_list);
+    Py_DECREF(ranges);
+    Py_DECREF(children);
+    Py_DECREF(values);
+    Py_DECREF(origin);
     spans_free(&own);
     spans_free(&all);
     spans_free(&kept);
