@@ -81,6 +81,106 @@ same(PyObject *a, PyObject *b)
     return PyObject_RichCompareBool(a, b, Py_EQ);
 }
 
+/* The state of UnitConverter._line_table's loop across a function's runs. */
+typedef struct {
+    PyObject *rows, *last_file, *first_file;
+    uint64_t first_addr, first_line, prev_addr, last_line;
+    int seen, has_prev, stop_all;
+} RowLoop;
+
+static void row_loop_clear(RowLoop *st) {
+    Py_CLEAR(st->rows);
+    Py_CLEAR(st->last_file);
+    Py_CLEAR(st->first_file);
+}
+
+/* Rows [first, stop) of the flat store through the loop; 0, or -1 on error. */
+static int row_loop_run(RowLoop *st, const uint64_t *flat, Py_ssize_t width, Py_ssize_t first,
+                        Py_ssize_t stop, uint64_t low, uint64_t high, PyObject *cache,
+                        PyObject *file_index, PyObject *warn, PyTypeObject *type) {
+    for (Py_ssize_t r = first; r < stop; r++) {
+        const uint64_t *row = flat + r * width;
+        uint64_t addr = row[0], line = row[2] & 0xFFFFFFFFu;
+        int end_sequence = row[5] != 0;
+        st->seen = 1;
+        PyObject *key = PyLong_FromUnsignedLongLong(row[1]);
+        if (key == NULL)
+            return -1;
+        PyObject *file = PyDict_GetItemWithError(cache, key); /* borrowed */
+        if (file == Py_None) /* `cache.get` gives None: a miss there too */
+            file = NULL;
+        Py_XINCREF(file);
+        if (file == NULL && !PyErr_Occurred())
+            file = PyObject_CallOneArg(file_index, key);
+        Py_DECREF(key);
+        if (file == NULL)
+            return -1;
+        if (file == Py_None) {
+            Py_DECREF(file);
+            if (warn_with(warn, s_invalid_file) < 0)
+                return -1;
+            continue;
+        }
+        uint64_t row_addr = addr;
+        if (addr < low) {
+            if (warn_with(warn, s_between_rows) < 0) {
+                Py_DECREF(file);
+                return -1;
+            }
+            row_addr = low;
+        } else if (addr >= high) {
+            Py_DECREF(file);
+            continue;
+        }
+        if (st->has_prev && addr < st->prev_addr) {
+            int duplicate = PyList_GET_SIZE(st->rows) && st->first_addr == row_addr
+                && st->first_line == line;
+            if (duplicate && (duplicate = same(st->first_file, file)) < 0) {
+                Py_DECREF(file);
+                return -1;
+            }
+            Py_DECREF(file);
+            if (warn_with(warn, duplicate ? s_duplicate : s_not_increasing) < 0)
+                return -1;
+            st->stop_all = 1;
+            return 0;
+        }
+        int repeat = 0;
+        if (st->last_file != NULL && line == st->last_line
+            && (repeat = same(file, st->last_file)) < 0) {
+            Py_DECREF(file);
+            return -1;
+        }
+        if (repeat) {
+            Py_DECREF(file);
+            continue;
+        }
+        if (end_sequence) {
+            st->has_prev = 0;
+            Py_DECREF(file);
+            continue;
+        }
+        PyObject *entry = new_entry(type, row_addr, file, line);
+        if (entry == NULL || PyList_Append(st->rows, entry) < 0) {
+            Py_XDECREF(entry);
+            Py_DECREF(file);
+            return -1;
+        }
+        Py_DECREF(entry);
+        if (PyList_GET_SIZE(st->rows) == 1) {
+            st->first_addr = row_addr;
+            st->first_line = line;
+            Py_INCREF(file);
+            st->first_file = file;
+        }
+        Py_XSETREF(st->last_file, file); /* takes the reference */
+        st->last_line = line;
+        st->has_prev = 1;
+        st->prev_addr = addr;
+    }
+    return 0;
+}
+
 static PyObject *
 line_entries(PyObject *module, PyObject *args)
 {
@@ -94,19 +194,17 @@ line_entries(PyObject *module, PyObject *args)
                           &entry_type))
         return NULL;
     PyTypeObject *type = (PyTypeObject *)entry_type;
-    PyObject *rows = NULL, *last_file = NULL, *first_file = NULL, *result = NULL;
-    uint64_t first_addr = 0, first_line = 0;
+    PyObject *result = NULL;
+    RowLoop st = {0};
     if (width < 6 || view.len % 8 || !PyType_IsSubtype(type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_ValueError, "a flat row store of uint64 and a tuple type expected");
         goto done;
     }
     const uint64_t *flat = view.buf;
     Py_ssize_t nrows = view.len / 8 / width;
-    if ((rows = PyList_New(0)) == NULL)
+    if ((st.rows = PyList_New(0)) == NULL)
         goto done;
-    int seen = 0, has_prev = 0, stop_all = 0;
-    uint64_t prev_addr = 0, last_line = 0;
-    for (Py_ssize_t run = 0; run < PyList_GET_SIZE(runs) && !stop_all; run++) {
+    for (Py_ssize_t run = 0; run < PyList_GET_SIZE(runs) && !st.stop_all; run++) {
         PyObject *pair = PyList_GET_ITEM(runs, run);
         Py_ssize_t first, stop;
         if (!PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "nn", &first, &stop))
@@ -115,95 +213,17 @@ line_entries(PyObject *module, PyObject *args)
             PyErr_SetString(PyExc_IndexError, "a row run lies outside the row store");
             goto done;
         }
-        for (Py_ssize_t r = first; r < stop; r++) {
-            const uint64_t *row = flat + r * width;
-            uint64_t addr = row[0], line = row[2] & 0xFFFFFFFFu;
-            int end_sequence = row[5] != 0;
-            seen = 1;
-            PyObject *key = PyLong_FromUnsignedLongLong(row[1]);
-            if (key == NULL)
-                goto done;
-            PyObject *file = PyDict_GetItemWithError(cache, key); /* borrowed */
-            if (file == Py_None) /* `cache.get` gives None: a miss there too */
-                file = NULL;
-            Py_XINCREF(file);
-            if (file == NULL && !PyErr_Occurred())
-                file = PyObject_CallOneArg(file_index, key);
-            Py_DECREF(key);
-            if (file == NULL)
-                goto done;
-            if (file == Py_None) {
-                Py_DECREF(file);
-                if (warn_with(warn, s_invalid_file) < 0)
-                    goto done;
-                continue;
-            }
-            uint64_t row_addr = addr;
-            if (addr < low) {
-                if (warn_with(warn, s_between_rows) < 0) {
-                    Py_DECREF(file);
-                    goto done;
-                }
-                row_addr = low;
-            } else if (addr >= high) {
-                Py_DECREF(file);
-                continue;
-            }
-            if (has_prev && addr < prev_addr) {
-                int duplicate = PyList_GET_SIZE(rows) && first_addr == row_addr
-                    && first_line == line;
-                if (duplicate && (duplicate = same(first_file, file)) < 0) {
-                    Py_DECREF(file);
-                    goto done;
-                }
-                Py_DECREF(file);
-                if (warn_with(warn, duplicate ? s_duplicate : s_not_increasing) < 0)
-                    goto done;
-                stop_all = 1;
-                break;
-            }
-            int repeat = 0;
-            if (last_file != NULL && line == last_line && (repeat = same(file, last_file)) < 0) {
-                Py_DECREF(file);
-                goto done;
-            }
-            if (repeat) {
-                Py_DECREF(file);
-                continue;
-            }
-            if (end_sequence) {
-                has_prev = 0;
-                Py_DECREF(file);
-                continue;
-            }
-            PyObject *entry = new_entry(type, row_addr, file, line);
-            if (entry == NULL || PyList_Append(rows, entry) < 0) {
-                Py_XDECREF(entry);
-                Py_DECREF(file);
-                goto done;
-            }
-            Py_DECREF(entry);
-            if (PyList_GET_SIZE(rows) == 1) {
-                first_addr = row_addr;
-                first_line = line;
-                Py_INCREF(file);
-                first_file = file;
-            }
-            Py_XSETREF(last_file, file); /* takes the reference */
-            last_line = line;
-            has_prev = 1;
-            prev_addr = addr;
-        }
+        if (row_loop_run(&st, flat, width, first, stop, low, high, cache, file_index, warn,
+                         type) < 0)
+            goto done;
     }
-    result = Py_BuildValue("(OO)", rows, seen ? Py_True : Py_False);
+    result = Py_BuildValue("(OO)", st.rows, st.seen ? Py_True : Py_False);
     goto done;
 fail_type:
     if (!PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "row runs must be (first, stop) pairs");
 done:
-    Py_XDECREF(rows);
-    Py_XDECREF(last_file);
-    Py_XDECREF(first_file);
+    row_loop_clear(&st);
     PyBuffer_Release(&view);
     return result;
 }
@@ -552,6 +572,31 @@ static PyObject *kept_ranges(const Spans *kept, const Spans *own, PyObject *own_
     return out;
 }
 
+/* UnitConverter.names_of(die): an origin's answer from the cache, else the
+ * method; a new reference to a 3-tuple. */
+static PyObject *names_of(const Tools *t, PyObject *die, PyObject *origin) {
+    PyObject *names = NULL;
+    if (origin != Py_None) {
+        names = PyDict_GetItemWithError(t->origin_names, origin);
+        if (names == NULL && PyErr_Occurred()) return NULL;
+        if (names == Py_None) names = NULL;
+        Py_XINCREF(names);
+    }
+    if (names == NULL && (names = PyObject_CallOneArg(t->names_of, die)) == NULL) return NULL;
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 3) Py_SETREF(names, three(names));
+    return names;
+}
+
+/* `None if text is None else sink.insert_string(text)`: a string the sink
+ * holds costs a dict lookup. A new reference. */
+static PyObject *string_of(const Tools *t, PyObject *text) {
+    if (text == Py_None) return Py_NewRef(Py_None);
+    PyObject *name = t->strings == Py_None ? NULL : PyDict_GetItemWithError(t->strings, text);
+    if (name == NULL && PyErr_Occurred()) return NULL;
+    if (name != NULL && PyLong_CheckExact(name)) return Py_NewRef(name);
+    return PyObject_CallOneArg(t->insert_string, text);
+}
+
 static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth);
 
 /* The inline node of `call` under `parent`: 0 done (kept, dropped or left to
@@ -602,30 +647,10 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
         goto done;
     }
     if ((kept_list = kept_ranges(&kept, &own, ranges)) == NULL) goto done;
-    /* names_of: an origin's answer from the cache, else the method */
-    if (origin != Py_None) {
-        names = PyDict_GetItemWithError(t->origin_names, origin);
-        if (names == NULL && PyErr_Occurred()) goto done;
-        if (names == Py_None) names = NULL;
-        Py_XINCREF(names);
-    }
-    if (names == NULL && (names = PyObject_CallOneArg(t->names_of, call)) == NULL) goto done;
-    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 3) Py_SETREF(names, three(names));
-    if (names == NULL) goto done;
-    PyObject *text = PyTuple_GET_ITEM(names, 0);
+    if ((names = names_of(t, call, origin)) == NULL) goto done;
     PyObject *linkage = PyTuple_GET_ITEM(names, 1), *short_name = PyTuple_GET_ITEM(names, 2);
-    if (text == Py_None) {
-        name = Py_NewRef(zero);
-    } else {
-        /* sink.insert_string: a string it holds costs a dict lookup */
-        name = t->strings == Py_None ? NULL : PyDict_GetItemWithError(t->strings, text);
-        if (name == NULL && PyErr_Occurred()) goto done;
-        if (name != NULL && !PyLong_CheckExact(name)) name = NULL;
-        Py_XINCREF(name);
-        if (name == NULL && (name = PyObject_CallOneArg(t->insert_string, text)) == NULL)
-            goto done;
-        if (name == Py_None) Py_SETREF(name, Py_NewRef(zero)); /* `0 if name is None` */
-    }
+    if ((name = string_of(t, PyTuple_GET_ITEM(names, 0))) == NULL) goto done;
+    if (name == Py_None) Py_SETREF(name, Py_NewRef(zero)); /* `0 if name is None` */
     /* _call_file: DW_AT_call_file when an int in the DIE, else found recursively */
     dwarf_file = PyDict_GetItemWithError(values, k_call_file);
     if (dwarf_file == NULL && PyErr_Occurred()) goto done;
@@ -718,6 +743,46 @@ done:
     return status;
 }
 
+/* The tools tuple (see inline_tree's docstring): 1, 0 when the classes are
+ * not of the shape the kernel reads (the reference runs), -1 on error. */
+static int tools_read(PyObject *tools_tuple, Tools *t) {
+    PyObject *die, *info, *extra;
+    if (!PyArg_ParseTuple(tools_tuple, "O!O!O!O!OOOO!OOOO:inline_tree tools", &PyType_Type, &die,
+                          &PyType_Type, &info, &PyType_Type, &extra, &PyDict_Type,
+                          &t->origin_names, &t->names_of, &t->strings, &t->insert_string,
+                          &PyDict_Type, &t->file_cache, &t->file_index, &t->warn, &t->extras,
+                          &t->reference))
+        return -1;
+    t->die = (PyTypeObject *)die;
+    t->info = (PyTypeObject *)info;
+    t->extra = (PyTypeObject *)extra;
+    if ((t->strings != Py_None && !PyDict_CheckExact(t->strings)) ||
+        (t->extras != Py_None && !PyDict_Check(t->extras)) ||
+        !PyType_IsSubtype(t->extra, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "inline_tree: tools of the wrong kinds");
+        return -1;
+    }
+    int mapped = slot_map(&die_slots, t->die, die_slot_names, DIE_SLOTS);
+    if (mapped == 1) mapped = slot_map(&info_slots, t->info, info_slot_names, INFO_SLOTS);
+    return mapped;
+}
+
+/* A new InlineInfo(name, ranges) with no children, as its __init__ makes it. */
+static PyObject *new_root(const Tools *t, PyObject *name, PyObject *ranges) {
+    PyObject *children = PyList_New(0);
+    PyObject *node = children ? t->info->tp_alloc(t->info, 0) : NULL;
+    if (node == NULL) {
+        Py_XDECREF(children);
+        return NULL;
+    }
+    SLOT(node, info_slots, INFO_NAME) = Py_NewRef(name);
+    SLOT(node, info_slots, INFO_RANGES) = Py_NewRef(ranges);
+    SLOT(node, info_slots, INFO_CALL_FILE) = Py_NewRef(zero);
+    SLOT(node, info_slots, INFO_CALL_LINE) = Py_NewRef(zero);
+    SLOT(node, info_slots, INFO_CHILDREN) = children;
+    return node;
+}
+
 static PyObject *inline_tree(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *calls, *root, *all_list, *tools_tuple;
@@ -725,24 +790,7 @@ static PyObject *inline_tree(PyObject *self, PyObject *args) {
                           &PyTuple_Type, &tools_tuple))
         return NULL;
     Tools t;
-    PyObject *die, *info, *extra;
-    if (!PyArg_ParseTuple(tools_tuple, "O!O!O!O!OOOO!OOOO:inline_tree tools", &PyType_Type, &die,
-                          &PyType_Type, &info, &PyType_Type, &extra, &PyDict_Type,
-                          &t.origin_names, &t.names_of, &t.strings, &t.insert_string,
-                          &PyDict_Type, &t.file_cache, &t.file_index, &t.warn, &t.extras,
-                          &t.reference))
-        return NULL;
-    t.die = (PyTypeObject *)die;
-    t.info = (PyTypeObject *)info;
-    t.extra = (PyTypeObject *)extra;
-    if ((t.strings != Py_None && !PyDict_CheckExact(t.strings)) ||
-        (t.extras != Py_None && !PyDict_Check(t.extras)) ||
-        !PyType_IsSubtype(t.extra, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "inline_tree: tools of the wrong kinds");
-        return NULL;
-    }
-    int mapped = slot_map(&die_slots, t.die, die_slot_names, DIE_SLOTS);
-    if (mapped == 1) mapped = slot_map(&info_slots, t.info, info_slot_names, INFO_SLOTS);
+    int mapped = tools_read(tools_tuple, &t);
     if (mapped != 1) return mapped < 0 ? NULL : Py_NewRef(Py_None);
     if (!Py_IS_TYPE(root, t.info)) Py_RETURN_NONE;
     PyObject *root_ranges = SLOT(root, info_slots, INFO_RANGES);
@@ -773,6 +821,346 @@ static PyObject *inline_tree(PyObject *self, PyObject *args) {
 done:
     spans_free(&kept);
     spans_free(&all);
+    return result;
+}
+
+/* ---- a unit's functions (UnitConverter.convert's loop, _convert_function) --- */
+
+typedef struct {
+    int64_t low, high, first, end; /* below 2**62: no overflow in the arithmetic */
+} Seq;
+
+typedef struct {
+    Py_ssize_t first, stop;
+} Run;
+
+/* bisect_right over the addresses of rows [lo, hi) of the flat store. */
+static int64_t bisect_rows(const uint64_t *flat, Py_ssize_t width, uint64_t x, int64_t lo,
+                           int64_t hi) {
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (x < flat[mid * width]) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* from_dwarf._row_runs for [low, high) into runs (room for n); the count, or
+ * -1 when a bisection would read outside the store (the reference runs). */
+static Py_ssize_t row_runs(const Seq *seqs, size_t n, const uint64_t *flat, Py_ssize_t width,
+                           int64_t nrows, uint64_t low, uint64_t high, Run *runs) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* bisect_right(highs, low) */
+        size_t mid = (lo + hi) / 2;
+        if (low < (uint64_t)seqs[mid].high) hi = mid;
+        else lo = mid + 1;
+    }
+    size_t i = lo;
+    Py_ssize_t count = 0;
+    if (i == n || !((uint64_t)seqs[i].low <= low)) return 0;
+    int first = 1;
+    for (; i < n && (uint64_t)seqs[i].low < high; i++) {
+        const Seq *seq = &seqs[i];
+        int64_t from = seq->first + 1, to = seq->end - 1;
+        if (from < to && (to > nrows)) return -1;
+        int64_t start = seq->first, stop = seq->end;
+        if (first) {
+            start = bisect_rows(flat, width, low, from, to) - 1;
+            first = 0;
+        }
+        if ((uint64_t)seq->low <= high - 1 && high - 1 < (uint64_t)seq->high)
+            stop = bisect_rows(flat, width, high - 1, from, to);
+        runs[count].first = (Py_ssize_t)start;
+        runs[count].stop = (Py_ssize_t)stop;
+        count++;
+    }
+    return count;
+}
+
+typedef struct {
+    const Tools *t;
+    PyObject *out, *function_type, *entry_type, *is_valid, *roots, *line_table, *decl_line_table;
+    PyObject *reference;
+    uint64_t highest;
+    const uint64_t *flat; /* NULL: line tables through `line_table` */
+    Py_ssize_t width;
+    int64_t nrows;
+    Seq *seqs;
+    size_t nseqs;
+    Run *runs; /* room for nseqs */
+} Functions;
+
+static PyObject *s_no_name, *s_outside;
+
+/* The line table of [low, high): the flat store's rows by the compiled loop
+ * (with the declaration's row when there are none), else the method. A new
+ * reference (None: no table). */
+static PyObject *function_lines(const Functions *f, PyObject *function, uint64_t low,
+                                uint64_t high, PyObject *low_obj, PyObject *high_obj) {
+    Py_ssize_t count = f->flat == NULL ? -1
+                                       : row_runs(f->seqs, f->nseqs, f->flat, f->width, f->nrows,
+                                                  low, high, f->runs);
+    for (Py_ssize_t r = 0; r < count; r++)
+        if (f->runs[r].first < 0 || f->runs[r].stop > f->nrows || f->runs[r].first > f->runs[r].stop)
+            count = -1;
+    if (count < 0) {
+        PyObject *argv[3] = {function, low_obj, high_obj};
+        return PyObject_Vectorcall(f->line_table, argv, 3, NULL);
+    }
+    RowLoop st = {0};
+    if ((st.rows = PyList_New(0)) == NULL) return NULL;
+    for (Py_ssize_t r = 0; r < count && !st.stop_all; r++) {
+        if (row_loop_run(&st, f->flat, f->width, f->runs[r].first, f->runs[r].stop, low, high,
+                         f->t->file_cache, f->t->file_index, f->t->warn,
+                         (PyTypeObject *)f->entry_type) < 0) {
+            row_loop_clear(&st);
+            return NULL;
+        }
+    }
+    PyObject *result;
+    if (!st.seen) {
+        PyObject *argv[2] = {function, low_obj};
+        result = PyObject_Vectorcall(f->decl_line_table, argv, 2, NULL);
+    } else {
+        result = Py_NewRef(PyList_GET_SIZE(st.rows) ? st.rows : Py_None);
+    }
+    row_loop_clear(&st);
+    return result;
+}
+
+/* UnitConverter._convert_function; 0, or -1 on a Python error. */
+static int convert_function(const Functions *f, PyObject *function) {
+    const Tools *t = f->t;
+    PyObject *ranges = NULL, *children = NULL, *origin = NULL;
+    if (Py_IS_TYPE(function, t->die)) {
+        ranges = SLOT(function, die_slots, DIE_RANGES);
+        children = SLOT(function, die_slots, DIE_CHILDREN);
+        origin = SLOT(function, die_slots, DIE_ORIGIN);
+    }
+    if (ranges == NULL || children == NULL || origin == NULL || !PyList_CheckExact(ranges) ||
+        !PyList_CheckExact(children)) {
+        PyObject *argv[2] = {function, f->out};
+        PyObject *r = PyObject_Vectorcall(f->reference, argv, 2, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    if (PyList_GET_SIZE(ranges) == 0) return 0;
+    Spans raw, all;
+    spans_init(&raw);
+    spans_init(&all);
+    int read = spans_read(ranges, &raw);
+    if (read != 1) {
+        spans_free(&raw);
+        if (read < 0) return -1;
+        PyObject *argv[2] = {function, f->out};
+        PyObject *r = PyObject_Vectorcall(f->reference, argv, 2, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    Py_INCREF(children);
+    Py_INCREF(origin);
+    int status = -1;
+    PyObject *names = NULL, *name = NULL;
+    if ((names = names_of(t, function, origin)) == NULL) goto done;
+    PyObject *linkage = PyTuple_GET_ITEM(names, 1), *short_name = PyTuple_GET_ITEM(names, 2);
+    if ((name = string_of(t, PyTuple_GET_ITEM(names, 0))) == NULL) goto done;
+    if (name == Py_None) {
+        status = warn_with(t->warn, s_no_name);
+        goto done;
+    }
+    for (size_t i = 0; i < raw.len; i++) { /* from_dwarf._merged */
+        if (raw.items[i].start < raw.items[i].end &&
+            !spans_insert(&all, raw.items[i].start, raw.items[i].end)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < raw.len; i++) {
+        uint64_t low = raw.items[i].start, high = raw.items[i].end;
+        if (low >= high || low == f->highest) break;
+        PyObject *low_obj = PyLong_FromUnsignedLongLong(low);
+        PyObject *valid = low_obj ? PyObject_CallOneArg(f->is_valid, low_obj) : NULL;
+        int truth = valid ? PyObject_IsTrue(valid) : -1;
+        Py_XDECREF(valid);
+        if (truth <= 0) {
+            Py_XDECREF(low_obj);
+            if (truth == 0) status = low != 0 ? warn_with(t->warn, s_outside) : 0;
+            goto done;
+        }
+        PyObject *high_obj = PyLong_FromUnsignedLongLong(high);
+        PyObject *lines = Py_NewRef(Py_None), *inline_root = Py_NewRef(Py_None);
+        if (high_obj != NULL && f->line_table != Py_None)
+            Py_SETREF(lines, function_lines(f, function, low, high, low_obj, high_obj));
+        int ok = high_obj != NULL && lines != NULL;
+        if (ok && PyList_GET_SIZE(children) > 0) {
+            PyObject *pair = PyTuple_Pack(2, low_obj, high_obj);
+            PyObject *root_ranges = pair ? PyList_New(1) : NULL;
+            if (root_ranges != NULL) PyList_SET_ITEM(root_ranges, 0, Py_NewRef(pair));
+            Py_XDECREF(pair);
+            PyObject *root = root_ranges ? new_root(t, name, root_ranges) : NULL;
+            Py_XDECREF(root_ranges);
+            ok = root != NULL;
+            if (ok) {
+                Spans own;
+                spans_init(&own);
+                own.items[0].start = low;
+                own.items[0].end = high;
+                own.len = 1;
+                PyObject *root_children = SLOT(root, info_slots, INFO_CHILDREN);
+                Parent parent = {root, root_children, &own, &all, NULL};
+                for (Py_ssize_t c = 0; ok && c < PyList_GET_SIZE(children); c++) {
+                    PyObject *call = Py_NewRef(PyList_GET_ITEM(children, c));
+                    ok = tree_call(t, call, &parent, 1) == 0;
+                    Py_DECREF(call);
+                }
+                Py_XDECREF(parent.all_list);
+                if (ok && PyList_GET_SIZE(root_children) > 0) Py_SETREF(inline_root, root);
+                else Py_DECREF(root);
+            }
+        }
+        PyObject *size_obj = ok ? PyLong_FromUnsignedLongLong(high - low) : NULL;
+        PyObject *info = NULL;
+        if (size_obj != NULL) {
+            PyObject *argv[5] = {low_obj, size_obj, name, lines, inline_root};
+            info = PyObject_Vectorcall(f->function_type, argv, 5, NULL);
+        }
+        Py_XDECREF(low_obj);
+        Py_XDECREF(high_obj);
+        Py_XDECREF(size_obj);
+        Py_XDECREF(lines);
+        Py_XDECREF(inline_root);
+        if (info == NULL) goto done;
+        if (f->roots != Py_None) {
+            PyObject *extra = t->extra->tp_alloc(t->extra, 3);
+            PyObject *key = extra ? PyLong_FromVoidPtr(info) : NULL;
+            int stored = -1;
+            if (key != NULL) {
+                PyTuple_SET_ITEM(extra, 0, Py_NewRef(linkage));
+                PyTuple_SET_ITEM(extra, 1, Py_NewRef(short_name));
+                PyTuple_SET_ITEM(extra, 2, Py_NewRef(zero));
+                stored = PyDict_SetItem(f->roots, key, extra);
+            }
+            Py_XDECREF(extra);
+            Py_XDECREF(key);
+            if (stored < 0) {
+                Py_DECREF(info);
+                goto done;
+            }
+        }
+        int appended = PyList_Append(f->out, info);
+        Py_DECREF(info);
+        if (appended < 0) goto done;
+    }
+    status = 0;
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(name);
+    Py_DECREF(children);
+    Py_DECREF(origin);
+    spans_free(&raw);
+    spans_free(&all);
+    return status;
+}
+
+/* Reads a unit's sequences (Sequence tuples: low, high, first, end); 0 when
+ * one is of another shape or its values reach 2**62 (the method runs). */
+static int read_seqs(PyObject *sequences, Seq **out, size_t *count) {
+    Py_ssize_t n = PyList_GET_SIZE(sequences);
+    Seq *seqs = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Seq));
+    if (seqs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *seq = PyList_GET_ITEM(sequences, i);
+        int64_t v[4];
+        if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != 4) goto other;
+        for (int k = 0; k < 4; k++) {
+            PyObject *item = PyTuple_GET_ITEM(seq, k);
+            if (!PyLong_CheckExact(item)) goto other;
+            int overflow;
+            long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
+            if (value == -1 && PyErr_Occurred()) {
+                PyMem_Free(seqs);
+                return -1;
+            }
+            if (overflow || value < 0 || value >= ((long long)1 << 62)) goto other;
+            v[k] = value;
+        }
+        seqs[i].low = v[0];
+        seqs[i].high = v[1];
+        seqs[i].first = v[2];
+        seqs[i].end = v[3];
+    }
+    *out = seqs;
+    *count = (size_t)n;
+    return 1;
+other:
+    PyMem_Free(seqs);
+    return 0;
+}
+
+static PyObject *convert_functions(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *functions, *out, *tools_tuple, *unit_tools, *highest, *flat_obj, *sequences;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:convert_functions", &PyList_Type, &functions,
+                          &PyList_Type, &out, &PyTuple_Type, &tools_tuple, &PyTuple_Type,
+                          &unit_tools))
+        return NULL;
+    Tools t;
+    int mapped = tools_read(tools_tuple, &t);
+    if (mapped != 1) return mapped < 0 ? NULL : Py_NewRef(Py_None);
+    Functions f = {0};
+    f.t = &t;
+    f.out = out;
+    if (!PyArg_ParseTuple(unit_tools, "OO!OOOOOnOOO:convert_functions unit tools",
+                          &f.function_type, &PyType_Type, &f.entry_type, &f.is_valid, &highest,
+                          &f.roots, &f.line_table, &flat_obj, &f.width, &sequences,
+                          &f.decl_line_table, &f.reference))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)f.entry_type, &PyTuple_Type) ||
+        (f.roots != Py_None && !PyDict_Check(f.roots))) {
+        PyErr_SetString(PyExc_TypeError, "convert_functions: unit tools of the wrong kinds");
+        return NULL;
+    }
+    if (!PyLong_CheckExact(highest)) Py_RETURN_NONE;
+    f.highest = PyLong_AsUnsignedLongLong(highest);
+    if (f.highest == (uint64_t)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_buffer view = {0};
+    int have_view = 0;
+    PyObject *result = NULL;
+    if (flat_obj != Py_None && f.line_table != Py_None && PyList_Check(sequences)) {
+        if (PyObject_GetBuffer(flat_obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+        have_view = 1;
+        int read = 0;
+        if (f.width >= 6 && view.len % 8 == 0 && view.len / 8 / f.width < ((int64_t)1 << 62))
+            read = read_seqs(sequences, &f.seqs, &f.nseqs);
+        if (read < 0) goto done;
+        if (read == 1) {
+            f.flat = view.buf;
+            f.nrows = (int64_t)(view.len / 8 / f.width);
+            f.runs = PyMem_Malloc((f.nseqs ? f.nseqs : 1) * sizeof(Run));
+            if (f.runs == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(functions); i++) {
+        PyObject *function = Py_NewRef(PyList_GET_ITEM(functions, i));
+        int r = convert_function(&f, function);
+        Py_DECREF(function);
+        if (r < 0) goto done;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    PyMem_Free(f.seqs);
+    PyMem_Free(f.runs);
+    if (have_view) PyBuffer_Release(&view);
     return result;
 }
 
@@ -1285,6 +1673,15 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"convert_functions", convert_functions, METH_VARARGS,
+     "convert_functions(functions, out, tools, unit_tools) -> True | None: "
+     "from_dwarf.UnitConverter.convert's loop, _convert_function for each of a unit's "
+     "walked `functions` into `out` (FunctionInfos, line tables from the flat row store, "
+     "inline trees as inline_tree builds them, extras' roots). tools: inline_tree's. "
+     "unit_tools: (FunctionInfo, LineEntry, is_valid_text_address, highest, roots | None, "
+     "line_table | None, flat | None, width, sequences | None, decl_line_table, reference). "
+     "None, before any effect: the reference runs; a function it does not take is handed "
+     "to `reference` in place, a line table it cannot read to `line_table`."},
     {"inline_tree", inline_tree, METH_VARARGS,
      "inline_tree(calls, root, all_ranges, tools) -> True | None: the inline tree of one "
      "function range, as from_dwarf.UnitConverter._inline builds it for each of `calls` under "
@@ -1351,6 +1748,8 @@ PyInit__gsym_convert(void)
     INTERN(s_invalid_call_file, "Inlined function die has invlaid file index in DW_AT_call_file");
     INTERN(s_call_file_attr, "call_file");
     INTERN(s_value_attr, "value");
+    INTERN(s_no_name, "Function has no name");
+    INTERN(s_outside, "Address range starts outside executable section");
 #undef INTERN
     if ((k_call_column = PyLong_FromLong(0x57)) == NULL || (k_call_file = PyLong_FromLong(0x58)) == NULL ||
         (k_call_line = PyLong_FromLong(0x59)) == NULL || (no_file = PyLong_FromLong(0xFFFFFFFFL)) == NULL ||

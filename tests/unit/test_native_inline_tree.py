@@ -19,6 +19,7 @@ import copy
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -91,10 +92,20 @@ def _inserted(sink: Any) -> object:
     return sink.events
 
 
-Damage = Callable[[list[DieFunction], random.Random], None]
+Damage = Callable[[list[DieFunction], random.Random, NameBuilder], None]
 
 
-def convert(binary: Path, sink_kind: str, damage: Damage | None, seed: int) -> object:
+def _all_valid(addr: int) -> bool:
+    return True
+
+
+def convert(
+    binary: Path,
+    sink_kind: str,
+    damage: Damage | None,
+    seed: int,
+    valid: Callable[[int], bool] = _all_valid,
+) -> object:
     """Every unit converted with one sink and one NameBuilder, as a conversion
     does: the FunctionInfos, their extras, the insertions and the report."""
     sink = SINKS[sink_kind]()
@@ -108,7 +119,7 @@ def convert(binary: Path, sink_kind: str, damage: Damage | None, seed: int) -> o
     def damaged_walk(*args: Any) -> Any:
         walk = real_walk(*args)
         if damage is not None:
-            damage(walk.functions, rng)
+            damage(walk.functions, rng, names)
         return walk
 
     from_dwarf.UnitWalk = damaged_walk  # type: ignore[misc,assignment]
@@ -117,7 +128,7 @@ def convert(binary: Path, sink_kind: str, damage: Damage | None, seed: int) -> o
             dwarf = DwarfReader(elf)
             for unit in dwarf.units():
                 code = from_dwarf.unit_to_convert(unit, report)
-                converter = UnitConverter(code, sink, names, lambda _: True, report, collector)
+                converter = UnitConverter(code, sink, names, valid, report, collector)
                 functions.extend(converter.convert())
     finally:
         from_dwarf.UnitWalk = real_walk  # type: ignore[misc]
@@ -131,38 +142,57 @@ def counted_kernel() -> Iterator[SimpleNamespace]:
     to the reference counted."""
     kernels = from_dwarf._native
     assert kernels is not None
-    seen = SimpleNamespace(answers=[], handed=0)
+    seen = SimpleNamespace(answers=[], handed=0, functions_handed=0, lines_handed=0)
 
-    def inline_tree(*args: Any) -> Any:
-        found = kernels.inline_tree(*args)
-        seen.answers.append(found)
-        return found
+    def counted(kernel: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            found = kernel(*args)
+            seen.answers.append(found)
+            return found
 
-    real_inline = UnitConverter._inline
+        return run
 
-    def reference(self: UnitConverter, *args: Any) -> None:
+    real = UnitConverter._inline, UnitConverter._convert_function, UnitConverter._line_table
+
+    def inline(self: UnitConverter, *args: Any) -> None:
         seen.handed += 1
-        real_inline(self, *args)
+        real[0](self, *args)
+
+    def convert_function(self: UnitConverter, *args: Any) -> None:
+        seen.functions_handed += 1
+        real[1](self, *args)
+
+    def line_table(self: UnitConverter, *args: Any) -> Any:
+        seen.lines_handed += 1
+        return real[2](self, *args)
 
     proxy = SimpleNamespace(
         **{name: getattr(kernels, name) for name in dir(kernels) if not name.startswith("_")}
     )
-    proxy.inline_tree = inline_tree
+    proxy.inline_tree = counted(kernels.inline_tree)
+    proxy.convert_functions = counted(kernels.convert_functions)
     from_dwarf._native = proxy  # type: ignore[assignment]
-    UnitConverter._inline = reference  # type: ignore[method-assign]
+    UnitConverter._inline = inline  # type: ignore[method-assign]
+    UnitConverter._convert_function = convert_function  # type: ignore[method-assign]
+    UnitConverter._line_table = line_table  # type: ignore[method-assign]
     try:
         yield seen
     finally:
         from_dwarf._native = kernels
-        UnitConverter._inline = real_inline  # type: ignore[method-assign]
+        UnitConverter._inline, UnitConverter._convert_function, UnitConverter._line_table = real  # type: ignore[method-assign]
 
 
-def compare(binary: Path, sink_kind: str, damage: Damage | None = None) -> SimpleNamespace:
+def compare(
+    binary: Path,
+    sink_kind: str,
+    damage: Damage | None = None,
+    valid: Callable[[int], bool] = _all_valid,
+) -> SimpleNamespace:
     """Converts with the kernel and without any; both must give the same."""
     with counted_kernel() as seen:
-        compiled = convert(binary, sink_kind, damage, 7)
+        compiled = convert(binary, sink_kind, damage, 7, valid)
     with pure_python():
-        reference = convert(binary, sink_kind, damage, 7)
+        reference = convert(binary, sink_kind, damage, 7, valid)
     assert compiled == reference
     return seen
 
@@ -171,9 +201,10 @@ def compare(binary: Path, sink_kind: str, damage: Damage | None = None) -> Simpl
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_compiled_programs_give_the_same_inline_trees(name: str, sink_kind: str) -> None:
     seen = compare(program(name), sink_kind)
-    # The kernel built every tree itself: none handed back, no call to the reference.
+    # The kernels converted every function, line table and tree themselves: none
+    # handed back, no call to a reference.
     assert seen.answers and all(answer is True for answer in seen.answers)
-    assert seen.handed == 0
+    assert seen.handed == seen.functions_handed == seen.lines_handed == 0
 
 
 # -- damaged trees -----------------------------------------------------------------
@@ -239,13 +270,13 @@ def _damage_one(parent: DieFunction, call: DieFunction, kind: int, rng: random.R
         parent.children[index] = other
     else:  # a chain deeper than the kernel goes
         links = [copy.copy(call) for _ in range(230)]
-        for outer, inner in zip(links, links[1:], strict=False):
+        for outer, inner in pairwise(links):
             outer.children = [inner]
         links[-1].children = list(call.children)
         call.children = [links[0]]
 
 
-def damage_trees(functions: list[DieFunction], rng: random.Random) -> None:
+def damage_trees(functions: list[DieFunction], rng: random.Random, names: NameBuilder) -> None:
     """Damages up to 33 calls of the unit, each kind of damage in turn (those the
     kernel hands to the reference first, so that small programs get them too)."""
     calls = [(parent, call) for parent, call in _calls(functions) if call.ranges]
@@ -254,7 +285,7 @@ def damage_trees(functions: list[DieFunction], rng: random.Random) -> None:
         _damage_one(parent, call, kinds[i % len(kinds)], rng)
 
 
-def odd_call_numbers(functions: list[DieFunction], rng: random.Random) -> None:
+def odd_call_numbers(functions: list[DieFunction], rng: random.Random, names: NameBuilder) -> None:
     """Every call's line and column set to odd values in turn (absent, negative,
     past 32 or 64 bits, a bool, a form value with `.value`, not a number)."""
     for i, (_, call) in enumerate(_calls(functions)):
@@ -298,3 +329,55 @@ def test_a_root_of_another_class_is_left_to_the_reference_before_any_effect() ->
     wide = from_dwarf.InlineInfo(1, [(0, 1 << 64)])
     assert kernels.inline_tree([], wide, [(0, 8)], tools) is None
     assert warned == []
+
+
+# -- damaged functions -------------------------------------------------------------
+
+_NAMELESS = 0x7EEE_EEEE  # an origin whose cached names are all None
+
+
+def _damage_function(functions: list[DieFunction], i: int, kind: int, names: NameBuilder) -> None:
+    function = functions[i]
+    low, high = function.ranges[0]
+    if kind == 0:  # starts at 0, outside the text: ends the list without a warning
+        function.ranges = [(0, 0x10), *function.ranges]
+    elif kind == 1:  # an empty range first ends the list
+        function.ranges = [(low, low), *function.ranges]
+    elif kind == 2:  # more ranges: one FunctionInfo each, until one is not valid
+        function.ranges = [*function.ranges, (high + 0x40, high + 0x80), (low - 0x10, low)]
+    elif kind == 3:  # values no address can take: this function goes to the reference
+        function.ranges = [*function.ranges, (1 << 64, (1 << 64) + 8)]
+    elif kind == 4:  # a node of another class
+        other = _OtherCall.__new__(_OtherCall)
+        for slot in DieFunction.__slots__:
+            setattr(other, slot, getattr(function, slot))
+        functions[i] = other
+    elif kind == 5:  # no name
+        names.origin_names[_NAMELESS] = (None, None, None)
+        function.origin = _NAMELESS
+    else:  # no ranges
+        function.ranges = []
+
+
+def damage_functions(functions: list[DieFunction], rng: random.Random, names: NameBuilder) -> None:
+    """Damages up to 21 functions of the unit, each kind in turn."""
+    chosen = rng.sample(range(len(functions)), min(len(functions), 21))
+    for n, i in enumerate(chosen):
+        if functions[i].ranges:
+            _damage_function(functions, i, n % 7, names)
+
+
+def _some_valid(addr: int) -> bool:
+    """Text that leaves out every third 16-byte block (and address 0)."""
+    return (addr >> 4) % 3 != 0
+
+
+@pytest.mark.parametrize("name", ["gcc two units -O2", "g++ templates -O2"])
+def test_damaged_functions_give_the_same_function_infos(name: str) -> None:
+    seen = compare(program(name), "recorder", damage_functions, _some_valid)
+    assert seen.functions_handed > 0  # some functions went to the reference, in place
+
+
+def test_functions_outside_the_text_give_the_same_function_infos() -> None:
+    seen = compare(program("g++ templates -O2"), "creator", None, _some_valid)
+    assert seen.functions_handed == seen.lines_handed == seen.handed == 0

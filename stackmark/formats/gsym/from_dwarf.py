@@ -352,10 +352,15 @@ class UnitConverter:
     def convert(self) -> list[FunctionInfo]:
         out: list[FunctionInfo] = []
         walk = UnitWalk(self.unit, self.names.parents)
-        self._tree_tools = self._inline_tree_tools()
+        self._tree_tools = tools = self._inline_tree_tools()
         try:
-            for function in walk.functions:
-                self._convert_function(function, out)
+            if (
+                tools is None
+                or _native is None
+                or _native.convert_functions(walk.functions, out, tools, self._unit_tools()) is None
+            ):
+                for function in walk.functions:
+                    self._convert_function(function, out)
         finally:
             self._tree_tools = None  # it refers back to this converter: no cycle kept
         self.report.functions += len(out)
@@ -397,6 +402,36 @@ class UnitConverter:
                         last = row[3]
             addresses.append(high)
             values.append(NO_COLUMN)
+
+    def _unit_tools(self) -> tuple[object, ...]:
+        """What the compiled twin of `convert`'s loop (`convert_functions`) works
+        with besides `_inline_tree_tools`: the row store and sequences when
+        `_compiled_line_table` would read them (else it calls `_line_table`),
+        and `_convert_function` for a function it does not take."""
+        lines = self.lines
+        flat = sequences = None
+        if lines is not None and not self.rows_unreachable and _FLAT_WIDTH is not None:
+            store = getattr(lines, "_flat", None)
+            if (
+                isinstance(store, array)
+                and store.typecode == "Q"
+                and getattr(lines, "_addresses", None) is not None
+                and getattr(lines, "_seq_highs", None) is not None
+            ):
+                flat, sequences = store, lines.sequences
+        return (
+            FunctionInfo,
+            LineEntry,
+            self.is_valid_text_address,
+            self.highest,
+            None if self.extras is None else self.extras.roots,
+            None if lines is None else self._line_table,
+            flat,
+            _FLAT_WIDTH or 0,
+            sequences,
+            self._decl_line_table,
+            self._convert_function,
+        )
 
     def _convert_function(self, function: DieFunction, out: list[FunctionInfo]) -> None:
         ranges = function.ranges
