@@ -137,9 +137,10 @@ def convert(
 
 
 @contextmanager
-def counted_kernel() -> Iterator[SimpleNamespace]:
-    """The compiled kernels, with `inline_tree`'s answers and the calls it hands
-    to the reference counted."""
+def counted_kernel(whole_units: bool = True) -> Iterator[SimpleNamespace]:
+    """The compiled kernels, with their answers and the calls they hand to the
+    references counted; without `whole_units`, `convert_functions` hands every
+    unit back (the Python loop then calls `inline_tree` per function)."""
     kernels = from_dwarf._native
     assert kernels is not None
     seen = SimpleNamespace(answers=[], handed=0, functions_handed=0, lines_handed=0)
@@ -170,7 +171,9 @@ def counted_kernel() -> Iterator[SimpleNamespace]:
         **{name: getattr(kernels, name) for name in dir(kernels) if not name.startswith("_")}
     )
     proxy.inline_tree = counted(kernels.inline_tree)
-    proxy.convert_functions = counted(kernels.convert_functions)
+    proxy.convert_functions = counted(
+        kernels.convert_functions if whole_units else lambda *args: None
+    )
     from_dwarf._native = proxy  # type: ignore[assignment]
     UnitConverter._inline = inline  # type: ignore[method-assign]
     UnitConverter._convert_function = convert_function  # type: ignore[method-assign]
@@ -187,9 +190,10 @@ def compare(
     sink_kind: str,
     damage: Damage | None = None,
     valid: Callable[[int], bool] = _all_valid,
+    whole_units: bool = True,
 ) -> SimpleNamespace:
     """Converts with the kernel and without any; both must give the same."""
-    with counted_kernel() as seen:
+    with counted_kernel(whole_units) as seen:
         compiled = convert(binary, sink_kind, damage, 7, valid)
     with pure_python():
         reference = convert(binary, sink_kind, damage, 7, valid)
@@ -205,6 +209,15 @@ def test_compiled_programs_give_the_same_inline_trees(name: str, sink_kind: str)
     # handed back, no call to a reference.
     assert seen.answers and all(answer is True for answer in seen.answers)
     assert seen.handed == seen.functions_handed == seen.lines_handed == 0
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_inline_trees_built_function_by_function_are_the_same(name: str) -> None:
+    """`inline_tree` alone, as the Python loop over functions calls it."""
+    seen = compare(program(name), "recorder", whole_units=False)
+    trees = [answer for answer in seen.answers if answer is not None]
+    assert trees and all(answer is True for answer in trees)
+    assert seen.handed == 0
 
 
 # -- damaged trees -----------------------------------------------------------------
