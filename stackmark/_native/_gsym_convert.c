@@ -9,6 +9,10 @@
  *                     the loop of UnitConverter._collect_columns
  *   inline_ranges(call, parent, all_parent) -> (all_ranges, ranges, uncontained)
  *                     the range sets of UnitConverter._inline
+ *   convert_functions(functions, out, tools, unit_tools) -> True | None
+ *                     UnitConverter.convert's loop (_convert_function): a unit's
+ *                     FunctionInfos, their line tables (_row_runs and the row
+ *                     loop below) and inline trees (inline_tree's code)
  *   inline_tree(calls, root, all_ranges, tools) -> True | None
  *                     UnitConverter._inline's whole recursion for one function
  *                     range: the InlineInfo tree under `root`, NodeExtras,

@@ -28,6 +28,12 @@ not a valid index, is dropped with its subtree. The tree is kept only if
 the root has at least one child. Strings are inserted in LLVM's order:
 function name, line-table files, then the inline tree depth first (each
 node's name, then its call file).
+
+The loops have compiled twins in stackmark/_native/_gsym_convert.c:
+`convert_functions` (the unit's loop, `_convert_function` with its line
+tables and inline trees) and `inline_tree` (the recursion of `_inline`).
+They read the caches the methods below fill and call the methods for the
+rest, so the methods stay the reference and take what the kernels hand back.
 """
 
 from __future__ import annotations
