@@ -42,12 +42,16 @@ pytestmark = pytest.mark.skipif(
     forced_pure(), reason="STACKMARK_PURE=1: no compiled kernel to compare with"
 )
 
+RELOCATABLE = "g++ deep -O2 object file"
 PROGRAMS: dict[str, tuple[list[str], str, tuple[str, ...]]] = {
     "g++ deep -O3": (["gsym_inline_deep.cpp"], "g++", ("-g", "-O3")),
     "g++ deep -O2 DWARF 4": (["gsym_inline_deep.cpp"], "g++", ("-g", "-gdwarf-4", "-O2")),
     "clang++ deep -O2": (["gsym_inline_deep.cpp"], "clang++-19", ("-g", "-O2")),
     "gcc two units -O2": (["gsym_inline.c", "gsym_inline_b.c"], "gcc", ("-g", "-O2")),
     "g++ templates -O2": (["sym_templates.cpp"], "g++", ("-g", "-O2")),
+    # A relocatable object: llvm finds no rows there, every function gets its
+    # declaration's row (through `_line_table`, which the kernel calls).
+    RELOCATABLE: (["gsym_inline_deep.cpp"], "g++", ("-g", "-O2", "-c")),
 }
 
 
@@ -208,7 +212,8 @@ def test_compiled_programs_give_the_same_inline_trees(name: str, sink_kind: str)
     # The kernels converted every function, line table and tree themselves: none
     # handed back, no call to a reference.
     assert seen.answers and all(answer is True for answer in seen.answers)
-    assert seen.handed == seen.functions_handed == seen.lines_handed == 0
+    assert seen.handed == seen.functions_handed == 0
+    assert (seen.lines_handed > 0) == (name == RELOCATABLE)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
