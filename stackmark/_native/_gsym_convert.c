@@ -542,9 +542,12 @@ static PyObject *int_attr(PyObject *values, PyObject *key) {
     PyObject *value = PyDict_GetItemWithError(values, key); /* borrowed */
     if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(zero);
     if (PyLong_CheckExact(value)) return Py_NewRef(value);
-    PyObject *inner;
-    if (_PyObject_LookupAttr(value, s_value_attr, &inner) < 0) return NULL;
-    if (inner == NULL) inner = Py_NewRef(value);
+    PyObject *inner = PyObject_GetAttr(value, s_value_attr); /* getattr(value, "value", value) */
+    if (inner == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        inner = Py_NewRef(value);
+    }
     if (PyLong_Check(inner)) return inner;
     Py_DECREF(inner);
     return Py_NewRef(zero);
@@ -683,7 +686,10 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
         goto done;
     }
     PyObject *line_obj = line; /* an exact int the mask leaves alone is kept as it is */
-    if (!PyLong_CheckExact(line) || _PyLong_Sign(line) < 0 || _PyLong_NumBits(line) > 32) {
+    unsigned long long exact = PyLong_CheckExact(line) ? PyLong_AsUnsignedLongLong(line) : 0;
+    int keep = PyLong_CheckExact(line) && !PyErr_Occurred() && exact <= 0xFFFFFFFFull;
+    PyErr_Clear(); /* negative, or 2**64 and more: masked below */
+    if (!keep) {
         Py_DECREF(line);
         line_obj = PyLong_FromUnsignedLongLong(masked & 0xFFFFFFFFull);
     }
