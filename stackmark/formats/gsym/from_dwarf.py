@@ -262,8 +262,8 @@ class ExtrasCollector:
 def _string_cache(sink: StringSink) -> dict[str, int] | None:
     """The dict behind `sink.insert_string`, when the sink is one whose answer
     for a string it holds is that dict's value (the creator's offsets, a
-    worker's numbers): the compiled inline tree looks strings up there and
-    calls `insert_string` only for new ones. None: it always calls."""
+    worker's numbers): the compiled kernels look names up there and call
+    `insert_string` only for new ones. None: they always call it."""
     for attr in ("_string_offsets", "strings"):
         found = getattr(sink, attr, None)
         if type(found) is dict:
