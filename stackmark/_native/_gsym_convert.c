@@ -890,6 +890,8 @@ static Py_ssize_t row_runs(const Seq *seqs, size_t n, const uint64_t *flat, Py_s
 typedef struct {
     const Tools *t;
     PyObject *out, *function_type, *entry_type, *is_valid, *roots, *line_table, *decl_line_table;
+    int text_mode; /* 0: ask `is_valid`; 1: every address is text; 2: those in `text` */
+    Spans text;    /* GsymCreator.text_ranges, when the checker is the creator's */
     PyObject *reference;
     uint64_t highest;
     const uint64_t *flat; /* NULL: line tables through `line_table` */
@@ -989,9 +991,15 @@ static int convert_function(const Functions *f, PyObject *function) {
         uint64_t low = raw.items[i].start, high = raw.items[i].end;
         if (low >= high || low == f->highest) break;
         PyObject *low_obj = PyLong_FromUnsignedLongLong(low);
-        PyObject *valid = low_obj ? PyObject_CallOneArg(f->is_valid, low_obj) : NULL;
-        int truth = valid ? PyObject_IsTrue(valid) : -1;
-        Py_XDECREF(valid);
+        int truth = low_obj == NULL ? -1 : f->text_mode == 1;
+        if (low_obj != NULL && f->text_mode == 2) { /* GsymCreator.is_valid_text_address */
+            for (size_t k = 0; !truth && k < f->text.len; k++)
+                truth = f->text.items[k].start <= low && low < f->text.items[k].end;
+        } else if (low_obj != NULL && f->text_mode == 0) {
+            PyObject *valid = PyObject_CallOneArg(f->is_valid, low_obj);
+            truth = valid ? PyObject_IsTrue(valid) : -1;
+            Py_XDECREF(valid);
+        }
         if (truth <= 0) {
             Py_XDECREF(low_obj);
             if (truth == 0) status = low != 0 ? warn_with(t->warn, s_outside) : 0;
@@ -1113,6 +1121,7 @@ other:
 static PyObject *convert_functions(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *functions, *out, *tools_tuple, *unit_tools, *highest, *flat_obj, *sequences;
+    PyObject *text_known, *text_ranges;
     if (!PyArg_ParseTuple(args, "O!O!O!O!:convert_functions", &PyList_Type, &functions,
                           &PyList_Type, &out, &PyTuple_Type, &tools_tuple, &PyTuple_Type,
                           &unit_tools))
@@ -1123,10 +1132,10 @@ static PyObject *convert_functions(PyObject *self, PyObject *args) {
     Functions f = {0};
     f.t = &t;
     f.out = out;
-    if (!PyArg_ParseTuple(unit_tools, "OO!OOOOOnOOO:convert_functions unit tools",
-                          &f.function_type, &PyType_Type, &f.entry_type, &f.is_valid, &highest,
-                          &f.roots, &f.line_table, &flat_obj, &f.width, &sequences,
-                          &f.decl_line_table, &f.reference))
+    if (!PyArg_ParseTuple(unit_tools, "OO!OOOOOOOnOOO:convert_functions unit tools",
+                          &f.function_type, &PyType_Type, &f.entry_type, &f.is_valid,
+                          &text_known, &text_ranges, &highest, &f.roots, &f.line_table, &flat_obj,
+                          &f.width, &sequences, &f.decl_line_table, &f.reference))
         return NULL;
     if (!PyType_IsSubtype((PyTypeObject *)f.entry_type, &PyTuple_Type) ||
         (f.roots != Py_None && !PyDict_Check(f.roots))) {
@@ -1143,6 +1152,16 @@ static PyObject *convert_functions(PyObject *self, PyObject *args) {
     Py_buffer view = {0};
     int have_view = 0;
     PyObject *result = NULL;
+    spans_init(&f.text);
+    int known = PyObject_IsTrue(text_known);
+    if (known < 0) goto done;
+    if (known && text_ranges == Py_None) {
+        f.text_mode = 1;
+    } else if (known) {
+        int read = spans_read(text_ranges, &f.text);
+        if (read < 0) goto done;
+        if (read == 1) f.text_mode = 2;
+    }
     if (flat_obj != Py_None && f.line_table != Py_None && PyList_Check(sequences)) {
         if (PyObject_GetBuffer(flat_obj, &view, PyBUF_SIMPLE) < 0) return NULL;
         have_view = 1;
@@ -1168,6 +1187,7 @@ static PyObject *convert_functions(PyObject *self, PyObject *args) {
     }
     result = Py_NewRef(Py_True);
 done:
+    spans_free(&f.text);
     PyMem_Free(f.seqs);
     PyMem_Free(f.runs);
     if (have_view) PyBuffer_Release(&view);
@@ -1688,10 +1708,13 @@ static PyMethodDef methods[] = {
      "from_dwarf.UnitConverter.convert's loop, _convert_function for each of a unit's "
      "walked `functions` into `out` (FunctionInfos, line tables from the flat row store, "
      "inline trees as inline_tree builds them, extras' roots). tools: inline_tree's. "
-     "unit_tools: (FunctionInfo, LineEntry, is_valid_text_address, highest, roots | None, "
+     "unit_tools: (FunctionInfo, LineEntry, is_valid_text_address, text_known, "
+     "text_ranges | None, highest, roots | None, "
      "line_table | None, flat | None, width, sequences | None, decl_line_table, reference). "
      "None, before any effect: the reference runs; a function it does not take is handed "
-     "to `reference` in place, a line table it cannot read to `line_table`."},
+     "to `reference` in place, a line table it cannot read to `line_table`. With "
+     "text_known (the checker is GsymCreator's), its text_ranges are read here instead "
+     "of calling it (None: every address is text)."},
     {"inline_tree", inline_tree, METH_VARARGS,
      "inline_tree(calls, root, all_ranges, tools) -> True | None: the inline tree of one "
      "function range, as from_dwarf.UnitConverter._inline builds it for each of `calls` under "

@@ -399,3 +399,20 @@ def test_damaged_functions_give_the_same_function_infos(name: str) -> None:
 def test_functions_outside_the_text_give_the_same_function_infos() -> None:
     seen = compare(program("g++ templates -O2"), "creator", None, _some_valid)
     assert seen.functions_handed == seen.lines_handed == seen.handed == 0
+
+
+def _creator_check(text_ranges: list[tuple[int, int]] | None) -> Callable[[int], bool]:
+    creator = GsymCreator()
+    if text_ranges is not None:
+        creator.set_text_ranges(text_ranges)
+    return creator.is_valid_text_address
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_the_creators_text_check_read_in_c_gives_the_same_function_infos(holes: bool) -> None:
+    """GsymCreator's check is read from its text ranges in C: with none (every
+    address is text), and with a hole in every 64-byte block (some functions
+    start outside the text)."""
+    blocks = [(a, a + 0x30) for a in range(0, 0x100000, 0x40)] if holes else None
+    seen = compare(program("g++ templates -O2"), "creator", None, _creator_check(blocks))
+    assert seen.answers and all(answer is True for answer in seen.answers)

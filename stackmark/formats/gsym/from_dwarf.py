@@ -53,6 +53,7 @@ from stackmark.dwarf import lines as dwarf_lines
 from stackmark.dwarf.lines import LineTable
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ET_REL, ElfFile
+from stackmark.formats.gsym.creator import GsymCreator
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.extras import NO_COLUMN, NodeExtra
@@ -425,10 +426,16 @@ class UnitConverter:
                 and getattr(lines, "_seq_highs", None) is not None
             ):
                 flat, sequences = store, lines.sequences
+        # GsymCreator's text check (the converter's, sequential or in a worker)
+        # is read from its ranges in C; any other is called.
+        valid = self.is_valid_text_address
+        text_known = getattr(valid, "__func__", None) is GsymCreator.is_valid_text_address
         return (
             FunctionInfo,
             LineEntry,
-            self.is_valid_text_address,
+            valid,
+            text_known,
+            getattr(valid, "__self__").text_ranges if text_known else None,  # noqa: B009
             self.highest,
             None if self.extras is None else self.extras.roots,
             None if lines is None else self._line_table,
