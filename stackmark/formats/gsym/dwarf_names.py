@@ -156,6 +156,9 @@ def _skip(unit: UnitView, pos: int) -> int:
     return pos
 
 
+_READS_KEPT = 4096
+
+
 class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
@@ -165,10 +168,19 @@ class NameBuilder:
         # inlined calls that have no names of their own (see from_dwarf).
         self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
         self._context_cache: dict[int, Die | None] = {}
+        self._prefixes: dict[int, str] = {}
+        self._reads: dict[int, tuple[Abbrev | None, dict[int, object]]] = {}
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:
-        abbrev, values, _ = die[0].die(die[1])
-        return abbrev, values
+        """The DIE's abbreviation and values (a qualified name reads the same DIEs
+        several times: the last few thousand read are kept)."""
+        found = self._reads.get(die[1])
+        if found is None:
+            abbrev, values, _ = die[0].die(die[1])
+            if len(self._reads) >= _READS_KEPT:
+                self._reads.clear()
+            found = self._reads[die[1]] = (abbrev, values)
+        return found
 
     def _ref(self, die: Die, abbrev: Abbrev, values: dict[int, object], attr: int) -> Die | None:
         unit, _ = die
@@ -245,15 +257,42 @@ class NameBuilder:
         context = self.parent_context(die)
         if context is None:
             return short_name
-        name = short_name
-        seen: set[int] = set()
-        while context is not None and context[1] not in seen:
-            seen.add(context[1])
-            parent_name = self.short_name(context)
-            if parent_name:
-                if parent_name.startswith("<") and parent_name.endswith(">"):
-                    name = "{" + parent_name[1:-1] + "}::" + name
-                else:
-                    name = parent_name + "::" + name
-            context = self.parent_context(context)
-        return name
+        return self._prefix(context) + short_name
+
+    def _prefix(self, context: Die) -> str:
+        """What the contexts from `context` outwards put before a name: each one's
+        name and "::", outermost first. A context's prefix is its parent context's
+        and its own part, so each is worked out once (unless the contexts loop:
+        then the walk stops at the first one seen again, and nothing is kept)."""
+        keys: list[int] = []
+        parts: list[str] = []
+        prefix = ""
+        looped = False
+        current: Die | None = context
+        while current is not None:
+            key = current[1]
+            known = self._prefixes.get(key)
+            if known is not None:
+                prefix = known
+                break
+            if key in keys:
+                looped = True
+                break
+            keys.append(key)
+            parts.append(self._part(current))
+            current = self.parent_context(current)
+        for key, part in zip(reversed(keys), reversed(parts), strict=True):
+            prefix += part
+            if not looped:
+                self._prefixes[key] = prefix
+        return prefix
+
+    def _part(self, context: Die) -> str:
+        """A context's own part of a qualified name: its name and "::" (GCC's
+        lambda classes, named `<...>`, written `{...}`), "" when it has none."""
+        name = self.short_name(context)
+        if not name:
+            return ""
+        if name.startswith("<") and name.endswith(">"):
+            return "{" + name[1:-1] + "}::"
+        return name + "::"
