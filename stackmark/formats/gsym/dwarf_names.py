@@ -159,17 +159,54 @@ def _skip(unit: UnitView, pos: int) -> int:
 _READS_KEPT = 4096
 
 
+class _Caches:
+    """What a NameBuilder keeps by .debug_info offset, for the DIEs of one file."""
+
+    __slots__ = ("context", "origin_names", "parents", "prefixes", "reads")
+
+    def __init__(self, parents: DieParents) -> None:
+        self.parents = parents
+        self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
+        self.context: dict[int, Die | None] = {}
+        self.prefixes: dict[int, str] = {}
+        self.reads: dict[int, tuple[Abbrev | None, dict[int, object]]] = {}
+
+
 class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
     def __init__(self, known_parents: dict[int, int] | None = None) -> None:
-        self.parents = DieParents(known_parents)
+        self._reader: object | None = None
+        self._by_reader: dict[object, _Caches] = {}
+        self._use(_Caches(DieParents(known_parents)))
+
+    def _use(self, caches: _Caches) -> None:
+        self._caches = caches
+        self.parents = caches.parents
         # (GSYM name, linkage name, short name) by abstract-origin offset, for
         # inlined calls that have no names of their own (see from_dwarf).
-        self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
-        self._context_cache: dict[int, Die | None] = {}
-        self._prefixes: dict[int, str] = {}
-        self._reads: dict[int, tuple[Abbrev | None, dict[int, object]]] = {}
+        self.origin_names = caches.origin_names
+        self._context_cache = caches.context
+        self._prefixes = caches.prefixes
+        self._reads = caches.reads
+
+    def enter_reader(self, reader: object) -> None:
+        """Keep what is learnt from here on for the DIEs of `reader` (a DwarfReader).
+
+        Everything kept is keyed by .debug_info offset, which names one DIE only
+        within one file: the .dwo files of a split program, and the units of a
+        .dwp package, each number their DIEs from 0. What was kept before the
+        first reader was entered is that reader's."""
+        if reader is self._reader:
+            return
+        if self._reader is None:
+            self._by_reader[reader] = self._caches
+        else:
+            caches = self._by_reader.get(reader)
+            if caches is None:
+                caches = self._by_reader[reader] = _Caches(DieParents())
+            self._use(caches)
+        self._reader = reader
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:
         """The DIE's abbreviation and values (a qualified name reads the same DIEs
@@ -246,6 +283,7 @@ class NameBuilder:
         short_name: str | None,
     ) -> str | None:
         """The GSYM name of `die`, given its (recursively found) linkage and short names."""
+        self.enter_reader(die[0].reader)
         if linkage_name:
             return linkage_name
         if not short_name:
