@@ -17,6 +17,11 @@ Finding a DIE's parent needs the tree shape, which DWARF only gives by
 walking: `DieParents` walks one level at a time (jumping with
 DW_AT_sibling where present) and caches each level, so only the levels
 above the DIEs that need it are ever read.
+
+A `NameBuilder` keeps what it learns by DIE offset (parents, parent
+contexts, each context's prefix, names shared by abstract origin), one set
+per file (`enter_reader`): the .dwo files of a split program each number
+their DIEs from 0.
 """
 
 from __future__ import annotations
