@@ -161,7 +161,7 @@ def _skip(unit: UnitView, pos: int) -> int:
     return pos
 
 
-_READS_KEPT = 4096
+_READS_KEPT = 256
 
 
 class _Caches:
