@@ -22,7 +22,10 @@ One pass per unit, using stackmark.dwarf's compiled abbreviation plans:
 
 The pass has a compiled twin (`gsym_walk` in stackmark/_native/_dwarf.c),
 which takes the units and forms it handles; this module decides every
-form's meaning, and the Python walk below is the reference.
+form's meaning, and the Python walk below is the reference. So has the
+search for a node's names (`DieFunction.names`: `die_names`, which reads
+only the name, linkage name, abstract origin and specification of the
+DIEs it visits, with per-unit tables made here once).
 """
 
 from __future__ import annotations
@@ -577,10 +580,9 @@ def _name_scope(unit: Unit) -> tuple[object, Callable[[int], object]] | None:
     scope = unit._name_scope
     if scope is None:
         made = _new_name_scope(unit)
-        scope = unit._name_scope = (
-            False if made is None else (made, partial(_scope_at, unit.reader))
-        )
-    return None if scope is False else scope  # type: ignore[return-value]
+        scope = False if made is None else (made, partial(_scope_at, unit.reader))
+        unit._name_scope = scope
+    return scope if isinstance(scope, tuple) else None
 
 
 def _scope_at(reader: ReaderView[Unit], offset: int) -> object:
