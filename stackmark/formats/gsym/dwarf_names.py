@@ -215,7 +215,7 @@ class NameBuilder:
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:
         """The DIE's abbreviation and values (a qualified name reads the same DIEs
-        several times: the last few thousand read are kept)."""
+        several times: the last few hundred read are kept)."""
         found = self._reads.get(die[1])
         if found is None:
             abbrev, values, _ = die[0].die(die[1])
