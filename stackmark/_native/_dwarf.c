@@ -1771,6 +1771,362 @@ release:
     return result;
 }
 
+/* ---- a DIE's names (stackmark.formats.gsym.dwarf_walk.DieFunction.names) ----
+ *
+ * The linkage name and the name of a subprogram or inlined call: the first
+ * found on the DIE or on the DIEs its DW_AT_abstract_origin and
+ * DW_AT_specification lead to, in the reference's worklist order (targets
+ * read when they are pushed, each at most once). Only the attributes the
+ * names need are read, into Attr slots; no dict is made. The tables are walk
+ * tables (make_walk_tables) whose specs give every code's name roles and
+ * meanings (dwarf_walk._name_spec). References leaving the unit, type
+ * signatures, supplementary strings and damaged data go to the reference.
+ */
+
+/* An attribute's role for the names (Spec.role): dwarf_walk._NAME_ROLES. */
+enum { N_OTHER = 0, N_NAME, N_LINKAGE, N_MIPS_LINKAGE, N_ORIGIN, N_SPECIFICATION, N_COUNT };
+/* What its form means (Spec.meaning): dwarf_walk._NAME_MEANINGS. F_NONE: a value
+ * the reference reads as None (not a string, not a reference it follows). */
+enum { F_NONE = 0, F_HAND_BACK, F_STRING, F_STRP, F_LINE_STRP, F_STRX, F_REF_UNIT, F_REF_ADDR };
+
+/* How many DIEs one search may visit before it is left to the reference. */
+#define NAME_WORK 64
+
+typedef struct {
+    PyObject *tables;                        /* a WalkTables capsule */
+    PyObject *info, *str, *line_str, *offs;  /* the sections' buffer objects */
+    uint64_t info_start, unit_offset, die_offset, unit_end; /* the last three section-relative */
+    uint64_t str_start, str_end, line_str_start, line_str_end, offs_start, offs_end, offs_base;
+    int little, offset_size;
+} NameScope;
+
+#define SCOPE_CAPSULE "stackmark._native._dwarf.NameScope"
+
+static void scope_free(PyObject *capsule) {
+    NameScope *s = PyCapsule_GetPointer(capsule, SCOPE_CAPSULE);
+    if (s == NULL) return;
+    Py_XDECREF(s->tables);
+    Py_XDECREF(s->info);
+    Py_XDECREF(s->str);
+    Py_XDECREF(s->line_str);
+    Py_XDECREF(s->offs);
+    free(s);
+}
+
+PyDoc_STRVAR(make_name_scope_doc,
+"make_name_scope(tables, info, info_start, unit_offset, die_offset, unit_end,\n"
+"                little_endian, debug_str, str_start, str_end, line_str,\n"
+"                line_str_start, line_str_end, str_offsets, offsets_start,\n"
+"                offsets_end, str_offsets_base, offset_size) -> scope\n--\n\n"
+"What die_names reads of one unit: its name tables (make_walk_tables, specs\n"
+"with name roles), its place in .debug_info (section-relative offsets, the\n"
+"section starting at buffer position `info_start`), and the string sections\n"
+"(buffer objects with the start and end positions of the section in each).");
+
+static PyObject *make_name_scope(PyObject *self, PyObject *args) {
+    (void)self;
+    NameScope *s = calloc(1, sizeof(NameScope));
+    if (s == NULL) return PyErr_NoMemory();
+    unsigned long long info_start, unit_offset, die_offset, unit_end, str_start, str_end,
+        line_str_start, line_str_end, offs_start, offs_end, offs_base;
+    if (!PyArg_ParseTuple(args, "OOKKKKpOKKOKKOKKKi", &s->tables, &s->info, &info_start,
+                          &unit_offset, &die_offset, &unit_end, &s->little, &s->str, &str_start,
+                          &str_end, &s->line_str, &line_str_start, &line_str_end, &s->offs,
+                          &offs_start, &offs_end, &offs_base, &s->offset_size)) {
+        free(s);
+        return NULL;
+    }
+    if (PyCapsule_GetPointer(s->tables, TABLES_CAPSULE) == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->info_start = info_start;
+    s->unit_offset = unit_offset;
+    s->die_offset = die_offset;
+    s->unit_end = unit_end;
+    s->str_start = str_start;
+    s->str_end = str_end;
+    s->line_str_start = line_str_start;
+    s->line_str_end = line_str_end;
+    s->offs_start = offs_start;
+    s->offs_end = offs_end;
+    s->offs_base = offs_base;
+    Py_INCREF(s->tables);
+    Py_INCREF(s->info);
+    Py_INCREF(s->str);
+    Py_INCREF(s->line_str);
+    Py_INCREF(s->offs);
+    PyObject *capsule = PyCapsule_New(s, SCOPE_CAPSULE, scope_free);
+    if (capsule == NULL) {
+        Py_DECREF(s->tables);
+        Py_DECREF(s->info);
+        Py_DECREF(s->str);
+        Py_DECREF(s->line_str);
+        Py_DECREF(s->offs);
+        free(s);
+    }
+    return capsule;
+}
+
+/* A walk over the scope's unit in the .debug_info buffer `info`; 0 when the
+ * unit does not lie in the buffer. */
+static int scope_walk(const NameScope *s, const Bytes *info, Walk *w) {
+    const WalkTables *t = PyCapsule_GetPointer(s->tables, TABLES_CAPSULE);
+    if (t == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (s->info_start > info->size || s->unit_end > info->size - s->info_start) return 0;
+    memset(w, 0, sizeof *w);
+    w->b = *info;
+    w->little = s->little;
+    w->t = t;
+    w->base = s->info_start;
+    w->end = s->info_start + s->unit_end;
+    w->unit_start = s->info_start + s->unit_offset;
+    return 1;
+}
+
+/* The name roles of the DIE at section `offset` of the scope's unit
+ * (Unit.die, keeping only those): 1 read (*null: a null entry), 0 not in the
+ * kernel's domain (outside the unit's DIEs, an unknown code, damage, a DIE
+ * running past the unit's end: the reference raises or follows it). */
+static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset, Attr *attrs,
+                          int *null) {
+    Walk walk, *w = &walk;
+    if (!scope_walk(s, info, w)) return 0;
+    if (offset < s->die_offset || offset >= s->unit_end) return 0;
+    uint64_t p = w->base + offset, code, value;
+    const Code *c;
+    int wide;
+    if (!read_code(w, &p, &code, &c)) return 0;
+    *null = c == NULL;
+    if (c == NULL) return 1;
+    memset(attrs, 0, sizeof(Attr) * N_COUNT);
+    for (size_t i = 0; i < c->nspecs; i++) {
+        const Spec *sp = &w->t->specs[c->specs + i];
+        uint64_t at = p;
+        value = 0;
+        if (sp->size > 0) {
+            if (sp->size <= 8) {
+                if (!read_uint(&w->b, p, (unsigned)sp->size, w->little, &value)) return 0;
+            } else if (p > w->b.size || (uint64_t)sp->size > w->b.size - p) {
+                return 0;
+            }
+            p += (uint64_t)sp->size;
+        } else if (sp->size == 0) {
+            value = (uint64_t)sp->implicit;
+        } else if (sp->size == V_ULEB) {
+            if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
+            if (wide && sp->role != N_OTHER) return 0;
+        } else if (sp->size == V_U24) {
+            if (!read_uint(&w->b, p, 3, w->little, &value)) return 0;
+            p += 3;
+        } else {
+            int64_t step = sp->size;
+            if (!skip_steps(w, &p, &step, 1)) return 0;
+            if (p > w->b.size) return 0;
+            value = at; /* DW_FORM_string: where the text starts */
+        }
+        if (sp->role != N_OTHER) {
+            Attr *a = &attrs[sp->role];
+            a->present = 1;
+            a->value = value;
+            a->meaning = sp->meaning;
+        }
+    }
+    if (p - w->base > s->unit_end) return 0;
+    return 1;
+}
+
+/* A string section's buffer, got on first use. */
+typedef struct {
+    PyObject *obj;
+    Py_buffer view;
+    int held;
+} LazyBuffer;
+
+static const Py_buffer *lazy_buffer(LazyBuffer *lb) {
+    if (!lb->held) {
+        if (PyObject_GetBuffer(lb->obj, &lb->view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear(); /* e.g. a closed mapping: the reference says what is wrong */
+            return NULL;
+        }
+        lb->held = 1;
+    }
+    return &lb->view;
+}
+
+/* stackmark.dwarf.sections.Section.cstring of the section at [start, end) of the
+ * buffer; NULL alone when the reference raises (outside, no NUL). */
+static PyObject *section_cstring(LazyBuffer *lb, uint64_t start, uint64_t end, uint64_t offset) {
+    const Py_buffer *v = lazy_buffer(lb);
+    if (v == NULL || end > (uint64_t)v->len || start > end || offset >= end - start) return NULL;
+    const char *text = (const char *)v->buf + start + offset;
+    const char *nul = memchr(text, 0, end - start - offset);
+    if (nul == NULL) return NULL;
+    return PyUnicode_DecodeUTF8(text, nul - text, "surrogateescape");
+}
+
+/* Unit.string_attr of an attribute found on a DIE of the scope's unit: a new
+ * reference (None for a value the reference reads as no string); NULL alone: the
+ * reference's, NULL with an exception: an error. `bufs`: the scope's .debug_str,
+ * .debug_line_str and .debug_str_offsets. */
+static PyObject *name_string(const NameScope *s, const Bytes *info, LazyBuffer bufs[3],
+                             const Attr *a) {
+    switch (a->meaning) {
+    case F_NONE:
+        return Py_NewRef(Py_None);
+    case F_STRING: {
+        if (a->value >= info->size) return NULL;
+        const uint8_t *text = info->data + a->value;
+        const uint8_t *nul = memchr(text, 0, info->size - a->value);
+        if (nul == NULL) return NULL;
+        return PyUnicode_DecodeUTF8((const char *)text, nul - text, "surrogateescape");
+    }
+    case F_STRP:
+        return section_cstring(&bufs[0], s->str_start, s->str_end, a->value);
+    case F_LINE_STRP:
+        return section_cstring(&bufs[1], s->line_str_start, s->line_str_end, a->value);
+    case F_STRX: {
+        /* Unit._str_offset: entry `value` of the unit's .debug_str_offsets part */
+        uint64_t size = (uint64_t)s->offset_size, where, entry;
+        if (__builtin_mul_overflow(a->value, size, &where) ||
+            __builtin_add_overflow(where, s->offs_base, &where))
+            return NULL;
+        const Py_buffer *v = lazy_buffer(&bufs[2]);
+        if (v == NULL || s->offs_end > (uint64_t)v->len || s->offs_start > s->offs_end ||
+            where > s->offs_end - s->offs_start || size > s->offs_end - s->offs_start - where)
+            return NULL;
+        Bytes ob = {(const uint8_t *)v->buf, (uint64_t)v->len};
+        if (!read_uint(&ob, s->offs_start + where, (unsigned)size, s->little, &entry)) return NULL;
+        return section_cstring(&bufs[0], s->str_start, s->str_end, entry);
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* One DIE waiting in the search: its unit's scope and its name roles. */
+typedef struct {
+    const NameScope *s;
+    Attr a[N_COUNT];
+} NamedDie;
+
+/* The scope of the unit holding section `offset`, asked of `scope_of`: 1 with *out
+ * set (NULL: no unit holds it, the reference goes on), 0 the reference's. `held`
+ * keeps the scopes alive until the search ends. */
+static int scope_containing(PyObject *scope_of, const NameScope *from, uint64_t offset,
+                            const NameScope **out, PyObject **held, size_t *nheld) {
+    if (*nheld == NAME_WORK) return 0;
+    PyObject *found = PyObject_CallFunction(scope_of, "K", (unsigned long long)offset);
+    if (found == NULL) {
+        PyErr_Clear(); /* the reference meets the same error and raises it */
+        return 0;
+    }
+    if (found == Py_None) {
+        Py_DECREF(found);
+        *out = NULL;
+        return 1;
+    }
+    const NameScope *s = PyCapsule_IsValid(found, SCOPE_CAPSULE)
+                             ? PyCapsule_GetPointer(found, SCOPE_CAPSULE)
+                             : NULL;
+    /* the same file's sections, and a unit that holds the offset */
+    if (s == NULL || s->info != from->info || s->info_start != from->info_start ||
+        s->str != from->str || s->str_start != from->str_start || s->str_end != from->str_end ||
+        s->line_str != from->line_str || s->line_str_start != from->line_str_start ||
+        s->line_str_end != from->line_str_end || s->offs != from->offs ||
+        s->offs_start != from->offs_start || s->offs_end != from->offs_end ||
+        offset < s->unit_offset || offset >= s->unit_end) {
+        Py_DECREF(found);
+        return 0;
+    }
+    held[(*nheld)++] = found;
+    *out = s;
+    return 1;
+}
+
+PyDoc_STRVAR(die_names_doc,
+"die_names(scope, offset, scope_of) -> (linkage_name, name) | None\n--\n\n"
+"stackmark.formats.gsym.dwarf_walk.DieFunction.names for the DIE at .debug_info\n"
+"`offset` of the scope's unit (make_name_scope), or None when the reference must\n"
+"run. A reference leaving the unit asks `scope_of(offset)` for the scope of the\n"
+"unit holding it: None when no unit does, False when the reference must run.");
+
+static PyObject *die_names(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *scope_of;
+    unsigned long long offset;
+    if (!PyArg_ParseTuple(args, "OKO", &capsule, &offset, &scope_of)) return NULL;
+    const NameScope *s = PyCapsule_GetPointer(capsule, SCOPE_CAPSULE);
+    if (s == NULL) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(s->info, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Bytes info = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    LazyBuffer bufs[3] = {{s->str, {0}, 0}, {s->line_str, {0}, 0}, {s->offs, {0}, 0}};
+    PyObject *linkage = NULL, *name = NULL, *result = NULL; /* NULL: not found yet */
+    PyObject *held[NAME_WORK];
+    NamedDie work[NAME_WORK], die;
+    uint64_t seen[NAME_WORK];
+    size_t nwork = 0, nseen = 0, nheld = 0;
+    int null;
+    work[0].s = s;
+    if (!read_named_die(s, &info, offset, work[0].a, &null) || null) goto done;
+    nwork = 1;
+    while (nwork > 0 && (linkage == NULL || name == NULL)) {
+        die = work[--nwork];
+        const Attr *a = die.a;
+        if (linkage == NULL) {
+            const Attr *l = a[N_LINKAGE].present        ? &a[N_LINKAGE]
+                            : a[N_MIPS_LINKAGE].present ? &a[N_MIPS_LINKAGE]
+                                                        : NULL;
+            if (l != NULL && (linkage = name_string(die.s, &info, bufs, l)) == NULL) goto done;
+        }
+        if (name == NULL && a[N_NAME].present &&
+            (name = name_string(die.s, &info, bufs, &a[N_NAME])) == NULL)
+            goto done;
+        for (int role = N_ORIGIN; role <= N_SPECIFICATION; role++) {
+            const Attr *r = &a[role];
+            uint64_t target;
+            if (!r->present || r->meaning == F_NONE) continue; /* Unit.ref_attr: None */
+            if (r->meaning == F_REF_UNIT) {
+                if (__builtin_add_overflow(die.s->unit_offset, r->value, &target)) goto done;
+            } else if (r->meaning == F_REF_ADDR) {
+                target = r->value;
+            } else {
+                goto done; /* a type signature */
+            }
+            int known = 0;
+            for (size_t i = 0; i < nseen && !known; i++) known = seen[i] == target;
+            if (known) continue;
+            if (nseen == NAME_WORK || nwork == NAME_WORK) goto done;
+            seen[nseen++] = target;
+            const NameScope *into = die.s;
+            if (target < into->unit_offset || target >= into->unit_end) {
+                if (!scope_containing(scope_of, s, target, &into, held, &nheld)) goto done;
+                if (into == NULL) continue; /* reader.unit_containing: None */
+            }
+            work[nwork].s = into;
+            if (!read_named_die(into, &info, target, work[nwork].a, &null)) goto done;
+            if (!null) nwork++;
+        }
+    }
+    result = PyTuple_Pack(2, linkage ? linkage : Py_None, name ? name : Py_None);
+done:
+    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
+    Py_XDECREF(linkage);
+    Py_XDECREF(name);
+    for (size_t i = 0; i < nheld; i++) Py_DECREF(held[i]);
+    for (int i = 0; i < 3; i++)
+        if (bufs[i].held) PyBuffer_Release(&bufs[i].view);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
     {"wide_rows", wide_rows, METH_VARARGS, wide_rows_doc},
@@ -1782,6 +2138,8 @@ static PyMethodDef methods[] = {
     {"gsym_walk", gsym_walk, METH_VARARGS, gsym_walk_doc},
     {"address_map", address_map, METH_O, address_map_doc},
     {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
+    {"make_name_scope", make_name_scope, METH_VARARGS, make_name_scope_doc},
+    {"die_names", die_names, METH_VARARGS, die_names_doc},
     {NULL, NULL, 0, NULL},
 };
 

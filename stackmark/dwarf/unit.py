@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from stackmark.dwarf.lines import LineTable
     from stackmark.dwarf.unit_parts import AddressRange, ReaderView
 
-_STRX_FORMS = frozenset(
+STRX_FORMS = frozenset(
     {
         C.DW_FORM_strx,
         C.DW_FORM_strx1,
@@ -38,6 +38,7 @@ _STRX_FORMS = frozenset(
         C.DW_FORM_GNU_str_index,
     }
 )
+"""The forms of an index into the unit's part of .debug_str_offsets."""
 _ADDRX_FORMS = frozenset(
     {
         C.DW_FORM_addrx,
@@ -214,6 +215,9 @@ class Unit:
         self._top_abbrev: Abbrev | None = None
         self._functions: FunctionIndex | None = None
         self._code_tables: object | None = None  # the DIE walks' per-code tables (functions.py)
+        # What the GSYM converter's compiled name search reads of the unit
+        # (formats/gsym/dwarf_walk.py); False: the unit is left to the reference.
+        self._name_scope: object | None = None
         self._line_table: LineTable | None = None
         self._line_table_loaded = False
         # Bases and sections for indexed forms; a skeleton's split unit
@@ -417,7 +421,7 @@ class Unit:
             return self.reader.debug_str.cstring(value)
         if form == C.DW_FORM_line_strp:
             return self.reader.line_str.cstring(value)
-        if form in _STRX_FORMS:
+        if form in STRX_FORMS:
             return self.reader.debug_str.cstring(self._str_offset(value))
         if form in (C.DW_FORM_GNU_strp_alt, C.DW_FORM_strp_sup):
             alt = self.reader.supplementary

@@ -98,6 +98,39 @@ def test_quiet_prints_what_llvm_gsymutil_quiet_prints(tmp_path: Path) -> None:
     assert "(Remove the --quiet flag for full output) occurred 2 time(s)" in our_log
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["dwo files", "dwp package"])
+def test_split_units_laid_out_alike_keep_the_names_of_their_own_files(
+    packed: bool, tmp_path: Path
+) -> None:
+    """Two units whose split DIEs sit at the same offsets of their own files, under
+    other names: each inlined call is named from its own file, as llvm names it
+    (what is learnt of one file's DIEs by offset must not name the other's).
+    DWARF 4, packed by binutils' dwp (llvm-dwp-19 does not finish on these)."""
+    for name in ["gsym_split_twin.c", "gsym_split_twin_main.c"]:
+        shutil.copyfile(SOURCES / name, tmp_path / name)
+    flags = ["-g", "-gdwarf-4", "-O2", "-gsplit-dwarf"]
+    objects = []
+    for twin in "ab":
+        objects.append(f"twin_{twin}.o")
+        compile_twin = ["gcc", *flags, f"-DTWIN={twin}", "-c", "gsym_split_twin.c"]
+        subprocess.run([*compile_twin, "-o", objects[-1]], cwd=tmp_path, check=True)
+    subprocess.run(
+        ["gcc", *flags, "gsym_split_twin_main.c", *objects, "-o", "twins"],
+        cwd=tmp_path,
+        check=True,
+    )
+    if packed:
+        subprocess.run(
+            [require_tool("dwp"), "-e", "twins", "-o", "twins.dwp"], cwd=tmp_path, check=True
+        )
+        for dwo in tmp_path.glob("*.dwo"):
+            dwo.unlink()
+    llvm_log, our_log = _convert_both(tmp_path, "twins")
+    assert our_log == llvm_log
+    dump = _llvm(tmp_path, "ours.gsym").stdout
+    assert "scale_a called from" in dump and "scale_b called from" in dump
+
+
 @pytest.mark.parametrize("compiler", ["clang-19", "gcc"])
 def test_split_dwarf_object_file_converts_to_llvms_bytes(compiler: str, tmp_path: Path) -> None:
     """A relocatable object: llvm-gsymutil finds no line rows in one (its

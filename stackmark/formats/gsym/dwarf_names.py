@@ -17,6 +17,11 @@ Finding a DIE's parent needs the tree shape, which DWARF only gives by
 walking: `DieParents` walks one level at a time (jumping with
 DW_AT_sibling where present) and caches each level, so only the levels
 above the DIEs that need it are ever read.
+
+A `NameBuilder` keeps what it learns by DIE offset (parents, parent
+contexts, each context's prefix, names shared by abstract origin), one set
+per file (`enter_reader`): the .dwo files of a split program each number
+their DIEs from 0.
 """
 
 from __future__ import annotations
@@ -156,19 +161,68 @@ def _skip(unit: UnitView, pos: int) -> int:
     return pos
 
 
+_READS_KEPT = 256
+
+
+class _Caches:
+    """What a NameBuilder keeps by .debug_info offset, for the DIEs of one file."""
+
+    __slots__ = ("context", "origin_names", "parents", "prefixes", "reads")
+
+    def __init__(self, parents: DieParents) -> None:
+        self.parents = parents
+        self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
+        self.context: dict[int, Die | None] = {}
+        self.prefixes: dict[int, str] = {}
+        self.reads: dict[int, tuple[Abbrev | None, dict[int, object]]] = {}
+
+
 class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
     def __init__(self, known_parents: dict[int, int] | None = None) -> None:
-        self.parents = DieParents(known_parents)
+        self._reader: object | None = None
+        self._by_reader: dict[object, _Caches] = {}
+        self._use(_Caches(DieParents(known_parents)))
+
+    def _use(self, caches: _Caches) -> None:
+        self._caches = caches
+        self.parents = caches.parents
         # (GSYM name, linkage name, short name) by abstract-origin offset, for
         # inlined calls that have no names of their own (see from_dwarf).
-        self.origin_names: dict[int, tuple[str | None, str | None, str | None]] = {}
-        self._context_cache: dict[int, Die | None] = {}
+        self.origin_names = caches.origin_names
+        self._context_cache = caches.context
+        self._prefixes = caches.prefixes
+        self._reads = caches.reads
+
+    def enter_reader(self, reader: object) -> None:
+        """Keep what is learnt from here on for the DIEs of `reader` (a DwarfReader).
+
+        Everything kept is keyed by .debug_info offset, which names one DIE only
+        within one file: the .dwo files of a split program, and the units of a
+        .dwp package, each number their DIEs from 0. What was kept before the
+        first reader was entered is that reader's."""
+        if reader is self._reader:
+            return
+        if self._reader is None:
+            self._by_reader[reader] = self._caches
+        else:
+            caches = self._by_reader.get(reader)
+            if caches is None:
+                caches = self._by_reader[reader] = _Caches(DieParents())
+            self._use(caches)
+        self._reader = reader
 
     def _read(self, die: Die) -> tuple[Abbrev | None, dict[int, object]]:
-        abbrev, values, _ = die[0].die(die[1])
-        return abbrev, values
+        """The DIE's abbreviation and values (a qualified name reads the same DIEs
+        several times: the last few hundred read are kept)."""
+        found = self._reads.get(die[1])
+        if found is None:
+            abbrev, values, _ = die[0].die(die[1])
+            if len(self._reads) >= _READS_KEPT:
+                self._reads.clear()
+            found = self._reads[die[1]] = (abbrev, values)
+        return found
 
     def _ref(self, die: Die, abbrev: Abbrev, values: dict[int, object], attr: int) -> Die | None:
         unit, _ = die
@@ -234,6 +288,7 @@ class NameBuilder:
         short_name: str | None,
     ) -> str | None:
         """The GSYM name of `die`, given its (recursively found) linkage and short names."""
+        self.enter_reader(die[0].reader)
         if linkage_name:
             return linkage_name
         if not short_name:
@@ -245,15 +300,42 @@ class NameBuilder:
         context = self.parent_context(die)
         if context is None:
             return short_name
-        name = short_name
-        seen: set[int] = set()
-        while context is not None and context[1] not in seen:
-            seen.add(context[1])
-            parent_name = self.short_name(context)
-            if parent_name:
-                if parent_name.startswith("<") and parent_name.endswith(">"):
-                    name = "{" + parent_name[1:-1] + "}::" + name
-                else:
-                    name = parent_name + "::" + name
-            context = self.parent_context(context)
-        return name
+        return self._prefix(context) + short_name
+
+    def _prefix(self, context: Die) -> str:
+        """What the contexts from `context` outwards put before a name: each one's
+        name and "::", outermost first. A context's prefix is its parent context's
+        and its own part, so each is worked out once (unless the contexts loop:
+        then the walk stops at the first one seen again, and nothing is kept)."""
+        keys: list[int] = []
+        parts: list[str] = []
+        prefix = ""
+        looped = False
+        current: Die | None = context
+        while current is not None:
+            key = current[1]
+            known = self._prefixes.get(key)
+            if known is not None:
+                prefix = known
+                break
+            if key in keys:
+                looped = True
+                break
+            keys.append(key)
+            parts.append(self._part(current))
+            current = self.parent_context(current)
+        for key, part in zip(reversed(keys), reversed(parts), strict=True):
+            prefix += part
+            if not looped:
+                self._prefixes[key] = prefix
+        return prefix
+
+    def _part(self, context: Die) -> str:
+        """A context's own part of a qualified name: its name and "::" (GCC's
+        lambda classes, named `<...>`, written `{...}`), "" when it has none."""
+        name = self.short_name(context)
+        if not name:
+            return ""
+        if name.startswith("<") and name.endswith(">"):
+            return "{" + name[1:-1] + "}::"
+        return name + "::"

@@ -288,6 +288,7 @@ class UnitConverter:
         self.unit = unit
         self.sink = sink
         self.names = names
+        names.enter_reader(unit.reader)  # a split unit's DIEs are numbered in its own file
         self.is_valid_text_address = is_valid_text_address
         self.report = report
         # llvm's CUInfo takes the language of the unit the file lists: for a
