@@ -311,6 +311,46 @@ def test_a_build_shows_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"\x1b[K" not in piped.stderr and b"indexing" not in piped.stderr
 
 
+KEPT_SCRIPT = """
+import atexit, sys
+from stackmark import process_end
+from stackmark.cli.main import entry
+atexit.register(lambda: print("exit handler ran; kept", len(process_end._kept), flush=True))
+sys.argv = ["stackmark", *sys.argv[1:]]
+entry()
+"""
+
+
+def test_a_command_line_build_keeps_its_heap_to_the_end(tmp_path: Path) -> None:
+    """`symbolize --gsym-cache=build` keeps the conversion's objects for the
+    process's quick end instead of freeing them one by one: every answer is still
+    written, exit handlers still run, and a run with the entry already built keeps
+    nothing."""
+    import sys
+
+    binary = program("c-O2")
+    log = (
+        f"{{{{{{module:0:prog:elf:{build_id_of(binary)}}}}}}}\n"
+        "{{{mmap:0x1000:0x1000:load:0:rx:0x0}}}\n" + "{{{bt:0:0x1010:pc}}}\n" * 3000
+    )
+    options = ["symbolize", "--gsym-cache=build", f"--obj={binary}", f"--gsym-cache-dir={tmp_path}"]
+
+    def run() -> list[str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", KEPT_SCRIPT, *options],
+            input=log,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return proc.stdout.splitlines()
+
+    built, used = run(), run()
+    assert built[-1] == "exit handler ran; kept 1" and used[-1] == "exit handler ran; kept 0"
+    assert built[:-1] == used[:-1]
+    assert sum(line.lstrip().startswith("#0 ") for line in built) == 3000
+
+
 def test_a_cache_build_finds_a_dwz_file_where_the_symbolizer_does(tmp_path: Path) -> None:
     """A program's dwz supplementary file is only in the debug-file directory the user
     gave (its link names another machine's path). The GSYM cache entry is converted
