@@ -241,6 +241,11 @@ column_points(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    /* Plain memory from here to the result, and the two buffers stay exported
+       (an array cannot be resized meanwhile): other threads may run (the GSYM
+       cache sorts the points on another core while the records are encoded). */
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
     int sorted = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         points[i].addr = addr[i];
@@ -250,7 +255,6 @@ column_points(PyObject *module, PyObject *args)
     }
     if (!sorted)
         qsort(points, (size_t)n, sizeof(Point), compare_points);
-    Py_ssize_t m = 0;
     int64_t last = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         uint32_t column = value[points[i].order];
@@ -260,6 +264,7 @@ column_points(PyObject *module, PyObject *args)
             last = column;
         }
     }
+    Py_END_ALLOW_THREADS
     result = Py_BuildValue("(y#y#)", (const char *)out_addr, m * (Py_ssize_t)sizeof(uint64_t),
                            (const char *)out_value, m * (Py_ssize_t)sizeof(uint32_t));
 done:

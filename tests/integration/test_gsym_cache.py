@@ -311,6 +311,36 @@ def test_a_build_shows_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"\x1b[K" not in piped.stderr and b"indexing" not in piped.stderr
 
 
+def test_a_failure_on_the_column_thread_reaches_the_builder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The column points are sorted on another thread during the encoding: what
+    fails there fails the build (no entry is left), and the next build succeeds."""
+    from stackmark._native import forced_pure
+    from stackmark.errors import StackmarkError
+    from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    threads: list[str] = []
+
+    def failing(self: ExtrasCollector) -> None:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        raise StackmarkError("no memory for the column points")
+
+    cache = GsymCache(tmp_path)
+    with monkeypatch.context() as patched:
+        patched.setattr(ExtrasCollector, "column_points", failing)
+        with pytest.raises(StackmarkError, match="no memory for the column points"):
+            cache.get_or_build(build_id, str(binary))
+    # Pure Python sorts on the builder's own thread (no lock is let go meanwhile).
+    assert threads == ["MainThread" if forced_pure() else "stackmark column points"]
+    assert not any(path.exists() for path in cache.entry_paths(build_id)[:2])
+    assert cache.get_or_build(build_id, str(binary)).gsym.read_bytes()[:4] == b"MYSG"
+
+
 KEPT_SCRIPT = """
 import atexit, sys
 from stackmark import process_end
