@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sorting.h"
+
 #define NO_STATE 0xFFFFFFFFu
 #define NO_COLUMN 0xFFFFFFFFu
 #define MAX_TREE_NODES (1 << 24)
@@ -102,6 +104,8 @@ typedef struct {
     Works work;
     Rows rows;
     U64s points;
+    uint64_t *scratch; /* for sorting the points */
+    Py_ssize_t scratch_cap;
     uint32_t *table; /* open addressing: state ids + 1 (0: free) */
     Py_ssize_t table_cap, table_used; /* allocated; in use for this function */
     const uint64_t *column_address;
@@ -455,12 +459,8 @@ bisect_right(const uint64_t *a, Py_ssize_t n, uint64_t x)
     return lo;
 }
 
-static int
-compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+#define U64_LESS(a, b) ((a) < (b))
+NATURAL_MERGE_SORT(sort_u64, uint64_t, U64_LESS)
 
 /* The path id of segment `s` (ExtrasBuilder._paths), assigned on first use. */
 static int
@@ -606,7 +606,17 @@ index_function(Index *ix, uint32_t k, PyObject *info, uint64_t start, uint64_t s
     for (Py_ssize_t i = c; i < c1; i++)
         if (U64s_push(&ix->points, ix->column_address[i]) < 0)
             return FAILED;
-    qsort(ix->points.v, (size_t)ix->points.n, sizeof(uint64_t), compare_u64);
+    /* rows, segments and columns: three ascending runs after `low` */
+    if (ix->points.n > ix->scratch_cap) {
+        uint64_t *scratch = PyMem_Realloc(ix->scratch, sizeof(uint64_t) * (size_t)ix->points.n);
+        if (scratch == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        ix->scratch = scratch;
+        ix->scratch_cap = ix->points.n;
+    }
+    sort_u64(ix->points.v, (size_t)ix->points.n, ix->scratch);
     Py_ssize_t npoints = 0;
     for (Py_ssize_t i = 0; i < ix->points.n; i++)
         if (!npoints || ix->points.v[npoints - 1] != ix->points.v[i])
@@ -816,6 +826,7 @@ done:
     PyMem_Free(ix.work.v);
     PyMem_Free(ix.rows.v);
     PyMem_Free(ix.points.v);
+    PyMem_Free(ix.scratch);
     PyMem_Free(ix.table);
     Py_XDECREF(ix.paths);
     Py_XDECREF(seq);

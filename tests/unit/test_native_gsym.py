@@ -374,8 +374,13 @@ def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
     rng = random.Random(seed)
     count = rng.randrange(0, 200)
     addresses = sorted(rng.randrange(0, 300) for _ in range(count))
-    if seed % 2:  # units out of address order
+    if seed % 3 == 1:  # units out of address order
         rng.shuffle(addresses)
+    elif seed % 3 == 2:  # line sequences: ascending runs in any order, ties across them
+        cuts = sorted(rng.sample(range(count + 1), min(count + 1, rng.randrange(1, 9))))
+        runs = [addresses[a:b] for a, b in zip([0, *cuts], [*cuts, count], strict=True)]
+        rng.shuffle(runs)
+        addresses = [address for run in runs for address in run]
     collector = ExtrasCollector()
     collector.column_addresses = array("Q", addresses)
     collector.column_values = array("I", (rng.choice([0, 1, 2, 0xFFFFFFFF]) for _ in addresses))
