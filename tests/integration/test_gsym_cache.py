@@ -341,6 +341,35 @@ def test_a_failure_on_the_column_thread_reaches_the_builder(
     assert cache.get_or_build(build_id, str(binary)).gsym.read_bytes()[:4] == b"MYSG"
 
 
+def test_a_conversion_failing_after_the_dwarf_leaves_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The symbol table fails while the column points are sorted: the build
+    raises that error, after the sorting thread ended."""
+    import threading
+    import time
+
+    from stackmark.errors import StackmarkError
+    from stackmark.formats.gsym import convert
+    from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+
+    def failing(creator: object, elf: object) -> int:
+        raise StackmarkError("the symbol table is damaged")
+
+    sort = ExtrasCollector.column_points
+
+    def slow_sort(self: ExtrasCollector) -> object:
+        time.sleep(0.3)  # still sorting when the symbol table fails
+        return sort(self)
+
+    monkeypatch.setattr(convert, "add_symbol_table", failing)
+    monkeypatch.setattr(ExtrasCollector, "column_points", slow_sort)
+    binary = program("c-O2")
+    with pytest.raises(StackmarkError, match="the symbol table is damaged"):
+        GsymCache(tmp_path).get_or_build(build_id_of(binary), str(binary))
+    assert not [t for t in threading.enumerate() if t.name == "stackmark column points"]
+
+
 KEPT_SCRIPT = """
 import atexit, sys
 from stackmark import process_end
