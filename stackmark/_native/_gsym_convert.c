@@ -46,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sorting.h"
+
 static PyObject *s_invalid_file, *s_between_rows, *s_duplicate, *s_not_increasing;
 
 static PyObject *
@@ -236,14 +238,9 @@ done:
 
 typedef struct { uint64_t addr; Py_ssize_t order; } Point;
 
-static int
-compare_points(const void *a, const void *b)
-{
-    const Point *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return (x->order > y->order) - (x->order < y->order); /* stable: row order */
-}
+/* By address; the sort is stable, so row order breaks ties. */
+#define POINT_LESS(a, b) ((a).addr < (b).addr)
+NATURAL_MERGE_SORT(sort_points, Point, POINT_LESS)
 
 static PyObject *
 column_points(PyObject *module, PyObject *args)
@@ -251,7 +248,7 @@ column_points(PyObject *module, PyObject *args)
     (void)module;
     Py_buffer addresses = {0}, values = {0};
     PyObject *result = NULL;
-    Point *points = NULL;
+    Point *points = NULL, *scratch = NULL;
     uint64_t *out_addr = NULL;
     uint32_t *out_value = NULL;
     if (!PyArg_ParseTuple(args, "y*y*:column_points", &addresses, &values))
@@ -264,22 +261,23 @@ column_points(PyObject *module, PyObject *args)
     const uint64_t *addr = addresses.buf;
     const uint32_t *value = values.buf;
     points = PyMem_Malloc(sizeof(Point) * (size_t)(n ? n : 1));
+    scratch = PyMem_Malloc(sizeof(Point) * (size_t)(n ? n : 1));
     out_addr = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
     out_value = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    if (points == NULL || out_addr == NULL || out_value == NULL) {
+    if (points == NULL || scratch == NULL || out_addr == NULL || out_value == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    int sorted = 1;
+    /* Plain memory from here to the result, and the two buffers stay exported
+       (an array cannot be resized meanwhile): other threads may run (the GSYM
+       cache sorts the points on another core while the records are encoded). */
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         points[i].addr = addr[i];
         points[i].order = i;
-        if (i && addr[i - 1] > addr[i])
-            sorted = 0;
     }
-    if (!sorted)
-        qsort(points, (size_t)n, sizeof(Point), compare_points);
-    Py_ssize_t m = 0;
+    sort_points(points, (size_t)n, scratch);
     int64_t last = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         uint32_t column = value[points[i].order];
@@ -289,10 +287,12 @@ column_points(PyObject *module, PyObject *args)
             last = column;
         }
     }
+    Py_END_ALLOW_THREADS
     result = Py_BuildValue("(y#y#)", (const char *)out_addr, m * (Py_ssize_t)sizeof(uint64_t),
                            (const char *)out_value, m * (Py_ssize_t)sizeof(uint32_t));
 done:
     PyMem_Free(points);
+    PyMem_Free(scratch);
     PyMem_Free(out_addr);
     PyMem_Free(out_value);
     PyBuffer_Release(&addresses);

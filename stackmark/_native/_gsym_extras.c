@@ -8,6 +8,15 @@
  *           state_line, state_column, state_path, path_first, path_node)
  *          as bytes in the host's byte order, or None
  *
+ *   node_tables(functions, nodes, node_type)
+ *       -> (strings, strtab, first_node, linkage, name, call_file, call_line,
+ *           call_column), or None
+ *
+ * the compiled twin of `ExtrasBuilder._add_nodes` over every function into an
+ * empty builder: `strings` (text -> offset) and `strtab` (a bytearray) are the
+ * builder's string table, the others u32 tables as bytes in the host's byte
+ * order (`first_node` without its leading 0).
+ *
  * `indexed[k]` is nonzero when function k has extras nodes (DWARF).
  * The Python builder is the reference and says why each step is what it is.
  * This code takes what the converter makes: lists of tuples of ints within
@@ -21,6 +30,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sorting.h"
 
 #define NO_STATE 0xFFFFFFFFu
 #define NO_COLUMN 0xFFFFFFFFu
@@ -93,6 +104,8 @@ typedef struct {
     Works work;
     Rows rows;
     U64s points;
+    uint64_t *scratch; /* for sorting the points */
+    Py_ssize_t scratch_cap;
     uint32_t *table; /* open addressing: state ids + 1 (0: free) */
     Py_ssize_t table_cap, table_used; /* allocated; in use for this function */
     const uint64_t *column_address;
@@ -101,6 +114,7 @@ typedef struct {
 } Index;
 
 static PyObject *s_start, *s_size, *s_line_table, *s_inline, *s_ranges, *s_children;
+static PyObject *s_call_file, *s_call_line;
 
 /* -- reading the records ----------------------------------------------------- */
 
@@ -445,12 +459,8 @@ bisect_right(const uint64_t *a, Py_ssize_t n, uint64_t x)
     return lo;
 }
 
-static int
-compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+#define U64_LESS(a, b) ((a) < (b))
+NATURAL_MERGE_SORT(sort_u64, uint64_t, U64_LESS)
 
 /* The path id of segment `s` (ExtrasBuilder._paths), assigned on first use. */
 static int
@@ -596,7 +606,17 @@ index_function(Index *ix, uint32_t k, PyObject *info, uint64_t start, uint64_t s
     for (Py_ssize_t i = c; i < c1; i++)
         if (U64s_push(&ix->points, ix->column_address[i]) < 0)
             return FAILED;
-    qsort(ix->points.v, (size_t)ix->points.n, sizeof(uint64_t), compare_u64);
+    /* rows, segments and columns: three ascending runs after `low` */
+    if (ix->points.n > ix->scratch_cap) {
+        uint64_t *scratch = PyMem_Realloc(ix->scratch, sizeof(uint64_t) * (size_t)ix->points.n);
+        if (scratch == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        ix->scratch = scratch;
+        ix->scratch_cap = ix->points.n;
+    }
+    sort_u64(ix->points.v, (size_t)ix->points.n, ix->scratch);
     Py_ssize_t npoints = 0;
     for (Py_ssize_t i = 0; i < ix->points.n; i++)
         if (!npoints || ix->points.v[npoints - 1] != ix->points.v[i])
@@ -806,6 +826,7 @@ done:
     PyMem_Free(ix.work.v);
     PyMem_Free(ix.rows.v);
     PyMem_Free(ix.points.v);
+    PyMem_Free(ix.scratch);
     PyMem_Free(ix.table);
     Py_XDECREF(ix.paths);
     Py_XDECREF(seq);
@@ -815,11 +836,210 @@ done:
     return result;
 }
 
+/* -- the nodes' names and call sites (extras.ExtrasBuilder._add_nodes) -------- */
+
+VEC(Chars, char)
+VEC(Objects, PyObject *)
+
+typedef struct {
+    PyObject *strings; /* text -> offset in strtab */
+    Chars strtab;
+    U32s first_node, linkage, name, call_file, call_line, call_column;
+    Objects stack; /* borrowed: the trees keep their nodes alive */
+} NodeTables;
+
+/* `_string`: 0 for None, else the text's offset in the table plus one. */
+static int
+intern_text(NodeTables *t, PyObject *text, uint32_t *out)
+{
+    if (text == Py_None) {
+        *out = 0;
+        return OK;
+    }
+    if (!PyUnicode_CheckExact(text))
+        return REFERENCE;
+    Py_ssize_t offset;
+    PyObject *found = PyDict_GetItemWithError(t->strings, text);
+    if (found != NULL) {
+        offset = PyLong_AsSsize_t(found);
+        if (offset < 0 && PyErr_Occurred())
+            return FAILED;
+    } else if (PyErr_Occurred()) {
+        return FAILED;
+    } else {
+        PyObject *encoded = PyUnicode_AsEncodedString(text, "utf-8", "surrogateescape");
+        if (encoded == NULL) {
+            PyErr_Clear(); /* the reference raises the same UnicodeEncodeError */
+            return REFERENCE;
+        }
+        offset = t->strtab.n;
+        const char *bytes = PyBytes_AS_STRING(encoded);
+        for (Py_ssize_t i = 0; i <= PyBytes_GET_SIZE(encoded); i++) /* with its NUL */
+            if (Chars_push(&t->strtab, bytes[i]) < 0) {
+                Py_DECREF(encoded);
+                return FAILED;
+            }
+        Py_DECREF(encoded);
+        PyObject *value = PyLong_FromSsize_t(offset);
+        int bad = value == NULL || PyDict_SetItem(t->strings, text, value) < 0;
+        Py_XDECREF(value);
+        if (bad)
+            return FAILED;
+    }
+    if ((uint64_t)offset >= 0xFFFFFFFFu)
+        return REFERENCE; /* past what a u32 table holds */
+    *out = (uint32_t)offset + 1;
+    return OK;
+}
+
+/* A u32 attribute of an inline node (array("I") takes nothing else). */
+static int
+u32_attribute(PyObject *node, PyObject *name, uint32_t *out)
+{
+    PyObject *value;
+    int rc = attribute(node, name, &value);
+    if (rc != OK)
+        return rc;
+    uint64_t v;
+    rc = as_u64(value, &v);
+    Py_DECREF(value);
+    if (rc == OK && v > 0xFFFFFFFFu)
+        rc = REFERENCE;
+    if (rc == OK)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+/* One function's nodes: its extras (names, call column), and the call files and
+   lines of its tree's first nodes after the root, in depth-first order. */
+static int
+function_nodes(NodeTables *t, PyObject *info, PyObject *extras, PyObject *node_type)
+{
+    if (!PyList_CheckExact(extras))
+        return REFERENCE;
+    Py_ssize_t count = PyList_GET_SIZE(extras);
+    int rc;
+    if (count) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *extra = PyList_GET_ITEM(extras, i);
+            if (Py_TYPE(extra) != (PyTypeObject *)node_type || PyTuple_GET_SIZE(extra) != 3)
+                return REFERENCE;
+            uint32_t linkage, name;
+            if ((rc = intern_text(t, PyTuple_GET_ITEM(extra, 0), &linkage)) != OK)
+                return rc;
+            if ((rc = intern_text(t, PyTuple_GET_ITEM(extra, 1), &name)) != OK)
+                return rc;
+            PyObject *column = PyTuple_GET_ITEM(extra, 2);
+            if (!PyLong_Check(column))
+                return REFERENCE;
+            /* `& 0xFFFFFFFF` of any int: its low 32 bits in two's complement */
+            unsigned long long low = PyLong_AsUnsignedLongLongMask(column);
+            if (low == (unsigned long long)-1 && PyErr_Occurred())
+                return FAILED;
+            if (U32s_push(&t->linkage, linkage) < 0 || U32s_push(&t->name, name) < 0
+                || U32s_push(&t->call_column, (uint32_t)(low & 0xFFFFFFFFu)) < 0)
+                return FAILED;
+        }
+        PyObject *root;
+        if ((rc = attribute(info, s_inline, &root)) != OK)
+            return rc;
+        Py_DECREF(root); /* the function keeps it alive */
+        /* _depth_first(info.inline): the whole walk, as the reference reads it */
+        Py_ssize_t seen = 0;
+        t->stack.n = 0;
+        if (U32s_push(&t->call_file, 0) < 0 || U32s_push(&t->call_line, 0) < 0)
+            return FAILED;
+        if (root != Py_None && Objects_push(&t->stack, root) < 0)
+            return FAILED;
+        while (t->stack.n) {
+            PyObject *node = t->stack.v[--t->stack.n];
+            if (++seen > MAX_TREE_NODES)
+                return REFERENCE;
+            if (seen > 1 && seen <= count) {
+                uint32_t file, line;
+                if ((rc = u32_attribute(node, s_call_file, &file)) != OK
+                    || (rc = u32_attribute(node, s_call_line, &line)) != OK)
+                    return rc;
+                if (U32s_push(&t->call_file, file) < 0 || U32s_push(&t->call_line, line) < 0)
+                    return FAILED;
+            }
+            PyObject *children;
+            if ((rc = children_of(node, &children)) != OK)
+                return rc;
+            for (Py_ssize_t c = PyList_GET_SIZE(children) - 1; c >= 0; c--)
+                if (Objects_push(&t->stack, PyList_GET_ITEM(children, c)) < 0) {
+                    Py_DECREF(children);
+                    return FAILED;
+                }
+            Py_DECREF(children);
+        }
+        /* extras past the tree's nodes (the root's row is written above) */
+        for (seen = seen ? seen : 1; seen < count; seen++)
+            if (U32s_push(&t->call_file, 0) < 0 || U32s_push(&t->call_line, 0) < 0)
+                return FAILED;
+    }
+    if ((uint64_t)t->linkage.n > 0xFFFFFFFFu)
+        return REFERENCE;
+    return U32s_push(&t->first_node, (uint32_t)t->linkage.n) < 0 ? FAILED : OK;
+}
+
+static PyObject *
+node_tables(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *functions, *nodes, *node_type, *result = NULL, *fseq = NULL, *nseq = NULL;
+    if (!PyArg_ParseTuple(args, "OOO!:node_tables", &functions, &nodes, &PyType_Type, &node_type))
+        return NULL;
+    NodeTables t;
+    memset(&t, 0, sizeof t);
+    if (!PyType_IsSubtype((PyTypeObject *)node_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "node_type must be a tuple type");
+        return NULL;
+    }
+    if ((fseq = PySequence_Fast(functions, "functions must be a sequence")) == NULL
+        || (nseq = PySequence_Fast(nodes, "nodes must be a sequence")) == NULL
+        || (t.strings = PyDict_New()) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fseq);
+    int rc = n == PySequence_Fast_GET_SIZE(nseq) ? OK : REFERENCE;
+    for (Py_ssize_t k = 0; rc == OK && k < n; k++)
+        rc = function_nodes(&t, PySequence_Fast_GET_ITEM(fseq, k),
+                            PySequence_Fast_GET_ITEM(nseq, k), node_type);
+    if (rc == FAILED)
+        goto done;
+    if (rc == REFERENCE) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = Py_BuildValue("(ONNNNNNN)", t.strings,
+                           PyByteArray_FromStringAndSize(t.strtab.v ? t.strtab.v : "", t.strtab.n),
+                           u32_bytes(&t.first_node), u32_bytes(&t.linkage), u32_bytes(&t.name),
+                           u32_bytes(&t.call_file), u32_bytes(&t.call_line),
+                           u32_bytes(&t.call_column));
+done:
+    PyMem_Free(t.strtab.v);
+    PyMem_Free(t.first_node.v);
+    PyMem_Free(t.linkage.v);
+    PyMem_Free(t.name.v);
+    PyMem_Free(t.call_file.v);
+    PyMem_Free(t.call_line.v);
+    PyMem_Free(t.call_column.v);
+    PyMem_Free(t.stack.v);
+    Py_XDECREF(t.strings);
+    Py_XDECREF(fseq);
+    Py_XDECREF(nseq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"index_functions", index_functions, METH_VARARGS,
      "index_functions(functions, indexed, column_address, column_value) -> the extras' "
      "bound, state and path tables as bytes (host order), or None: see "
      "stackmark.formats.gsym.extras.ExtrasBuilder."},
+    {"node_tables", node_tables, METH_VARARGS,
+     "node_tables(functions, nodes, node_type) -> (strings, strtab, first_node, linkage, name, "
+     "call_file, call_line, call_column), or None: ExtrasBuilder._add_nodes over every "
+     "function into an empty builder (stackmark.formats.gsym.extras)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -839,6 +1059,8 @@ PyInit__gsym_extras(void)
     INTERN(s_inline, "inline");
     INTERN(s_ranges, "ranges");
     INTERN(s_children, "children");
+    INTERN(s_call_file, "call_file");
+    INTERN(s_call_line, "call_line");
 #undef INTERN
     return PyModule_Create(&module_def);
 }

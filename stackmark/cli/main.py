@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from stackmark import __version__
 from stackmark.errors import StackmarkError
+from stackmark.process_end import anything_kept, end_without_freeing
 
 if TYPE_CHECKING:
     import argparse
@@ -94,18 +95,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
-_ending_quickly = False
-_kept_until_exit: list[object] = []
-
-
-def keep_until_exit(value: object) -> None:
-    """Under `entry`, keep `value` alive until the process ends, so that nobody
-    frees its objects one by one (after a large conversion, millions of rows:
-    half a second or more that nobody waits for)."""
-    if _ending_quickly:
-        _kept_until_exit.append(value)
-
-
 def _nothing_left_to_finish() -> bool:
     """True when the interpreter's shutdown would only free memory: no exit handler
     is registered (logging, multiprocessing, concurrent.futures' process pools
@@ -117,15 +106,17 @@ def _nothing_left_to_finish() -> bool:
 
 def entry() -> NoReturn:
     """The `stackmark` program: `main`; then, when a command kept a large heap
-    (`keep_until_exit`) or nothing is left to finish (`_nothing_left_to_finish`),
-    the end of the process without freeing it object by object (the operating
-    system takes it back at once), the standard streams flushed first. Not under a
-    profiler or tracer (cProfile, coverage): they write their results at exit."""
-    global _ending_quickly
-    _ending_quickly = sys.getprofile() is None and sys.gettrace() is None
+    (`stackmark.process_end.keep_until_exit`) or nothing is left to finish
+    (`_nothing_left_to_finish`), the end of the process without freeing it object
+    by object (the operating system takes it back at once), exit handlers run and
+    the standard streams flushed first. Not under a profiler or tracer (cProfile,
+    coverage): they write their results at exit."""
+    ending_quickly = sys.getprofile() is None and sys.gettrace() is None
+    end_without_freeing(ending_quickly)
     status = main()
-    if not _kept_until_exit and not (_ending_quickly and _nothing_left_to_finish()):
+    if not anything_kept() and not (ending_quickly and _nothing_left_to_finish()):
         sys.exit(status)
+    atexit._run_exitfuncs()  # with a kept heap, exit handlers may be registered
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

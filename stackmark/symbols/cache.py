@@ -43,15 +43,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stackmark._native import load
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.extras import check_extras_header
 from stackmark.formats.gsym.reader import GsymReader
 from stackmark.plain import FrozenRecord
+from stackmark.process_end import keep_until_exit
 from stackmark.symbols.buildid import is_valid_build_id
 
 if TYPE_CHECKING:
+    import threading
+    from array import array
+
     from stackmark.dwarf.supplementary import SupplementaryLoad
     from stackmark.formats.gsym.convert import ProgressSink
+    from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 
 LAYOUT = "gsym-v1"
 
@@ -228,26 +234,78 @@ class GsymCache:
 
         with gc_paused():
             collector = ExtrasCollector()
-            result = convert_elf(
-                dwarf_file,
-                jobs=self.jobs,
-                extras=collector,
-                progress=progress,
-                load_supplementary=load_supplementary,
-            )
+            columns = _ColumnPoints(collector)
+            try:
+                result = convert_elf(
+                    dwarf_file,
+                    jobs=self.jobs,
+                    extras=collector,
+                    progress=progress,
+                    load_supplementary=load_supplementary,
+                    dwarf_done=columns.start,
+                )
+            finally:
+                columns.wait()  # a failed conversion leaves no thread behind
+            points = columns.result()
             if progress is not None:
                 progress.update(EXTRAS_LABEL, 0, 1)
-            builder = ExtrasBuilder(collector.column_points())
+            builder = ExtrasBuilder(points)
             builder.add_functions(
                 result.functions, [collector.function_nodes(info) for info in result.functions]
             )
             extras_data = builder.encode(result.data)
-            del builder, collector
             if progress is not None:
                 progress.update(EXTRAS_LABEL, 1, 1)
                 progress.finish()
         write_atomically(str(extras_path), extras_data, owned=True)
         write_atomically(str(gsym_path), result.data, owned=True)
+        # Millions of rows, nodes and names: a command-line run that ends without
+        # freeing its heap keeps them rather than free them one by one (0.25 s
+        # after big-O2, before the first answer); elsewhere they go now.
+        keep_until_exit((result, collector))
+
+
+class _ColumnPoints:
+    """The extras' column points (`ExtrasCollector.column_points`: millions of
+    (address, column) pairs sorted), made on another thread from `start` on
+    while this one reads the symbol table and encodes the GSYM: the compiled
+    sort holds no lock, so a second core does it (0.1 s after big-O2). Without
+    the compiled kernels they are made in `result` (a Python sort would only
+    take turns with the encoder)."""
+
+    def __init__(self, collector: ExtrasCollector) -> None:
+        self._collector = collector
+        self._thread: threading.Thread | None = None
+        self._points: tuple[array[int], array[int]] | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        if load("_gsym_convert") is None:
+            return
+        import threading  # only for a build: a warm lookup never starts one
+
+        self._thread = threading.Thread(target=self._run, name="stackmark column points")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._points = self._collector.column_points()
+        except BaseException as exc:  # raised again in `result`, on the builder's thread
+            self._error = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def result(self) -> tuple[array[int], array[int]]:
+        """The points (waiting for the thread, and raising what it raised)."""
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        if self._points is None:
+            self._points = self._collector.column_points()
+        return self._points
 
 
 EXTRAS_LABEL = "indexing names and columns"

@@ -311,6 +311,105 @@ def test_a_build_shows_its_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"\x1b[K" not in piped.stderr and b"indexing" not in piped.stderr
 
 
+def test_a_failure_on_the_column_thread_reaches_the_builder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The column points are sorted on another thread during the encoding: what
+    fails there fails the build (no entry is left), and the next build succeeds."""
+    from stackmark._native import forced_pure
+    from stackmark.errors import StackmarkError
+    from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+
+    binary = program("c-O2")
+    build_id = build_id_of(binary)
+    threads: list[str] = []
+
+    def failing(self: ExtrasCollector) -> None:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        raise StackmarkError("no memory for the column points")
+
+    cache = GsymCache(tmp_path)
+    with monkeypatch.context() as patched:
+        patched.setattr(ExtrasCollector, "column_points", failing)
+        with pytest.raises(StackmarkError, match="no memory for the column points"):
+            cache.get_or_build(build_id, str(binary))
+    # Pure Python sorts on the builder's own thread (no lock is let go meanwhile).
+    assert threads == ["MainThread" if forced_pure() else "stackmark column points"]
+    assert not any(path.exists() for path in cache.entry_paths(build_id)[:2])
+    assert cache.get_or_build(build_id, str(binary)).gsym.read_bytes()[:4] == b"MYSG"
+
+
+def test_a_conversion_failing_after_the_dwarf_leaves_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The symbol table fails while the column points are sorted: the build
+    raises that error, after the sorting thread ended."""
+    import threading
+    import time
+
+    from stackmark.errors import StackmarkError
+    from stackmark.formats.gsym import convert
+    from stackmark.formats.gsym.from_dwarf import ExtrasCollector
+
+    def failing(creator: object, elf: object) -> int:
+        raise StackmarkError("the symbol table is damaged")
+
+    sort = ExtrasCollector.column_points
+
+    def slow_sort(self: ExtrasCollector) -> object:
+        time.sleep(0.3)  # still sorting when the symbol table fails
+        return sort(self)
+
+    monkeypatch.setattr(convert, "add_symbol_table", failing)
+    monkeypatch.setattr(ExtrasCollector, "column_points", slow_sort)
+    binary = program("c-O2")
+    with pytest.raises(StackmarkError, match="the symbol table is damaged"):
+        GsymCache(tmp_path).get_or_build(build_id_of(binary), str(binary))
+    assert not [t for t in threading.enumerate() if t.name == "stackmark column points"]
+
+
+KEPT_SCRIPT = """
+import atexit, sys
+from stackmark import process_end
+from stackmark.cli.main import entry
+atexit.register(lambda: print("exit handler ran; kept", len(process_end._kept), flush=True))
+sys.argv = ["stackmark", *sys.argv[1:]]
+entry()
+"""
+
+
+def test_a_command_line_build_keeps_its_heap_to_the_end(tmp_path: Path) -> None:
+    """`symbolize --gsym-cache=build` keeps the conversion's objects for the
+    process's quick end instead of freeing them one by one: every answer is still
+    written, exit handlers still run, and a run with the entry already built keeps
+    nothing."""
+    import sys
+
+    binary = program("c-O2")
+    log = (
+        f"{{{{{{module:0:prog:elf:{build_id_of(binary)}}}}}}}\n"
+        "{{{mmap:0x1000:0x1000:load:0:rx:0x0}}}\n" + "{{{bt:0:0x1010:pc}}}\n" * 3000
+    )
+    options = ["symbolize", "--gsym-cache=build", f"--obj={binary}", f"--gsym-cache-dir={tmp_path}"]
+
+    def run() -> list[str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", KEPT_SCRIPT, *options],
+            input=log,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return proc.stdout.splitlines()
+
+    built, used = run(), run()
+    assert built[-1] == "exit handler ran; kept 1" and used[-1] == "exit handler ran; kept 0"
+    assert built[:-1] == used[:-1]
+    assert sum(line.lstrip().startswith("#0 ") for line in built) == 3000
+
+
 def test_a_cache_build_finds_a_dwz_file_where_the_symbolizer_does(tmp_path: Path) -> None:
     """A program's dwz supplementary file is only in the debug-file directory the user
     gave (its link names another machine's path). The GSYM cache entry is converted

@@ -122,6 +122,7 @@ def test_conversion_in_worker_processes_is_identical(
     functions whose records end at any alignment)."""
     _, binary, llvm_gsym, _ = converted
     monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS_COMPILED", 1)
     monkeypatch.setattr(parallel_records, "SLICES_PER_JOB", 3)
     # Other tests may have imported lldb into this process (which alone forbids
     # forking): this test is about the bytes of the forked path.
@@ -146,6 +147,7 @@ def test_a_worker_that_dies_leaves_the_rest_to_the_parent(
     yet received are encoded in the parent, and the bytes are llvm's still."""
     _, binary, llvm_gsym, _ = converted
     monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS", 1)
+    monkeypatch.setattr(parallel_records, "MIN_FUNCTIONS_COMPILED", 1)
     monkeypatch.setattr(parallel_records, "EMBEDDING_MODULES", ())
     monkeypatch.setattr(parallel_records, "_encode_slice", _dies_after_the_first_slice)
     assert convert_elf(str(binary), jobs=2).data == llvm_gsym.read_bytes()

@@ -29,6 +29,7 @@ from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.supplementary import find_supplementary
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym import creator, dwarf_units, from_dwarf
+from stackmark.formats.gsym import extras as extras_module
 from stackmark.formats.gsym.convert import convert_elf
 from stackmark.formats.gsym.creator import encode_records
 from stackmark.formats.gsym.extras import ExtrasBuilder, NodeExtra
@@ -318,13 +319,87 @@ def test_random_functions_index_to_the_same_extras(
     assert compiled == reference
 
 
+# Names as the converter gives them, and what the compiled tables must leave to the
+# reference: a lone surrogate UTF-8 cannot encode, bytes, a column that is no int.
+node_texts = st.sampled_from(
+    [None, "", "main", "ns::f<int>()", "caf\u00e9", "\udcff", "x", "y", "z", "w"] * 3
+    + ["\ud800", b"main"]
+) | st.text(max_size=3)
+
+
+@st.composite
+def node_inputs(draw: st.DrawFn) -> tuple[list[FunctionInfo], list[list[Any]]]:
+    infos, nodes = [], []
+    columns = st.integers(0, 30).map(bool)  # now and then a column that is no int
+    for _ in range(draw(st.integers(0, 6))):
+        info = FunctionInfo(0x1000, 0x10, 1)
+        if draw(st.booleans()):
+            info.inline = draw(inline_trees(0x1000, 0x1010))  # call sites past u32 too
+            children = info.inline.children
+            if children and draw(st.integers(0, 5)) == 0:  # a call site no u32 holds
+                hostile = draw(st.sampled_from([-1, 1 << 32, 1 << 64, "3"]))
+                setattr(children[0], draw(st.sampled_from(["call_file", "call_line"])), hostile)
+            if children and draw(st.integers(0, 15)) == 0:
+                info.inline.children = tuple(children)  # type: ignore[assignment]
+        extras: list[Any] = [
+            NodeExtra(draw(node_texts), draw(node_texts), draw(masked) if draw(columns) else 1.5)
+            for _ in range(draw(st.integers(0, 6)))  # fewer or more than the tree's nodes
+        ]
+        if extras and draw(st.integers(0, 15)) == 0:
+            extras[-1] = tuple(extras[-1])  # not a NodeExtra
+        infos.append(info)
+        nodes.append(extras)
+    return infos, nodes
+
+
+@settings(max_examples=200, deadline=None)
+@given(node_inputs())
+def test_random_nodes_give_the_same_names_and_call_sites(
+    data: tuple[list[FunctionInfo], list[list[NodeExtra]]],
+) -> None:
+    infos, nodes = data
+
+    def build() -> tuple[bytes, list[array[int]]]:
+        builder = ExtrasBuilder()
+        builder.add_functions(infos, nodes)
+        tables = [builder.first_node, builder.linkage, builder.name, builder.call_file]
+        return builder.encode(b"gsym"), [*tables, builder.call_line, builder.call_column]
+
+    compiled, reference = both(build)
+    assert compiled == reference
+
+
+def test_a_programs_node_tables_are_built_by_the_kernel() -> None:
+    """The compiled tables answer for what the converter makes (a fallback to the
+    reference on every input would pass the comparisons above)."""
+    collector = ExtrasCollector()
+    result = convert_elf(str(program("c-inline")), extras=collector)
+    nodes = [collector.function_nodes(info) for info in result.functions]
+    kernels = extras_module._native
+    assert kernels is not None
+    tables = kernels.node_tables(result.functions, nodes, NodeExtra)
+    assert tables is not None
+    with pure_python():
+        builder = ExtrasBuilder()
+        builder.add_functions(result.functions, nodes)
+    assert tables[0] == builder._strings and tables[1] == builder._strtab
+    own = [builder.first_node[1:], builder.linkage, builder.name, builder.call_file]
+    assert list(tables[2:]) == [t.tobytes() for t in (*own, builder.call_line, builder.call_column)]
+    assert any(builder.call_file) and len(builder.linkage) > sum(1 for n in nodes if n)  # calls
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_column_points_are_sorted_and_thinned_alike(seed: int) -> None:
     rng = random.Random(seed)
     count = rng.randrange(0, 200)
     addresses = sorted(rng.randrange(0, 300) for _ in range(count))
-    if seed % 2:  # units out of address order
+    if seed % 3 == 1:  # units out of address order
         rng.shuffle(addresses)
+    elif seed % 3 == 2:  # line sequences: ascending runs in any order, ties across them
+        cuts = sorted(rng.sample(range(count + 1), min(count + 1, rng.randrange(1, 9))))
+        runs = [addresses[a:b] for a, b in zip([0, *cuts], [*cuts, count], strict=True)]
+        rng.shuffle(runs)
+        addresses = [address for run in runs for address in run]
     collector = ExtrasCollector()
     collector.column_addresses = array("Q", addresses)
     collector.column_values = array("I", (rng.choice([0, 1, 2, 0xFFFFFFFF]) for _ in addresses))

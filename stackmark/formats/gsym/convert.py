@@ -142,11 +142,14 @@ def convert_elf(
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    dwarf_done: Callable[[], None] | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
 
     With `extras`, also collects what the cache's extras file needs; the
-    final functions, in file order, are in `result.functions`. With
+    final functions, in file order, are in `result.functions`; `dwarf_done`
+    is called once `extras` is complete, before the symbol table is read and
+    the records encoded (the GSYM cache starts its own work then). With
     `segment_size`, the bytes are cut into `result.segments` instead
     (stackmark.formats.gsym.segments). `load_supplementary` finds a dwz
     supplementary file (default: beside the file, then /usr/lib/debug; the
@@ -161,6 +164,7 @@ def convert_elf(
             extras=extras,
             segment_size=segment_size,
             load_supplementary=load_supplementary,
+            dwarf_done=dwarf_done,
         )
 
 
@@ -197,9 +201,10 @@ def convert_image(
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    dwarf_done: Callable[[], None] | None = None,
 ) -> ConversionResult:
     """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order);
-    `load_supplementary` as for `convert_elf`."""
+    `load_supplementary` and `dwarf_done` as for `convert_elf`."""
     from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
     from stackmark.formats.gsym.parallel_records import records_in_parallel
 
@@ -219,6 +224,8 @@ def convert_image(
         reopen=image.reopen,
         load_supplementary=load_supplementary,
     )
+    if dwarf_done is not None:
+        dwarf_done()
     result.dwarf_functions = report.functions
     result.warnings.update(report.warnings)
     result.messages += report.messages

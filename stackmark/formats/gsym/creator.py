@@ -278,6 +278,11 @@ PIECE_FUNCTIONS = 4096
 """Functions per piece of `records_in_pieces` (progress is reported per piece)."""
 
 
+def records_compiled() -> bool:
+    """Whether `encode_records` runs the compiled encoder (else the Python one)."""
+    return _native is not None
+
+
 def encode_records(functions: Sequence[FunctionInfo], little: bool) -> tuple[bytes, list[int]]:
     """The FunctionInfo records of `functions`, laid out from offset 0 (each
     4-aligned), and the offset of each: a piece of a GSYM's record area.

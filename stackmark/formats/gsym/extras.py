@@ -246,8 +246,9 @@ class ExtrasBuilder:
         self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]
     ) -> None:
         """All functions, in GSYM order, with their extras nodes ([] for symbol-only ones)."""
-        for info, extras in zip(functions, nodes, strict=True):
-            self._add_nodes(info, extras)
+        if not self._add_nodes_natively(functions, nodes):
+            for info, extras in zip(functions, nodes, strict=True):
+                self._add_nodes(info, extras)
         if self._index_natively(functions, nodes):
             return
         starts = [f.start for f in functions]
@@ -260,6 +261,23 @@ class ExtrasBuilder:
             region_end = starts[j] if j < n else None
             self._add_group(functions, nodes, i, j, region_end)
             i = j
+
+    def _add_nodes_natively(
+        self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]
+    ) -> bool:
+        """`_add_nodes` of every function by the compiled twin, when it is active,
+        the builder holds no node or string yet and the compiled code takes the
+        input (anything unusual is left to `_add_nodes`); False otherwise."""
+        if _native is None or len(self.first_node) > 1 or self._strtab:
+            return False
+        tables = _native.node_tables(functions, nodes, NodeExtra)
+        if tables is None:
+            return False
+        self._strings, self._strtab, *columns = tables
+        own = (self.first_node, self.linkage, self.name, self.call_file, self.call_line)
+        for table, data in zip((*own, self.call_column), columns, strict=True):
+            table.frombytes(data)
+        return True
 
     def _index_natively(
         self, functions: Sequence[FunctionInfo], nodes: Sequence[list[NodeExtra]]

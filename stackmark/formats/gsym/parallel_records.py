@@ -24,11 +24,28 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from stackmark.formats.gsym.creator import RecordEncoder, encode_records, records_in_pieces
+from stackmark.formats.gsym.creator import (
+    RecordEncoder,
+    encode_records,
+    records_compiled,
+    records_in_pieces,
+)
 from stackmark.formats.gsym.function_info import FunctionInfo
 
 MIN_FUNCTIONS = 8192
 """Fewer functions than this are encoded here: a fork costs more than it saves."""
+
+MIN_FUNCTIONS_COMPILED = 1 << 20
+"""The same with the compiled encoder active. It encodes the 21,000 functions of
+the 104 MB benchmark binary in 0.2 s in one process, while forking two encoders
+took 0.4 s of wall time (each child copies the pages whose reference counts it
+touches): only far larger inputs are worth a fork (docs/benchmarks.md)."""
+
+
+def min_functions() -> int:
+    """How many functions make forking pay, for the record encoder active here."""
+    return MIN_FUNCTIONS_COMPILED if records_compiled() else MIN_FUNCTIONS
+
 
 SLICES_PER_JOB = 4
 """More slices than processes, so that the parent joins early ones while later
@@ -67,7 +84,7 @@ def records_in_parallel(jobs: int) -> RecordEncoder | None:
         functions: Sequence[FunctionInfo], little: bool
     ) -> Iterator[tuple[bytes, list[int]]]:
         global _functions, _little
-        if len(functions) < MIN_FUNCTIONS or not forking_is_safe():
+        if len(functions) < min_functions() or not forking_is_safe():
             yield from records_in_pieces(functions, little)
             return
         count = len(functions)
