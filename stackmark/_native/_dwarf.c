@@ -1279,6 +1279,7 @@ typedef struct {
     int *origins;            /* by code: 0, or how DW_AT_abstract_origin names the node */
     size_t *origin_specs;    /* by code: the index of that attribute among its specs */
     PyObject *unit_offset;   /* the unit's .debug_info offset, for local references */
+    uint64_t unit_start;     /* the same, when below 2**62 (else UINT64_MAX) */
     size_t ncodes;
 } NodeMaker;
 
@@ -1291,6 +1292,9 @@ static PyObject *s_tag;
 static PyObject *node_origin(const NodeMaker *m, uint64_t code, const Attr *value) {
     int mode = m->origins[code];
     if (mode == 0 || !value->present || value->meaning != M_VALUE) return Py_NewRef(Py_None);
+    if (mode == 1 && !value->negative && m->unit_start < ((uint64_t)1 << 62) &&
+        value->value < ((uint64_t)1 << 62))
+        return PyLong_FromUnsignedLongLong(m->unit_start + value->value);
     PyObject *number = value->negative ? PyLong_FromLongLong((long long)value->value)
                                        : PyLong_FromUnsignedLongLong(value->value);
     if (number == NULL || mode != 1) return number;
@@ -1539,6 +1543,11 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
         goto release;
     }
     maker.ncodes = t->ncodes;
+    maker.unit_start = PyLong_AsUnsignedLongLong(maker.unit_offset);
+    if (maker.unit_start == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* negative or past 64 bits: added as Python ints */
+        maker.unit_start = UINT64_MAX;
+    }
     int ready = slot_map(&node_slots, maker.cls, node_slot_names, N_SLOTS);
     if (ready == 1) ready = maker_read(&maker, origins, origin_specs);
     if (ready != 1) {
