@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include "reading.h"
+#include "slots.h"
 
 #define ROW_WIDTH 7 /* stackmark.dwarf.lines.WIDTH: LineRow's fields */
 
@@ -641,10 +642,12 @@ typedef struct {
 } Attr;
 
 /* A subroutine DIE's attributes (stackmark.dwarf.abbrev.decode_attributes, keeping
- * only the ones the walk needs). */
-static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs) {
+ * only the ones the walk needs), and the value of its spec number `capture`
+ * besides (SIZE_MAX: none) in *captured, its meaning M_ZERO when not an int. */
+static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs,
+                             size_t capture, Attr *captured) {
     uint64_t p = *pos, value = 0;
-    int wide;
+    int wide = 0;
     memset(attrs, 0, sizeof(Attr) * R_COUNT);
     for (size_t i = 0; i < c->nspecs; i++) {
         const Spec *s = &w->t->specs[c->specs + i];
@@ -661,7 +664,7 @@ static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *
             negative = s->implicit < 0;
         } else if (s->size == V_ULEB) {
             if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
-            if (wide && s->role != R_OTHER) return 0;
+            if (wide && (s->role != R_OTHER || i == capture)) return 0;
         } else if (s->size == V_SLEB) {
             int64_t signed_value;
             if (!read_sleb(&w->b, &p, &signed_value)) return 0;
@@ -682,9 +685,32 @@ static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *
             a->negative = negative;
             a->meaning = s->meaning;
         }
+        if (i == capture) {
+            captured->present = 1;
+            captured->value = value;
+            captured->negative = negative;
+            int is_int = (s->size >= 0 && s->size <= 8) || s->size == V_ULEB ||
+                         s->size == V_SLEB || s->size == V_U24;
+            captured->meaning = is_int ? M_VALUE : M_ZERO;
+        }
     }
     *pos = p;
     return 1;
+}
+
+/* A new (low, high) tuple of ints, as Py_BuildValue("(KK)") makes it. */
+static PyObject *range_pair(uint64_t low, uint64_t high) {
+    PyObject *first = PyLong_FromUnsignedLongLong(low);
+    PyObject *second = first ? PyLong_FromUnsignedLongLong(high) : NULL;
+    PyObject *pair = second ? PyTuple_New(2) : NULL;
+    if (pair == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, first);
+    PyTuple_SET_ITEM(pair, 1, second);
+    return pair;
 }
 
 /* stackmark.dwarf.ranges._read_rnglist, without the indexed entries. */
@@ -720,7 +746,7 @@ static int read_rnglist(const Walk *w, uint64_t offset, PyObject *out) {
             return 0;
         }
         if (low != tombstone) {
-            PyObject *pair = Py_BuildValue("(KK)", low, high);
+            PyObject *pair = range_pair(low, high);
             if (pair == NULL) return -1;
             int failed = PyList_Append(out, pair);
             Py_DECREF(pair);
@@ -747,7 +773,7 @@ static int read_debug_ranges(const Walk *w, uint64_t offset, PyObject *out) {
             continue;
         }
         if (start == tombstone || base == tombstone) continue;
-        PyObject *pair = Py_BuildValue("(KK)", start + base, end + base);
+        PyObject *pair = range_pair(start + base, end + base);
         if (pair == NULL) return -1;
         int failed = PyList_Append(out, pair);
         Py_DECREF(pair);
@@ -768,7 +794,14 @@ static PyObject *die_ranges(const Walk *w, const Attr *attrs, int *fallback) {
             if (high->meaning == M_CONSTANT && __builtin_add_overflow(low->value, high->value, &end))
                 return NULL;
             *fallback = 0;
-            return Py_BuildValue("[(KK)]", low->value, end);
+            PyObject *pair = range_pair(low->value, end);
+            PyObject *one = pair ? PyList_New(1) : NULL;
+            if (one == NULL) {
+                Py_XDECREF(pair);
+                return NULL;
+            }
+            PyList_SET_ITEM(one, 0, pair);
+            return one;
         }
     }
     PyObject *out = PyList_New(0);
@@ -847,7 +880,7 @@ static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
             push = c->children;
         } else {
             uint64_t attrs_pos = pos;
-            if (!decode_subroutine(w, &pos, c, attrs)) goto done;
+            if (!decode_subroutine(w, &pos, c, attrs, SIZE_MAX, NULL)) goto done;
             int fallback;
             PyObject *ranges = die_ranges(w, attrs, &fallback);
             if (ranges == NULL) {
@@ -1228,73 +1261,92 @@ typedef struct {
     int64_t node; /* the inline context: an item's index, or -1 (None) */
 } GsymFrame;
 
+/* The slots of dwarf_walk.DieFunction the walk sets (stackmark/_native/slots.h). */
+enum { N_UNIT, N_OFFSET, N_ABBREV, N_VALUES, N_RANGES, N_TAG, N_CHILDREN, N_ORIGIN, N_CALL_FILE,
+       N_CALL_LINE, N_CALL_COLUMN, N_SLOTS };
+static const char *const node_slot_names[N_SLOTS] = {
+    "unit", "offset", "abbrev", "_values", "ranges", "tag", "children", "origin",
+    "call_file_here", "call_line", "call_column"};
+static SlotMap node_slots;
+
 /* What a converter walk makes its nodes with: the DieFunction class, the unit,
- * the Abbrev objects by code, and the attribute names of the node's slots. */
+ * and by code the Abbrev objects, their tags and how DW_AT_abstract_origin
+ * names the node. */
 typedef struct {
     PyTypeObject *cls;
     PyObject *unit, *abbrevs;
-    PyObject *origins;     /* by code: 0, or how DW_AT_abstract_origin names the node */
-    PyObject *unit_offset; /* the unit's .debug_info offset, for local references */
+    PyObject **tags;         /* by code: the Abbrev's tag (new references), or NULL */
+    int *origins;            /* by code: 0, or how DW_AT_abstract_origin names the node */
+    size_t *origin_specs;    /* by code: the index of that attribute among its specs */
+    PyObject *unit_offset;   /* the unit's .debug_info offset, for local references */
+    uint64_t unit_start;     /* the same, when below 2**62 (else UINT64_MAX) */
+    size_t ncodes;
 } NodeMaker;
 
-static PyObject *s_unit, *s_offset, *s_abbrev, *s_values, *s_ranges, *s_tag, *s_children,
-    *s_origin, *k_abstract_origin;
+static PyObject *s_tag;
 
 /* dwarf_walk.DieFunction.origin: Unit.ref_attr's DW_AT_abstract_origin for the
  * codes whose calls are named by their origin alone (1: a unit-local reference,
- * 2: DW_FORM_ref_addr), else None. A new reference, NULL on an error. */
-static PyObject *node_origin(const NodeMaker *m, uint64_t code, PyObject *values) {
-    long mode = PyLong_AsLong(PyList_GET_ITEM(m->origins, (Py_ssize_t)code));
-    if (mode == -1 && PyErr_Occurred()) return NULL;
-    if (mode == 0) return Py_NewRef(Py_None);
-    PyObject *value = PyDict_GetItemWithError(values, k_abstract_origin);
-    if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    if (!PyLong_CheckExact(value)) return Py_NewRef(Py_None);
-    return mode == 1 ? PyNumber_Add(m->unit_offset, value) : Py_NewRef(value);
+ * 2: DW_FORM_ref_addr), else None; `value` is the attribute as the walk read
+ * it. A new reference, NULL on an error. */
+static PyObject *node_origin(const NodeMaker *m, uint64_t code, const Attr *value) {
+    int mode = m->origins[code];
+    if (mode == 0 || !value->present || value->meaning != M_VALUE) return Py_NewRef(Py_None);
+    if (mode == 1 && !value->negative && m->unit_start < ((uint64_t)1 << 62) &&
+        value->value < ((uint64_t)1 << 62))
+        return PyLong_FromUnsignedLongLong(m->unit_start + value->value);
+    PyObject *number = value->negative ? PyLong_FromLongLong((long long)value->value)
+                                       : PyLong_FromUnsignedLongLong(value->value);
+    if (number == NULL || mode != 1) return number;
+    Py_SETREF(number, PyNumber_Add(m->unit_offset, number));
+    return number;
 }
 
-/* A new DieFunction, as its __init__ makes it; steals `values` and `ranges`. */
-static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, PyObject *values,
-                           PyObject *ranges, PyObject **children) {
-    PyObject *abbrev = PyList_GET_ITEM(m->abbrevs, (Py_ssize_t)code);
-    PyObject *empty = PyTuple_New(0);
-    PyObject *node = empty ? m->cls->tp_new(m->cls, empty, NULL) : NULL;
-    Py_XDECREF(empty);
-    PyObject *offset_obj = node ? PyLong_FromUnsignedLongLong(offset) : NULL;
-    PyObject *tag = offset_obj ? PyObject_GetAttr(abbrev, s_tag) : NULL;
-    PyObject *kids = tag ? PyList_New(0) : NULL;
-    PyObject *origin = kids ? node_origin(m, code, values) : NULL;
-    int failed = origin == NULL || PyObject_SetAttr(node, s_unit, m->unit) < 0 ||
-                 PyObject_SetAttr(node, s_offset, offset_obj) < 0 ||
-                 PyObject_SetAttr(node, s_abbrev, abbrev) < 0 ||
-                 PyObject_SetAttr(node, s_values, values) < 0 ||
-                 PyObject_SetAttr(node, s_ranges, ranges) < 0 ||
-                 PyObject_SetAttr(node, s_tag, tag) < 0 ||
-                 PyObject_SetAttr(node, s_children, kids) < 0 ||
-                 PyObject_SetAttr(node, s_origin, origin) < 0;
-    Py_XDECREF(origin);
-    Py_XDECREF(offset_obj);
-    Py_XDECREF(tag);
-    Py_DECREF(values);
-    Py_DECREF(ranges);
-    if (failed) {
-        Py_XDECREF(kids);
-        Py_XDECREF(node);
+/* dwarf_walk.DieFunction.call_file_here: the int the DIE holds, else None. */
+static PyObject *own_call_file(const Attr *a) {
+    if (!a->present || a->meaning == M_ZERO) return Py_NewRef(Py_None);
+    return attr_int(a);
+}
+
+/* A new DieFunction, as its __init__ makes it but with its values left to be
+ * decoded when asked for; steals `ranges`. */
+static PyObject *make_node(const NodeMaker *m, uint64_t offset, uint64_t code, const Attr *attrs,
+                           const Attr *origin_value, PyObject *ranges, PyObject **children) {
+    PyObject *node = m->cls->tp_alloc(m->cls, 0);
+    if (node == NULL) {
+        Py_DECREF(ranges);
         return NULL;
     }
+    /* every slot is set, or the node is freed with those it has */
+    SLOT(node, node_slots, N_RANGES) = ranges;
+    PyObject *kids = PyList_New(0);
+    if (kids == NULL) goto fail;
+    SLOT(node, node_slots, N_CHILDREN) = kids;
+    if ((SLOT(node, node_slots, N_OFFSET) = PyLong_FromUnsignedLongLong(offset)) == NULL ||
+        (SLOT(node, node_slots, N_ORIGIN) = node_origin(m, code, origin_value)) == NULL ||
+        (SLOT(node, node_slots, N_CALL_FILE) = own_call_file(&attrs[R_CALL_FILE])) == NULL ||
+        (SLOT(node, node_slots, N_CALL_LINE) = attr_int(&attrs[R_CALL_LINE])) == NULL ||
+        (SLOT(node, node_slots, N_CALL_COLUMN) = attr_int(&attrs[R_CALL_COLUMN])) == NULL)
+        goto fail;
+    SLOT(node, node_slots, N_UNIT) = Py_NewRef(m->unit);
+    SLOT(node, node_slots, N_ABBREV) = Py_NewRef(PyList_GET_ITEM(m->abbrevs, (Py_ssize_t)code));
+    SLOT(node, node_slots, N_TAG) = Py_NewRef(m->tags[code]);
+    SLOT(node, node_slots, N_VALUES) = Py_NewRef(Py_None);
     *children = kids; /* borrowed from here on: the node holds it */
-    Py_DECREF(kids);
     return node;
+fail:
+    Py_DECREF(node);
+    return NULL;
 }
 
 /* The walk proper; 1 done, 0 not in the kernel's domain, -1 a Python error. */
-static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint64_t top,
-                          const NodeMaker *maker, PyObject *out, U64s parents[2]) {
+static int gsym_walk_dies(const Walk *w, uint64_t pos, uint64_t top, const NodeMaker *maker,
+                          PyObject *out, U64s parents[2]) {
     PyObject **children = NULL; /* by node index: its children list (borrowed) */
     size_t nodes = 0, nodes_cap = 0;
     GsymFrame *stack = malloc(64 * sizeof(GsymFrame));
     size_t depth = 1, cap = 64;
-    Attr attrs[R_COUNT];
+    Attr attrs[R_COUNT], origin_value;
     int status = 0;
     if (stack == NULL) {
         PyErr_NoMemory();
@@ -1333,32 +1385,17 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
             continue;
         }
         if (kind == G_SUB_CODE || kind == G_INLINED) {
-            PyObject *decoder = PyList_GET_ITEM(decoders, (Py_ssize_t)code);
-            const DecodePlan *plan = PyCapsule_GetPointer(decoder, PLAN_CAPSULE);
-            if (plan == NULL) {
-                status = -1;
+            memset(&origin_value, 0, sizeof origin_value);
+            if (!decode_subroutine(w, &pos, c, attrs, maker->origin_specs[code], &origin_value))
                 goto done;
-            }
-            uint64_t roles_pos = pos;
-            if (!decode_subroutine(w, &roles_pos, c, attrs)) goto done;
-            PyObject *values = decode_dict(plan, &w->b, &pos, w->little);
-            if (values == NULL) {
-                status = PyErr_Occurred() ? -1 : 0;
-                goto done;
-            }
-            if (pos != roles_pos) { /* the two readings disagree: the reference decides */
-                Py_DECREF(values);
-                goto done;
-            }
+            if (pos > ((uint64_t)1 << 62)) goto done;
             if (kind == G_INLINED && context < 0) {
-                Py_DECREF(values);
                 if (c->children && !gsym_skip_children(w, &pos)) goto done;
                 continue;
             }
             int fallback;
             PyObject *ranges = die_ranges(w, attrs, &fallback);
             if (ranges == NULL) {
-                Py_DECREF(values);
                 status = fallback ? 0 : -1;
                 goto done;
             }
@@ -1367,7 +1404,6 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
                     size_t grown = nodes_cap ? 2 * nodes_cap : 256;
                     PyObject **more = realloc(children, grown * sizeof(PyObject *));
                     if (more == NULL) {
-                        Py_DECREF(values);
                         Py_DECREF(ranges);
                         PyErr_NoMemory();
                         status = -1;
@@ -1376,7 +1412,8 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
                     children = more;
                     nodes_cap = grown;
                 }
-                PyObject *item = make_node(maker, offset, code, values, ranges, &children[nodes]);
+                PyObject *item = make_node(maker, offset, code, attrs, &origin_value, ranges,
+                                           &children[nodes]);
                 PyObject *into = kind == G_SUB_CODE ? out : children[context];
                 if (item == NULL || PyList_Append(into, item) < 0) {
                     Py_XDECREF(item);
@@ -1386,7 +1423,6 @@ static int gsym_walk_dies(const Walk *w, PyObject *decoders, uint64_t pos, uint6
                 Py_DECREF(item);
                 node = (int64_t)nodes++;
             } else {
-                Py_DECREF(values);
                 Py_DECREF(ranges);
                 if (kind == G_INLINED) {
                     if (c->children && !gsym_skip_children(w, &pos)) goto done;
@@ -1426,32 +1462,66 @@ done:
 }
 
 PyDoc_STRVAR(gsym_walk_doc,
-"gsym_walk(tables, decoders, buf, pos, end, unit_start, base, little_endian,\n"
+"gsym_walk(tables, buf, pos, end, unit_start, base, little_endian,\n"
 "          ranges_buf, ranges_start, ranges_end, version, addr_size, base_address,\n"
-"          top_offset, node_class, unit, abbrevs, origins, unit_offset)\n"
+"          top_offset, node_class, unit, abbrevs, origins, origin_specs, unit_offset)\n"
 "--\n\n"
 "stackmark.formats.gsym.dwarf_walk.UnitWalk._walk from buffer position `pos`\n"
 "(after the unit DIE at `top_offset`): (functions, offsets, parents), or None\n"
 "when the reference must run. functions: the subprograms with code in DIE order,\n"
 "each a `node_class` (DieFunction) of `unit` with its inline tree of inlined\n"
-"calls in `children`. offsets and parents: the DIEs reached and their parents'\n"
-"offsets, as native uint64 arrays (bytes), in DIE order. `decoders[code]` is the\n"
-"decode plan of each subroutine code, `abbrevs[code]` its Abbrev, `origins[code]`\n"
-"how its DW_AT_abstract_origin names the node (DieFunction.origin: 0 none, 1 a\n"
-"reference within the unit at `unit_offset`, 2 DW_FORM_ref_addr).");
+"calls in `children`, its call fields and origin set and its `values` left to\n"
+"be decoded when asked for. offsets and parents: the DIEs reached and their\n"
+"parents' offsets, as native uint64 arrays (bytes), in DIE order.\n"
+"`abbrevs[code]` is each code's Abbrev, `origins[code]` how its\n"
+"DW_AT_abstract_origin names the node (DieFunction.origin: 0 none, 1 a\n"
+"reference within the unit at `unit_offset`, 2 DW_FORM_ref_addr) and\n"
+"`origin_specs[code]` that attribute's index among the code's specs (-1 none).");
+
+/* The maker's tables by code; 1, 0 when a list is not of the shape the kernel
+ * reads (the reference runs), -1 on an error. */
+static int maker_read(NodeMaker *m, PyObject *origins, PyObject *origin_specs) {
+    size_t n = m->ncodes;
+    m->tags = calloc(n ? n : 1, sizeof(PyObject *));
+    m->origins = calloc(n ? n : 1, sizeof(int));
+    m->origin_specs = calloc(n ? n : 1, sizeof(size_t));
+    if (m->tags == NULL || m->origins == NULL || m->origin_specs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *abbrev = PyList_GET_ITEM(m->abbrevs, (Py_ssize_t)i);
+        long mode = PyLong_AsLong(PyList_GET_ITEM(origins, (Py_ssize_t)i));
+        long long at = PyLong_AsLongLong(PyList_GET_ITEM(origin_specs, (Py_ssize_t)i));
+        if ((mode == -1 || at == -1) && PyErr_Occurred()) return -1;
+        if (mode < 0 || mode > 2 || (mode != 0 && at < 0)) return 0;
+        m->origins[i] = (int)mode;
+        m->origin_specs[i] = at < 0 ? SIZE_MAX : (size_t)at;
+        if (abbrev != Py_None && (m->tags[i] = PyObject_GetAttr(abbrev, s_tag)) == NULL) return -1;
+    }
+    return 1;
+}
+
+static void maker_free(NodeMaker *m) {
+    if (m->tags != NULL)
+        for (size_t i = 0; i < m->ncodes; i++) Py_XDECREF(m->tags[i]);
+    free(m->tags);
+    free(m->origins);
+    free(m->origin_specs);
+}
 
 static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *capsule, *decoders;
+    PyObject *capsule, *origins, *origin_specs;
     Py_buffer view, rview;
     unsigned long long pos, end, unit_start, base, r_start, r_end, base_address, top;
     int little, version, addr_size;
-    NodeMaker maker;
-    if (!PyArg_ParseTuple(args, "OO!y*KKKKpy*KKiiKKO!OO!O!O!", &capsule, &PyList_Type, &decoders,
-                          &view, &pos, &end, &unit_start, &base, &little, &rview, &r_start,
-                          &r_end, &version, &addr_size, &base_address, &top, &PyType_Type,
-                          &maker.cls, &maker.unit, &PyList_Type, &maker.abbrevs, &PyList_Type,
-                          &maker.origins, &PyLong_Type, &maker.unit_offset))
+    NodeMaker maker = {0};
+    if (!PyArg_ParseTuple(args, "Oy*KKKKpy*KKiiKKO!OO!O!O!O!", &capsule, &view, &pos, &end,
+                          &unit_start, &base, &little, &rview, &r_start, &r_end, &version,
+                          &addr_size, &base_address, &top, &PyType_Type, &maker.cls, &maker.unit,
+                          &PyList_Type, &maker.abbrevs, &PyList_Type, &origins, &PyList_Type,
+                          &origin_specs, &PyLong_Type, &maker.unit_offset))
         return NULL;
     PyObject *result = NULL;
     U64s pairs[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
@@ -1465,11 +1535,23 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
         .base_address = base_address,
     };
     if (end > w.b.size || r_end > w.rb.size || r_start > r_end || base > w.b.size ||
-        (size_t)PyList_GET_SIZE(decoders) != t->ncodes ||
         (size_t)PyList_GET_SIZE(maker.abbrevs) != t->ncodes ||
-        (size_t)PyList_GET_SIZE(maker.origins) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(origins) != t->ncodes ||
+        (size_t)PyList_GET_SIZE(origin_specs) != t->ncodes ||
         !(addr_size == 2 || addr_size == 4 || addr_size == 8)) {
         result = Py_NewRef(Py_None);
+        goto release;
+    }
+    maker.ncodes = t->ncodes;
+    maker.unit_start = PyLong_AsUnsignedLongLong(maker.unit_offset);
+    if (maker.unit_start == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* negative or past 64 bits: added as Python ints */
+        maker.unit_start = UINT64_MAX;
+    }
+    int ready = slot_map(&node_slots, maker.cls, node_slot_names, N_SLOTS);
+    if (ready == 1) ready = maker_read(&maker, origins, origin_specs);
+    if (ready != 1) {
+        if (ready == 0) result = Py_NewRef(Py_None);
         goto release;
     }
     if (!u64s_reserve(&pairs[0], 1) || !u64s_reserve(&pairs[1], 1)) { /* never NULL: y# */
@@ -1478,7 +1560,7 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
     }
     PyObject *out = PyList_New(0);
     if (out == NULL) goto release;
-    int status = gsym_walk_dies(&w, decoders, pos, top, &maker, out, pairs);
+    int status = gsym_walk_dies(&w, pos, top, &maker, out, pairs);
     if (status == 1) {
         result = Py_BuildValue(
             "(Ny#y#)", out, (const char *)pairs[0].items,
@@ -1489,6 +1571,7 @@ static PyObject *gsym_walk(PyObject *self, PyObject *args) {
         if (status == 0) result = Py_NewRef(Py_None);
     }
 release:
+    maker_free(&maker);
     free(pairs[0].items);
     free(pairs[1].items);
     PyBuffer_Release(&view);
@@ -2150,16 +2233,6 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__dwarf(void) {
-#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
-    INTERN(s_unit, "unit");
-    INTERN(s_offset, "offset");
-    INTERN(s_abbrev, "abbrev");
-    INTERN(s_values, "values");
-    INTERN(s_ranges, "ranges");
-    INTERN(s_tag, "tag");
-    INTERN(s_children, "children");
-    INTERN(s_origin, "origin");
-#undef INTERN
-    if ((k_abstract_origin = PyLong_FromLong(0x31)) == NULL) return NULL; /* DW_AT_abstract_origin */
+    if ((s_tag = PyUnicode_InternFromString("tag")) == NULL) return NULL;
     return PyModule_Create(&module);
 }

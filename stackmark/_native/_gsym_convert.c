@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "slots.h"
 
 #include "sorting.h"
 
@@ -462,48 +463,17 @@ done:
 
 /* ---- a function's inline tree (UnitConverter._inline, the whole recursion) -- */
 
-/* Where the slots of a __slots__ class live: read and written in place, as
- * the member descriptors `getattr`/`setattr` go through do (DieFunction's
- * are read, InlineInfo's set as its __init__ sets them). */
-enum { DIE_RANGES, DIE_CHILDREN, DIE_VALUES, DIE_ORIGIN, DIE_SLOTS };
+/* The slots of DieFunction the kernels read and of InlineInfo they set, as
+ * its __init__ sets them (stackmark/_native/slots.h). */
+enum { DIE_RANGES, DIE_CHILDREN, DIE_ORIGIN, DIE_CALL_FILE, DIE_CALL_LINE, DIE_CALL_COLUMN,
+       DIE_SLOTS };
 enum { INFO_NAME, INFO_RANGES, INFO_CALL_FILE, INFO_CALL_LINE, INFO_CHILDREN, INFO_SLOTS };
-static const char *const die_slot_names[DIE_SLOTS] = {"ranges", "children", "values", "origin"};
+static const char *const die_slot_names[DIE_SLOTS] = {
+    "ranges", "children", "origin", "call_file_here", "call_line", "call_column"};
 static const char *const info_slot_names[INFO_SLOTS] = {"name", "ranges", "call_file",
                                                         "call_line", "children"};
 
-typedef struct {
-    PyTypeObject *type; /* a strong reference once found */
-    Py_ssize_t offset[INFO_SLOTS];
-} SlotMap;
-
 static SlotMap die_slots, info_slots;
-
-/* The offsets of `names` in `type`'s instances; 0 with no exception when one
- * is not an object slot of the type (the reference runs). */
-static int slot_map(SlotMap *map, PyTypeObject *type, const char *const names[], int count) {
-    if (map->type == type) return 1;
-    Py_ssize_t offset[INFO_SLOTS];
-    for (int i = 0; i < count; i++) {
-        PyObject *descr = PyObject_GetAttrString((PyObject *)type, names[i]);
-        if (descr == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
-            PyErr_Clear();
-            return 0;
-        }
-        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
-                 PyType_IsSubtype(type, ((PyMemberDescrObject *)descr)->d_common.d_type) &&
-                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX &&
-                 !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY);
-        if (ok) offset[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-        Py_DECREF(descr);
-        if (!ok) return 0;
-    }
-    Py_XSETREF(map->type, (PyTypeObject *)Py_NewRef(type));
-    memcpy(map->offset, offset, sizeof(Py_ssize_t) * (size_t)count);
-    return 1;
-}
-
-#define SLOT(obj, map, i) (*(PyObject **)((char *)(obj) + (map).offset[i]))
 
 typedef struct {
     PyTypeObject *die, *info, *extra;
@@ -523,8 +493,7 @@ typedef struct {
 
 enum { MAX_TREE_DEPTH = 200 }; /* deeper subtrees go to the reference (bounded C stack) */
 
-static PyObject *s_uncontained, *s_invalid_call_file, *s_call_file_attr, *s_value_attr;
-static PyObject *k_call_file, *k_call_line, *k_call_column, *no_file, *zero;
+static PyObject *s_uncontained, *s_invalid_call_file, *s_call_file_attr, *no_file, *zero;
 
 /* from_dwarf.UnitConverter._inline for `call`, as the reference. */
 static int tree_reference(const Tools *t, PyObject *call, Parent *parent) {
@@ -534,23 +503,6 @@ static int tree_reference(const Tools *t, PyObject *call, Parent *parent) {
     PyObject *r = PyObject_Vectorcall(t->reference, argv, 3, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
-}
-
-/* DieFunction.call_line / call_column: the value, or its `value`, when an
- * int; else 0. A new reference. */
-static PyObject *int_attr(PyObject *values, PyObject *key) {
-    PyObject *value = PyDict_GetItemWithError(values, key); /* borrowed */
-    if (value == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(zero);
-    if (PyLong_CheckExact(value)) return Py_NewRef(value);
-    PyObject *inner = PyObject_GetAttr(value, s_value_attr); /* getattr(value, "value", value) */
-    if (inner == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-        PyErr_Clear();
-        inner = Py_NewRef(value);
-    }
-    if (PyLong_Check(inner)) return inner;
-    Py_DECREF(inner);
-    return Py_NewRef(zero);
 }
 
 /* `found` unpacked into three borrowed items, as `a, b, c = found` does. */
@@ -612,17 +564,22 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
     if (!Py_IS_TYPE(call, t->die) || depth > MAX_TREE_DEPTH) return tree_reference(t, call, parent);
     PyObject *ranges = SLOT(call, die_slots, DIE_RANGES);
     PyObject *children = SLOT(call, die_slots, DIE_CHILDREN);
-    PyObject *values = SLOT(call, die_slots, DIE_VALUES);
     PyObject *origin = SLOT(call, die_slots, DIE_ORIGIN);
-    if (ranges == NULL || children == NULL || values == NULL || origin == NULL ||
-        !PyList_CheckExact(children) || !PyDict_CheckExact(values))
+    PyObject *own_file = SLOT(call, die_slots, DIE_CALL_FILE);
+    PyObject *line = SLOT(call, die_slots, DIE_CALL_LINE);
+    PyObject *column = SLOT(call, die_slots, DIE_CALL_COLUMN);
+    if (ranges == NULL || children == NULL || origin == NULL || own_file == NULL ||
+        line == NULL || column == NULL || !PyList_CheckExact(children) || !PyLong_Check(line) ||
+        !PyLong_Check(column))
         return tree_reference(t, call, parent);
     /* Held, so that no callback can free them under the kernel: it reads the
      * call's slots once (names_of, insert_string and file_index only read it). */
     Py_INCREF(ranges);
     Py_INCREF(children);
-    Py_INCREF(values);
     Py_INCREF(origin);
+    Py_INCREF(own_file);
+    Py_INCREF(line);
+    Py_INCREF(column);
     Spans own, all, kept;
     spans_init(&own);
     spans_init(&all);
@@ -659,10 +616,8 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
     if ((name = string_of(t, PyTuple_GET_ITEM(names, 0))) == NULL) goto done;
     if (name == Py_None) Py_SETREF(name, Py_NewRef(zero)); /* `0 if name is None` */
     /* _call_file: DW_AT_call_file when an int in the DIE, else found recursively */
-    dwarf_file = PyDict_GetItemWithError(values, k_call_file);
-    if (dwarf_file == NULL && PyErr_Occurred()) goto done;
-    if (dwarf_file != NULL && PyLong_Check(dwarf_file)) {
-        Py_INCREF(dwarf_file);
+    if (PyLong_Check(own_file)) {
+        dwarf_file = Py_NewRef(own_file);
     } else if ((dwarf_file = PyObject_GetAttr(call, s_call_file_attr)) == NULL) {
         goto done;
     } else if (dwarf_file == Py_None) {
@@ -678,21 +633,16 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
         status = warn_with(t->warn, s_invalid_call_file);
         goto done;
     }
-    PyObject *line = int_attr(values, k_call_line);
-    if (line == NULL) goto done;
     unsigned long long masked = PyLong_AsUnsignedLongLongMask(line); /* `& 0xFFFFFFFF` */
-    if (masked == (unsigned long long)-1 && PyErr_Occurred()) {
-        Py_DECREF(line);
-        goto done;
-    }
-    PyObject *line_obj = line; /* an exact int the mask leaves alone is kept as it is */
+    if (masked == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+    PyObject *line_obj; /* an exact int the mask leaves alone is kept as it is */
     unsigned long long exact = PyLong_CheckExact(line) ? PyLong_AsUnsignedLongLong(line) : 0;
     int keep = PyLong_CheckExact(line) && !PyErr_Occurred() && exact <= 0xFFFFFFFFull;
     PyErr_Clear(); /* negative, or 2**64 and more: masked below */
-    if (!keep) {
-        Py_DECREF(line);
+    if (keep)
+        line_obj = Py_NewRef(line);
+    else
         line_obj = PyLong_FromUnsignedLongLong(masked & 0xFFFFFFFFull);
-    }
     PyObject *node_children = line_obj ? PyList_New(0) : NULL;
     node = node_children ? t->info->tp_alloc(t->info, 0) : NULL;
     if (node == NULL) {
@@ -706,8 +656,7 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
     SLOT(node, info_slots, INFO_CALL_LINE) = line_obj;
     SLOT(node, info_slots, INFO_CHILDREN) = node_children;
     if (t->extras != Py_None) {
-        PyObject *column = int_attr(values, k_call_column);
-        PyObject *extra = column ? t->extra->tp_alloc(t->extra, 3) : NULL;
+        PyObject *extra = t->extra->tp_alloc(t->extra, 3);
         PyObject *key = extra ? PyLong_FromVoidPtr(node) : NULL;
         int stored = -1;
         if (key != NULL) {
@@ -716,7 +665,6 @@ static int tree_call(const Tools *t, PyObject *call, Parent *parent, int depth) 
             PyTuple_SET_ITEM(extra, 2, Py_NewRef(column));
             stored = PyDict_SetItem(t->extras, key, extra);
         }
-        Py_XDECREF(column);
         Py_XDECREF(extra);
         Py_XDECREF(key);
         if (stored < 0) goto done;
@@ -745,8 +693,10 @@ done:
     Py_XDECREF(kept_list);
     Py_DECREF(ranges);
     Py_DECREF(children);
-    Py_DECREF(values);
     Py_DECREF(origin);
+    Py_DECREF(own_file);
+    Py_DECREF(line);
+    Py_DECREF(column);
     spans_free(&own);
     spans_free(&all);
     spans_free(&kept);
@@ -1780,13 +1730,10 @@ PyInit__gsym_convert(void)
     INTERN(s_uncontained, "Function DIE has uncontained address range");
     INTERN(s_invalid_call_file, "Inlined function die has invlaid file index in DW_AT_call_file");
     INTERN(s_call_file_attr, "call_file");
-    INTERN(s_value_attr, "value");
     INTERN(s_no_name, "Function has no name");
     INTERN(s_outside, "Address range starts outside executable section");
 #undef INTERN
-    if ((k_call_column = PyLong_FromLong(0x57)) == NULL || (k_call_file = PyLong_FromLong(0x58)) == NULL ||
-        (k_call_line = PyLong_FromLong(0x59)) == NULL || (no_file = PyLong_FromLong(0xFFFFFFFFL)) == NULL ||
-        (zero = PyLong_FromLong(0)) == NULL)
+    if ((no_file = PyLong_FromLong(0xFFFFFFFFL)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }

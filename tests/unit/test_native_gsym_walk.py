@@ -70,6 +70,7 @@ def _tree(function: DieFunction) -> tuple[Any, ...]:
         function.values,
         function.ranges,
         function.origin,
+        (function.call_file_here, function.call_line, function.call_column),
         [_tree(child) for child in function.children],
     )
 

@@ -246,11 +246,12 @@ class _OtherCall(DieFunction):
 
 
 def _set(call: DieFunction, attr: int, value: object) -> None:
-    call.values = dict(call.values)
+    values = dict(call.values)
     if value is _ABSENT:
-        call.values.pop(attr, None)
+        values.pop(attr, None)
     else:
-        call.values[attr] = value
+        values[attr] = value
+    call.values = values  # the call fields follow
 
 
 _ABSENT = object()

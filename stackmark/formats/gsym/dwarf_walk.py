@@ -71,10 +71,26 @@ _native = load("_dwarf")  # compiled twin of `UnitWalk._walk`, or None (stackmar
 class DieFunction:
     """A subprogram with code, or an inlined call inside one (with its own calls).
 
-    The compiled walk makes these without calling __init__ (it sets the same
+    The walk keeps, besides the DIE's place, only what converting it reads
+    of every node (its ranges, call file, line and column, origin); its
+    whole attribute dict, `values`, is decoded when first asked for (names
+    that miss the origin cache, declarations), which few nodes need. The
+    compiled walk makes these without calling __init__ (it sets the same
     slots: stackmark/_native/_dwarf.c `make_node`)."""
 
-    __slots__ = ("abbrev", "children", "offset", "origin", "ranges", "tag", "unit", "values")
+    __slots__ = (
+        "_values",
+        "abbrev",
+        "call_column",
+        "call_file_here",
+        "call_line",
+        "children",
+        "offset",
+        "origin",
+        "ranges",
+        "tag",
+        "unit",
+    )
 
     def __init__(
         self,
@@ -87,7 +103,7 @@ class DieFunction:
         self.unit = unit
         self.offset = offset
         self.abbrev = abbrev
-        self.values = values
+        self.values = values  # sets the call fields too
         self.ranges = ranges
         self.tag = abbrev.tag
         self.children: list[DieFunction] = []
@@ -95,6 +111,35 @@ class DieFunction:
         # offset as the walk read it (`names_of` shares names by it); None: not
         # read (other forms), the caller works it out.
         self.origin: int | None = None
+
+    # The call fields: DW_AT_call_file as this DIE holds it (an int; None when
+    # it holds none, or no int: `call_file` then looks through its origin),
+    # DW_AT_call_line and DW_AT_call_column (0 when absent or not ints).
+    _values: dict[int, object] | None
+    call_file_here: int | None
+    call_line: int
+    call_column: int
+
+    @property
+    def values(self) -> dict[int, object]:
+        """The DIE's raw attribute values (stackmark.dwarf.abbrev.decode_attributes),
+        decoded again from the unit on first use when the walk did not keep them."""
+        values: dict[int, object] | None = self._values
+        if values is None:
+            unit = self.unit
+            buf = unit.info.buf
+            _, pos = read_uleb(buf, unit.info.start + self.offset)
+            values, _ = decode_attributes(buf, pos, self.abbrev.plan(unit.enc), unit.enc)
+            self._values = values
+        return values
+
+    @values.setter
+    def values(self, values: dict[int, object]) -> None:
+        self._values = values
+        file = values.get(C.DW_AT_call_file)
+        self.call_file_here = file if isinstance(file, int) else None
+        self.call_line = _int_or_zero(values.get(C.DW_AT_call_line))
+        self.call_column = _int_or_zero(values.get(C.DW_AT_call_column))
 
     @property
     def is_inlined(self) -> bool:
@@ -174,22 +219,10 @@ class DieFunction:
     @property
     def call_file(self) -> int | None:
         """DW_AT_call_file (found recursively, as LLVM does); None when absent."""
-        value = self.values.get(C.DW_AT_call_file)
-        if isinstance(value, int):
+        value = self.call_file_here
+        if value is not None:
             return value
         return self._int((C.DW_AT_call_file,))
-
-    @property
-    def call_line(self) -> int:
-        value = self.values.get(C.DW_AT_call_line)
-        inner = getattr(value, "value", value)
-        return inner if isinstance(inner, int) else 0
-
-    @property
-    def call_column(self) -> int:
-        value = self.values.get(C.DW_AT_call_column)
-        inner = getattr(value, "value", value)
-        return inner if isinstance(inner, int) else 0
 
     @property
     def decl_line(self) -> int | None:
@@ -215,6 +248,12 @@ class DieFunction:
         if not isinstance(inner, int):
             return None
         return found[0].file_name(inner)
+
+
+def _int_or_zero(value: object) -> int:
+    """A call line or column as LLVM reads it: the int (or a form value's), else 0."""
+    inner = getattr(value, "value", value)
+    return inner if isinstance(inner, int) else 0
 
 
 class UnitWalk:
@@ -376,16 +415,18 @@ class UnitWalk:
         if frame is None:
             return False
         base_address, ranges = frame
-        entries: list[object] = []
-        decoders: list[object] = []
-        for code, kind in enumerate(kinds):
-            entry, decoder = _compiled_entry(abbrevs[code], plans[code], kind, unit)
-            entries.append(entry)
-            decoders.append(decoder)
+        entries = [
+            _compiled_entry(abbrevs[code], plans[code], kind, unit)
+            for code, kind in enumerate(kinds)
+        ]
+        origin_specs = [
+            _origin_spec(abbrev, mode) for abbrev, mode in zip(abbrevs, origins, strict=True)
+        ]
+        if -2 in origin_specs:
+            return False
         info = unit.info
         found = _native.gsym_walk(
             _native.make_walk_tables(entries),
-            decoders,
             info.buf,
             info.start + after_top,
             info.start + unit.header.end,
@@ -403,6 +444,7 @@ class UnitWalk:
             unit,
             abbrevs,
             origins,
+            origin_specs,
             unit.offset,
         )
         if found is None:
@@ -461,36 +503,40 @@ class UnitWalk:
                 depth += 1
 
 
-def _compiled_entry(
-    abbrev: Abbrev | None, plan: Plan | None, kind: int, unit: Unit
-) -> tuple[object, object]:
-    """(walk-table entry, decode plan) of one abbreviation code for the compiled walk;
-    (None, None) when the kernel must hand a DIE of this code back to the reference."""
+def _compiled_entry(abbrev: Abbrev | None, plan: Plan | None, kind: int, unit: Unit) -> object:
+    """The walk-table entry of one abbreviation code for the compiled walk; None
+    when the kernel must hand a DIE of this code back to the reference."""
     if abbrev is None or plan is None:
-        return None, None
+        return None
     key = (plan, abbrev.tag, abbrev.has_children)
-    found = _ENTRIES.get(key)
-    if found is None:
-        found = _ENTRIES[key] = _new_compiled_entry(abbrev, plan, kind, unit)
-    return found
+    if key not in _ENTRIES:
+        _ENTRIES[key] = _new_compiled_entry(abbrev, plan, kind, unit)
+    return _ENTRIES[key]
 
 
-def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> tuple[object, object]:
+def _new_compiled_entry(abbrev: Abbrev, plan: Plan, kind: int, unit: Unit) -> object:
     entry = compiled_walk_entry(abbrev, plan, unit.enc)
     if entry is None:
-        return None, None
+        return None
     _, children, is_subprogram, fixed, skip, sibling, specs = entry
-    decoder = None
-    if kind in (_SUB_CODE, _INLINED):
-        decoder = plan.native
-        if decoder is None or specs is None:  # forms only the reference reads
-            return None, None
-    return (kind, children, is_subprogram, fixed, skip, sibling, specs), decoder
+    if kind in (_SUB_CODE, _INLINED) and specs is None:  # forms only the reference reads
+        return None
+    return (kind, children, is_subprogram, fixed, skip, sibling, specs)
 
 
 # One entry per (plan, tag, children), which is all an entry depends on (units
 # repeat their declarations).
-_ENTRIES: dict[tuple[Plan, int, bool], tuple[object, object]] = {}
+_ENTRIES: dict[tuple[Plan, int, bool], object] = {}
+
+
+def _origin_spec(abbrev: Abbrev | None, mode: int) -> int:
+    """Where the compiled walk reads DW_AT_abstract_origin for `DieFunction.origin`:
+    its index among the code's specs; -1 when it is not read (mode 0), -2 when
+    the attribute is given twice (the reference decides)."""
+    if mode == 0 or abbrev is None:
+        return -1
+    found = [i for i, (attr, _, _) in enumerate(abbrev.specs) if attr == C.DW_AT_abstract_origin]
+    return found[0] if len(found) == 1 else -2
 
 
 _NAME_ATTRS = frozenset({C.DW_AT_name, C.DW_AT_linkage_name, C.DW_AT_MIPS_linkage_name})

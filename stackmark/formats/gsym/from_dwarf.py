@@ -190,6 +190,16 @@ def _rows_in(table: LineTable, low: int, high: int) -> Iterator[_Row]:
     return columns[0] if len(columns) == 1 else chain.from_iterable(columns)
 
 
+def _named_by_origin(values: dict[int, object]) -> bool:
+    """Whether a DIE has an abstract origin and no names of its own."""
+    return (
+        C.DW_AT_abstract_origin in values
+        and C.DW_AT_name not in values
+        and C.DW_AT_linkage_name not in values
+        and C.DW_AT_MIPS_linkage_name not in values
+    )
+
+
 def _merged(ranges: list[Range]) -> list[Range]:
     """`ranges` without empty ones, merged (most DIEs have a single range)."""
     if len(ranges) == 1:
@@ -319,18 +329,11 @@ class UnitConverter:
         origin alone, so those answers are shared (most calls are such).
         """
         key = function.origin  # the walk's answer to the test below, when it has one
-        values = function.values
         if key is not None:
             cached = self.names.origin_names.get(key)
             if cached is not None:
                 return cached
-        elif (
-            function.is_inlined
-            and C.DW_AT_abstract_origin in values
-            and C.DW_AT_name not in values
-            and C.DW_AT_linkage_name not in values
-            and C.DW_AT_MIPS_linkage_name not in values
-        ):
+        elif function.is_inlined and _named_by_origin(values := function.values):
             key = function.unit.ref_attr(function.abbrev, values, C.DW_AT_abstract_origin)
             if key is not None:
                 cached = self.names.origin_names.get(key)
