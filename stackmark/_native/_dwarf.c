@@ -1867,7 +1867,10 @@ release:
  */
 
 /* An attribute's role for the names (Spec.role): dwarf_walk._NAME_ROLES. */
-enum { N_OTHER = 0, N_NAME, N_LINKAGE, N_MIPS_LINKAGE, N_ORIGIN, N_SPECIFICATION, N_COUNT };
+enum {
+    ROLE_OTHER = 0, ROLE_NAME, ROLE_LINKAGE, ROLE_MIPS_LINKAGE, ROLE_ORIGIN, ROLE_SPECIFICATION,
+    ROLE_COUNT
+};
 /* What its form means (Spec.meaning): dwarf_walk._NAME_MEANINGS. F_NONE: a value
  * the reference reads as None (not a string, not a reference it follows). */
 enum { F_NONE = 0, F_HAND_BACK, F_STRING, F_STRP, F_LINE_STRP, F_STRX, F_REF_UNIT, F_REF_ADDR };
@@ -1985,7 +1988,7 @@ static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset
     if (!read_code(w, &p, &code, &c)) return 0;
     *null = c == NULL;
     if (c == NULL) return 1;
-    memset(attrs, 0, sizeof(Attr) * N_COUNT);
+    memset(attrs, 0, sizeof(Attr) * ROLE_COUNT);
     for (size_t i = 0; i < c->nspecs; i++) {
         const Spec *sp = &w->t->specs[c->specs + i];
         uint64_t at = p;
@@ -2001,7 +2004,7 @@ static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset
             value = (uint64_t)sp->implicit;
         } else if (sp->size == V_ULEB) {
             if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
-            if (wide && sp->role != N_OTHER) return 0;
+            if (wide && sp->role != ROLE_OTHER) return 0;
         } else if (sp->size == V_U24) {
             if (!read_uint(&w->b, p, 3, w->little, &value)) return 0;
             p += 3;
@@ -2011,7 +2014,7 @@ static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset
             if (p > w->b.size) return 0;
             value = at; /* DW_FORM_string: where the text starts */
         }
-        if (sp->role != N_OTHER) {
+        if (sp->role != ROLE_OTHER) {
             Attr *a = &attrs[sp->role];
             a->present = 1;
             a->value = value;
@@ -2093,7 +2096,7 @@ static PyObject *name_string(const NameScope *s, const Bytes *info, LazyBuffer b
 /* One DIE waiting in the search: its unit's scope and its name roles. */
 typedef struct {
     const NameScope *s;
-    Attr a[N_COUNT];
+    Attr a[ROLE_COUNT];
 } NamedDie;
 
 /* The scope of the unit holding section `offset`, asked of `scope_of`: 1 with *out
@@ -2164,15 +2167,15 @@ static PyObject *die_names(PyObject *self, PyObject *args) {
         die = work[--nwork];
         const Attr *a = die.a;
         if (linkage == NULL) {
-            const Attr *l = a[N_LINKAGE].present        ? &a[N_LINKAGE]
-                            : a[N_MIPS_LINKAGE].present ? &a[N_MIPS_LINKAGE]
+            const Attr *l = a[ROLE_LINKAGE].present        ? &a[ROLE_LINKAGE]
+                            : a[ROLE_MIPS_LINKAGE].present ? &a[ROLE_MIPS_LINKAGE]
                                                         : NULL;
             if (l != NULL && (linkage = name_string(die.s, &info, bufs, l)) == NULL) goto done;
         }
-        if (name == NULL && a[N_NAME].present &&
-            (name = name_string(die.s, &info, bufs, &a[N_NAME])) == NULL)
+        if (name == NULL && a[ROLE_NAME].present &&
+            (name = name_string(die.s, &info, bufs, &a[ROLE_NAME])) == NULL)
             goto done;
-        for (int role = N_ORIGIN; role <= N_SPECIFICATION; role++) {
+        for (int role = ROLE_ORIGIN; role <= ROLE_SPECIFICATION; role++) {
             const Attr *r = &a[role];
             uint64_t target;
             if (!r->present || r->meaning == F_NONE) continue; /* Unit.ref_attr: None */
