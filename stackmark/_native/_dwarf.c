@@ -1978,7 +1978,7 @@ static int scope_walk(const NameScope *s, const Bytes *info, Walk *w) {
  * kernel's domain (outside the unit's DIEs, an unknown code, damage, a DIE
  * running past the unit's end: the reference raises or follows it). */
 static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset, Attr *attrs,
-                          int *null) {
+                          int *null, uint64_t *code_out) {
     Walk walk, *w = &walk;
     if (!scope_walk(s, info, w)) return 0;
     if (offset < s->die_offset || offset >= s->unit_end) return 0;
@@ -1987,6 +1987,7 @@ static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset
     int wide;
     if (!read_code(w, &p, &code, &c)) return 0;
     *null = c == NULL;
+    *code_out = code;
     if (c == NULL) return 1;
     memset(attrs, 0, sizeof(Attr) * ROLE_COUNT);
     for (size_t i = 0; i < c->nspecs; i++) {
@@ -2159,9 +2160,10 @@ static PyObject *die_names(PyObject *self, PyObject *args) {
     NamedDie work[NAME_WORK], die;
     uint64_t seen[NAME_WORK];
     size_t nwork = 0, nseen = 0, nheld = 0;
+    uint64_t code;
     int null;
     work[0].s = s;
-    if (!read_named_die(s, &info, offset, work[0].a, &null) || null) goto done;
+    if (!read_named_die(s, &info, offset, work[0].a, &null, &code) || null) goto done;
     nwork = 1;
     while (nwork > 0 && (linkage == NULL || name == NULL)) {
         die = work[--nwork];
@@ -2197,7 +2199,7 @@ static PyObject *die_names(PyObject *self, PyObject *args) {
                 if (into == NULL) continue; /* reader.unit_containing: None */
             }
             work[nwork].s = into;
-            if (!read_named_die(into, &info, target, work[nwork].a, &null)) goto done;
+            if (!read_named_die(into, &info, target, work[nwork].a, &null, &code)) goto done;
             if (!null) nwork++;
         }
     }
@@ -2210,6 +2212,66 @@ done:
     for (int i = 0; i < 3; i++)
         if (bufs[i].held) PyBuffer_Release(&bufs[i].view);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* A reference attribute read by read_named_die as Unit.ref_attr gives it: 1 with
+ * *out a new reference (the section offset, or None), 0 the reference's. */
+static int context_ref(const NameScope *s, const Attr *r, PyObject **out) {
+    uint64_t target;
+    if (!r->present || r->meaning == F_NONE) {
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    if (r->meaning == F_REF_UNIT) {
+        if (__builtin_add_overflow(s->unit_offset, r->value, &target)) return 0;
+    } else if (r->meaning == F_REF_ADDR) {
+        target = r->value;
+    } else {
+        return 0; /* a type signature */
+    }
+    *out = PyLong_FromUnsignedLongLong(target);
+    return *out != NULL;
+}
+
+PyDoc_STRVAR(die_context_refs_doc,
+"die_context_refs(scope, offset) -> (code, specification, abstract_origin) | None\n--\n\n"
+"What stackmark.formats.gsym.dwarf_names.NameBuilder's parent-context walk reads\n"
+"of the DIE at .debug_info `offset` of the scope's unit (make_name_scope): its\n"
+"abbreviation code (0: a null entry) and the section offsets its\n"
+"DW_AT_specification and DW_AT_abstract_origin lead to (Unit.ref_attr: None when\n"
+"absent or not a reference), or None when the reference must read the DIE.");
+
+static PyObject *die_context_refs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule;
+    unsigned long long offset;
+    if (!PyArg_ParseTuple(args, "OK", &capsule, &offset)) return NULL;
+    const NameScope *s = PyCapsule_GetPointer(capsule, SCOPE_CAPSULE);
+    if (s == NULL) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(s->info, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Bytes info = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    Attr a[ROLE_COUNT];
+    uint64_t code = 0;
+    int null = 0;
+    PyObject *spec = NULL, *origin = NULL, *result = NULL;
+    if (!read_named_die(s, &info, offset, a, &null, &code)) goto done;
+    if (null) {
+        result = Py_BuildValue("(iOO)", 0, Py_None, Py_None);
+        goto done;
+    }
+    if (!context_ref(s, &a[ROLE_SPECIFICATION], &spec) || !context_ref(s, &a[ROLE_ORIGIN], &origin))
+        goto done;
+    result = Py_BuildValue("(KOO)", (unsigned long long)code, spec, origin);
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(spec);
+    Py_XDECREF(origin);
+    if (result == NULL && !PyErr_Occurred()) result = Py_NewRef(Py_None);
     return result;
 }
 
@@ -2226,6 +2288,7 @@ static PyMethodDef methods[] = {
     {"parse_abbrevs", parse_abbrevs, METH_VARARGS, parse_abbrevs_doc},
     {"make_name_scope", make_name_scope, METH_VARARGS, make_name_scope_doc},
     {"die_names", die_names, METH_VARARGS, die_names_doc},
+    {"die_context_refs", die_context_refs, METH_VARARGS, die_context_refs_doc},
     {NULL, NULL, 0, NULL},
 };
 

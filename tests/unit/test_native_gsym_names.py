@@ -32,7 +32,7 @@ from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 from stackmark.formats.gsym import dwarf_walk
-from stackmark.formats.gsym.dwarf_names import DieParents
+from stackmark.formats.gsym.dwarf_names import DieParents, DW_LANG_C_plus_plus, NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.from_dwarf import DwarfReport, unit_to_convert
 from tests.support import sym_builds
@@ -135,14 +135,15 @@ def outcome(path: Path, data: bytes | None = None) -> list[tuple[Any, ...]]:
 class _Counting:
     """Wraps the compiled module, counting the searches it answered and handed back."""
 
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, counted: str = "die_names"):
         self.module = module
+        self.counted = counted
         self.answered = 0
         self.handed_back = 0
 
     def __getattr__(self, name: str) -> Any:
         kernel = getattr(self.module, name)
-        if name != "die_names":
+        if name != self.counted:
             return kernel
 
         def call(*args: Any) -> Any:
@@ -336,3 +337,110 @@ def _functions_of(unit: Unit) -> list[DieFunction]:
         out.append(function)
         stack.extend(function.children)
     return out
+
+
+# -- qualified names (`die_context_refs`, `own_name` under NameBuilder) ----------------
+
+QUALIFIED_PROGRAMS: dict[str, Callable[[Path], Path]] = {
+    **{
+        name: PROGRAMS[name]
+        for name in (
+            "g++ templates -O2",
+            "g++ templates -O2 DWARF 4",
+            "g++ local classes -O2",
+            "g++ namespaces and classes -O2",
+            "clang++ local classes -O2 (indexed strings)",
+            "clang++ templates -O2 DWARF 4",
+        )
+    },
+    "g++ -gsplit-dwarf (.dwo files)": lambda tmp: _split(tmp, "g++", ["gsym_cpp.cpp"], "-g", "-O2"),
+    "g++ lambdas and anonymous namespaces -O2 -flto": lambda _: compile_program(
+        "gsym_names_cpp_lto", ["gsym_cpp.cpp"], compiler="g++", flags=("-g", "-O2", "-flto")
+    ),
+    "clang++ lambdas and anonymous namespaces -O1": lambda _: compile_program(
+        "gsym_names_clang_cpp", ["gsym_cpp.cpp"], compiler="clang++-19", flags=("-g", "-O1")
+    ),
+}
+
+
+def qualified_outcome(path: Path, compiled: bool, data: bytes | None = None) -> list[Any]:
+    """Each function's qualified name as a C++ function without a linkage name
+    (NameBuilder.name), or the FormatError it raises; one builder for the file, so
+    the caches carry from one function to the next as in a conversion."""
+    elf = ElfFile.open(path) if data is None else ElfFile.from_bytes(data, str(path))
+    builder = NameBuilder(compiled=compiled)
+    out: list[Any] = []
+    for function in _functions(DwarfReader(elf)):
+        try:
+            short = function._names()[1]
+            name = builder.name((function.unit, function.offset), DW_LANG_C_plus_plus, None, short)
+            out.append((function.offset, name))
+        except FormatError as exc:
+            out.append((function.offset, "error", str(exc), exc.offset))
+    return out
+
+
+def _qualified_both(
+    path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
+) -> tuple[list[Any], list[Any], _Counting]:
+    """(qualified names with the kernel, without it, the kernel's counts)."""
+    spy = _Counting(dwarf_walk._native, "die_context_refs")
+    monkeypatch.setattr(dwarf_walk, "_native", spy)
+    try:
+        compiled = qualified_outcome(path, True, data)
+    finally:
+        monkeypatch.undo()
+    return compiled, qualified_outcome(path, False, data), spy
+
+
+@pytest.mark.parametrize("name", sorted(QUALIFIED_PROGRAMS))
+def test_qualified_names_are_the_same_with_and_without_the_kernel(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = QUALIFIED_PROGRAMS[name](tmp_path)
+    compiled, reference, spy = _qualified_both(path, monkeypatch)
+    assert compiled == reference
+    qualified = [entry for entry in compiled if isinstance(entry[1], str) and "::" in entry[1]]
+    assert len(qualified) >= 3, "the programs have functions in namespaces and classes"
+    assert spy.answered > 0, "the kernel answered no read"
+
+
+@pytest.mark.parametrize(
+    "name", ["g++ local classes -O2", "clang++ local classes -O2 (indexed strings)"]
+)
+def test_qualified_names_of_rewritten_references_are_the_same_or_fail_the_same(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """References pointed into cycles, at unit headers, null entries, mid-DIE, other
+    units, past the end; a cut .debug_str: both give the same names or errors."""
+    path = QUALIFIED_PROGRAMS[name](tmp_path)
+    data = path.read_bytes()
+    reader = DwarfReader(ElfFile.from_bytes(data, str(path)))
+    units = list(reader.units())
+    refs = [(unit, place) for unit in units for place in _places(unit, _REF_ATTRS)]
+    assert refs
+    rng = random.Random(name)
+    answered = errors = 0
+    for trial in range(30):
+        damaged = bytearray(data)
+        for _ in range(rng.choice((1, 2, 4))):
+            unit, (die, pos, width, _) = rng.choice(refs)
+            length = unit.header.end - unit.offset
+            value = rng.choice(
+                [
+                    0,
+                    die - unit.offset,  # the DIE itself
+                    rng.choice(refs)[1][0] - unit.offset,  # another referring DIE: loops
+                    rng.choice(refs)[1][1] - unit.info.start - unit.offset,  # mid-DIE
+                    rng.choice(_null_entries(unit) or [1]),
+                    length - rng.randrange(1, 8),
+                    length + rng.randrange(64),
+                    rng.randrange(length),
+                ]
+            ) % (1 << 8 * width)
+            damaged[pos : pos + width] = value.to_bytes(width, "little")
+        compiled, reference, spy = _qualified_both(path, monkeypatch, bytes(damaged))
+        assert compiled == reference, f"trial {trial}"
+        answered += spy.answered
+        errors += any(entry[1] == "error" for entry in compiled)
+    assert answered > 0, "the kernel answered on rewritten data"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from types import ModuleType
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
@@ -180,7 +181,15 @@ class _Caches:
 class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
-    def __init__(self, known_parents: dict[int, int] | None = None) -> None:
+    def __init__(self, known_parents: dict[int, int] | None = None, compiled: bool = True) -> None:
+        # The compiled DIE reads (`context_refs`, `own_name` of dwarf_walk, which
+        # imports this module: hence imported here), or None: Python reads them.
+        self._kernel: ModuleType | None = None
+        if compiled:
+            from stackmark.formats.gsym import dwarf_walk
+
+            if dwarf_walk._native is not None:
+                self._kernel = dwarf_walk
         self._reader: object | None = None
         self._by_reader: dict[object, _Caches] = {}
         self._use(_Caches(DieParents(known_parents)))
@@ -247,6 +256,38 @@ class NameBuilder:
         return result
 
     def _parent_context(self, die: Die) -> Die | None:
+        unit, offset = die
+        kernel = self._kernel
+        read = kernel.context_refs(unit, offset) if kernel is not None else None
+        if read is None:
+            return self._parent_context_read(die)
+        abbrev, specification, origin = read
+        if abbrev is None:
+            return None
+        for target in (specification, origin):
+            if target is not None:
+                target_unit = unit.reader.unit_containing(target)
+                if target_unit is not None:
+                    found = self.parent_context((target_unit, target))
+                    if found is not None:
+                        return found
+        if abbrev.tag == C.DW_TAG_inlined_subroutine:
+            return None
+        parent = self.parents.parent(unit, offset)
+        if parent is None:
+            return None
+        read = kernel.context_refs(unit, parent) if kernel is not None else None
+        parent_abbrev = self._read((unit, parent))[0] if read is None else read[0]
+        if parent_abbrev is None:
+            return None
+        if parent_abbrev.tag in _CONTEXT_TAGS:
+            return unit, parent
+        if parent_abbrev.tag == C.DW_TAG_lexical_block:
+            return self.parent_context((unit, parent))
+        return None
+
+    def _parent_context_read(self, die: Die) -> Die | None:
+        """`_parent_context` reading the DIE in Python (the reference)."""
         abbrev, values = self._read(die)
         if abbrev is None:
             return None
@@ -272,6 +313,13 @@ class NameBuilder:
         return None
 
     def short_name(self, die: Die) -> str | None:
+        kernel = self._kernel
+        if kernel is not None:
+            read = kernel.context_refs(die[0], die[1])
+            if read is not None and read[0] is not None:
+                own = kernel.own_name(die[0], read[0], die[1])
+                if own is not None:
+                    return own[0]
         abbrev, values = self._read(die)
         if abbrev is None:
             return None

@@ -631,6 +631,42 @@ def _name_scope(unit: Unit) -> tuple[object, Callable[[int], object]] | None:
     return scope if isinstance(scope, tuple) else None
 
 
+def context_refs(
+    unit: UnitView, offset: int
+) -> tuple[Abbrev | None, int | None, int | None] | None:
+    """What `NameBuilder`'s parent-context walk reads of the DIE at `offset`, from
+    the compiled `die_context_refs`: its abbreviation (None: a null entry) and the
+    offsets its DW_AT_specification and DW_AT_abstract_origin lead to (None:
+    absent, or no reference). None when the reference must read the DIE."""
+    if _native is None or not isinstance(unit, Unit):
+        return None
+    scope = _name_scope(unit)
+    if scope is None:
+        return None
+    found: tuple[int, int | None, int | None] | None
+    found = _native.die_context_refs(scope[0], offset)
+    if found is None:
+        return None
+    code, specification, origin = found
+    return (unit.abbrevs[code] if code else None), specification, origin
+
+
+def own_name(unit: UnitView, abbrev: Abbrev, offset: int) -> tuple[str | None] | None:
+    """`find_recursively`'s DW_AT_name string of a DIE that holds one itself (then
+    no reference is followed), from the compiled `die_names`, as a 1-tuple; None
+    when the DIE holds none or the reference must read it."""
+    if _native is None or not isinstance(unit, Unit):
+        return None
+    if C.DW_AT_name not in abbrev.plan(unit.enc).forms:
+        return None
+    scope = _name_scope(unit)
+    if scope is None:
+        return None
+    found: tuple[str | None, str | None] | None
+    found = _native.die_names(scope[0], offset, scope[1])
+    return None if found is None else (found[1],)
+
+
 def _scope_at(reader: ReaderView[Unit], offset: int) -> object:
     """The kernel's scope of the unit of `reader` holding .debug_info `offset`
     (`die_names` asks when a reference leaves a unit): None when no unit holds it,
