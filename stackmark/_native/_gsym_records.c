@@ -15,6 +15,8 @@
  *   encode_records(functions, little, fallback) -> (bytes, list[int])
  *   stl_sort_functions(functions, detail_less) -> list   (creator.sort_functions's
  *                      exact std::sort, at the end of this file)
+ *   inline_equal(a, b, inline_type) -> bool | None      (InlineInfo trees compared
+ *                      as `a == b` does, for the sort and finalize)
  *
  * `fallback(info)` is the Python encoding of one record laid out from
  * offset 0 (so without padding); it is placed at the next multiple of 4.
@@ -25,6 +27,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "slots.h"
 
 /* Results of the encoders below. */
 #define OK 0
@@ -759,7 +763,76 @@ done:
     return result;
 }
 
+/* ---- InlineInfo trees compared (creator._inline_eq, creator._same_function) ----
+ *
+ * `a == b` for two inline trees (or None): InlineInfo.__eq__ compares name,
+ * call_file, call_line, ranges and children in that order, each with `==`,
+ * and the children lists compare as list.__eq__ does (lengths, then each pair,
+ * the same object being equal to itself). Nodes of exactly `inline_type` are
+ * compared here, their fields with PyObject_RichCompare as Python does, so
+ * without a Python frame per node; anything else (a subclass, a children
+ * value that is not a list, a tree deeper than MAX_NATIVE_DEPTH) is left to
+ * the reference.
+ */
+
+static const char *const inline_slot_names[] = {"name", "call_file", "call_line", "ranges",
+                                                "children"};
+enum { I_NAME, I_CALL_FILE, I_CALL_LINE, I_RANGES, I_CHILDREN, I_SLOTS };
+static SlotMap inline_slots;
+
+/* 1 equal, 0 different, -1 an error (set), REFERENCE_EQ: the reference's. */
+#define REFERENCE_EQ 2
+
+static int field_equal(PyObject *a, PyObject *b) {
+    if (a == NULL || b == NULL) return REFERENCE_EQ; /* unset slot: AttributeError there */
+    PyObject *answer = PyObject_RichCompare(a, b, Py_EQ);
+    if (answer == NULL) return -1;
+    int truth = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return truth;
+}
+
+static int tree_equal(PyObject *a, PyObject *b, PyTypeObject *type, int depth) {
+    if (depth > MAX_NATIVE_DEPTH) return REFERENCE_EQ;
+    for (int i = I_NAME; i <= I_RANGES; i++) {
+        int eq = field_equal(SLOT(a, inline_slots, i), SLOT(b, inline_slots, i));
+        if (eq != 1) return eq;
+    }
+    PyObject *ka = SLOT(a, inline_slots, I_CHILDREN), *kb = SLOT(b, inline_slots, I_CHILDREN);
+    if (ka == NULL || kb == NULL || !PyList_CheckExact(ka) || !PyList_CheckExact(kb))
+        return REFERENCE_EQ;
+    Py_ssize_t n = PyList_GET_SIZE(ka);
+    if (n != PyList_GET_SIZE(kb)) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyList_GET_ITEM(ka, i), *y = PyList_GET_ITEM(kb, i);
+        if (x == y) continue;
+        if (!Py_IS_TYPE(x, type) || !Py_IS_TYPE(y, type)) return REFERENCE_EQ;
+        int eq = tree_equal(x, y, type, depth + 1);
+        if (eq != 1) return eq;
+    }
+    return 1;
+}
+
+static PyObject *inline_equal(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *a, *b, *type;
+    if (!PyArg_ParseTuple(args, "OOO!", &a, &b, &PyType_Type, &type)) return NULL;
+    if (a == Py_None || b == Py_None) return PyBool_FromLong(a == b);
+    if (!Py_IS_TYPE(a, (PyTypeObject *)type) || !Py_IS_TYPE(b, (PyTypeObject *)type))
+        Py_RETURN_NONE;
+    int mapped = slot_map(&inline_slots, (PyTypeObject *)type, inline_slot_names, I_SLOTS);
+    if (mapped < 0) return NULL;
+    if (mapped == 0) Py_RETURN_NONE;
+    int eq = tree_equal(a, b, (PyTypeObject *)type, 0);
+    if (eq < 0) return NULL;
+    if (eq == REFERENCE_EQ) Py_RETURN_NONE;
+    return PyBool_FromLong(eq);
+}
+
 static PyMethodDef methods[] = {
+    {"inline_equal", inline_equal, METH_VARARGS,
+     "inline_equal(a, b, inline_type) -> bool | None: `a == b` for two InlineInfo trees "
+     "of exactly `inline_type` (or None); None when the reference must compare them."},
     {"stl_sort_functions", stl_sort_functions, METH_VARARGS,
      "stl_sort_functions(functions, detail_less) -> list | None: a new list of the "
      "FunctionInfos in the order stl_sort(functions, creator.function_less) leaves them; "

@@ -45,8 +45,28 @@ class GsymWriteError(StackmarkError):
     """The functions cannot be written as a GSYM (LLVM's reasons and wording)."""
 
 
-def _optional_eq(a: object, b: object) -> bool:
+def _inline_eq(a: InlineInfo | None, b: InlineInfo | None) -> bool:
+    """`a == b` for two inline trees (LLVM's optional equality), compiled by
+    `inline_equal` without a Python frame per node; the reference otherwise."""
+    if _native is not None:
+        found: bool | None = _native.inline_equal(a, b, InlineInfo)
+        if found is not None:
+            return found
     return a == b
+
+
+def _same_function(a: FunctionInfo, b: FunctionInfo) -> bool:
+    """`a == b` (FunctionInfo.__eq__, field for field), the inline trees compared by
+    `_inline_eq`."""
+    if type(a) is not FunctionInfo or type(b) is not FunctionInfo:
+        return a == b
+    return bool(
+        a.start == b.start
+        and a.size == b.size
+        and a.name == b.name
+        and a.line_table == b.line_table
+        and _inline_eq(a.inline, b.inline)
+    )
 
 
 def _inline_less(a: InlineInfo | None, b: InlineInfo | None) -> bool:
@@ -72,7 +92,7 @@ def _lines_less(a: list[LineEntry] | None, b: list[LineEntry] | None) -> bool:
 
 def _detail_less(a: FunctionInfo, b: FunctionInfo) -> bool:
     """LLVM's FunctionInfo order for identical ranges: less information first."""
-    if _optional_eq(a.inline, b.inline):
+    if _inline_eq(a.inline, b.inline):
         return _lines_less(a.line_table, b.line_table)
     return _inline_less(a.inline, b.inline)
 
@@ -217,7 +237,7 @@ class GsymCreator:
                 )
                 if same or overlap:
                     if same:
-                        if prev != curr:
+                        if not _same_function(prev, curr):
                             if prev.has_rich_info() and curr.has_rich_info():
                                 report.warn("Duplicate address ranges with different debug info.")
                             kept[-1] = curr

@@ -317,7 +317,7 @@ class NameBuilder:
         if kernel is not None:
             read = kernel.context_refs(die[0], die[1])
             if read is not None and read[0] is not None:
-                own = kernel.own_name(die[0], read[0], die[1])
+                own: tuple[str | None] | None = kernel.own_name(die[0], read[0], die[1])
                 if own is not None:
                     return own[0]
         abbrev, values = self._read(die)
