@@ -444,3 +444,4 @@ def test_qualified_names_of_rewritten_references_are_the_same_or_fail_the_same(
         answered += spy.answered
         errors += any(entry[1] == "error" for entry in compiled)
     assert answered > 0, "the kernel answered on rewritten data"
+    assert errors > 0, "some rewrites should make the names fail"
