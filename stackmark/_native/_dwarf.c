@@ -1869,6 +1869,7 @@ release:
 /* An attribute's role for the names (Spec.role): dwarf_walk._NAME_ROLES. */
 enum {
     ROLE_OTHER = 0, ROLE_NAME, ROLE_LINKAGE, ROLE_MIPS_LINKAGE, ROLE_ORIGIN, ROLE_SPECIFICATION,
+    ROLE_SIGNATURE, /* read only by qualified_prefix, which leaves such DIEs to the reference */
     ROLE_COUNT
 };
 /* What its form means (Spec.meaning): dwarf_walk._NAME_MEANINGS. F_NONE: a value
@@ -2275,6 +2276,362 @@ done:
     return result;
 }
 
+/* ---- qualified names' prefixes (NameBuilder.name) -----------------------------
+ *
+ * NameBuilder.parent_context and NameBuilder._prefix for a DIE whose contexts
+ * all lie in its own unit, step for step: the context cache (offset -> (unit,
+ * offset) or None, None also guarding a DIE being worked out), the prefix
+ * cache and its loop rule, parents from DieParents (walked arrays, dicts).
+ * Nothing is written to the caches until the walk is done: whatever the
+ * kernel does not take (a reference leaving the unit, a parent DieParents has
+ * not recorded, a context named through a reference, damage) leaves them as
+ * they were, and the reference works the name out from the start.
+ */
+
+/* The kinds of DIE the walk tells apart, by abbreviation code: CONTEXT_KINDS. */
+enum { K_OTHER = 0, K_CONTEXT, K_LEXICAL_BLOCK, K_INLINED };
+#define CONTEXT_WORK 64
+
+typedef struct {
+    uint64_t key, value;
+    int has; /* 0: None (also while the entry is being worked out) */
+} ContextEntry;
+
+typedef struct {
+    const NameScope *s;
+    const Bytes *info;
+    LazyBuffer *bufs;
+    PyObject *unit, *cache, *known, *lost, *parent_of;
+    const uint64_t *walked, *walked_parents;
+    size_t nwalked;
+    const uint8_t *kinds;
+    size_t nkinds;
+    ContextEntry e[CONTEXT_WORK];
+    size_t n;
+} ContextWalk;
+
+/* 1 done, 0 the reference's, -1 an error (set). */
+static int dict_u64(PyObject *dict, uint64_t key, PyObject **out) {
+    PyObject *k = PyLong_FromUnsignedLongLong(key);
+    if (k == NULL) return -1;
+    *out = PyDict_GetItemWithError(dict, k); /* borrowed */
+    Py_DECREF(k);
+    return *out == NULL && PyErr_Occurred() ? -1 : 1;
+}
+
+static int as_u64(PyObject *v, uint64_t *out) {
+    if (!PyLong_CheckExact(v)) return 0;
+    *out = PyLong_AsUnsignedLongLong(v);
+    if (*out == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+static int context_of(ContextWalk *c, uint64_t key, int *has, uint64_t *value);
+
+/* DieParents.parent from what is recorded (1, *has 0: None). */
+static int recorded_parent(ContextWalk *c, uint64_t key, int *has, uint64_t *parent) {
+    PyObject *v;
+    if (dict_u64(c->known, key, &v) < 0) return -1;
+    if (v != NULL && v != Py_None) {
+        *has = 1;
+        return as_u64(v, parent);
+    }
+    size_t i = bisect_left_u64(c->walked, c->nwalked, key);
+    if (i < c->nwalked && c->walked[i] == key) {
+        *has = 1;
+        *parent = c->walked_parents[i];
+        return 1;
+    }
+    if (dict_u64(c->lost, key, &v) < 0) return -1;
+    PyObject *found = NULL;
+    if (v == NULL) { /* DieParents.parent descends from the unit DIE (and keeps it) */
+        found = PyObject_CallFunction(c->parent_of, "K", (unsigned long long)key);
+        if (found == NULL) {
+            PyErr_Clear(); /* the reference meets it again and raises it */
+            return 0;
+        }
+        v = found;
+    }
+    int r = 1;
+    *has = v != Py_None;
+    if (*has) r = as_u64(v, parent);
+    Py_XDECREF(found);
+    return r;
+}
+
+/* NameBuilder._parent_context */
+static int context_work(ContextWalk *c, uint64_t key, int *has, uint64_t *value) {
+    Attr a[ROLE_COUNT];
+    uint64_t code;
+    int null, r;
+    *has = 0;
+    if (!read_named_die(c->s, c->info, key, a, &null, &code)) return 0;
+    if (null) return 1;
+    for (int role = ROLE_SPECIFICATION; role >= ROLE_ORIGIN; role--) {
+        const Attr *ref = &a[role];
+        uint64_t target;
+        if (!ref->present || ref->meaning == F_NONE) continue;
+        if (ref->meaning == F_REF_UNIT) {
+            if (__builtin_add_overflow(c->s->unit_offset, ref->value, &target)) return 0;
+        } else if (ref->meaning == F_REF_ADDR) {
+            target = ref->value;
+        } else {
+            return 0;
+        }
+        if (target < c->s->unit_offset || target >= c->s->unit_end) return 0;
+        if ((r = context_of(c, target, has, value)) != 1) return r;
+        if (*has) return 1;
+    }
+    if (code >= c->nkinds) return 0;
+    if (c->kinds[code] == K_INLINED) return 1;
+    uint64_t parent;
+    int has_parent;
+    if ((r = recorded_parent(c, key, &has_parent, &parent)) != 1) return r;
+    if (!has_parent) return 1;
+    if (!read_named_die(c->s, c->info, parent, a, &null, &code)) return 0;
+    if (null) return 1;
+    if (code >= c->nkinds) return 0;
+    if (c->kinds[code] == K_CONTEXT) {
+        *has = 1;
+        *value = parent;
+        return 1;
+    }
+    if (c->kinds[code] == K_LEXICAL_BLOCK) return context_of(c, parent, has, value);
+    return 1;
+}
+
+/* NameBuilder.parent_context */
+static int context_of(ContextWalk *c, uint64_t key, int *has, uint64_t *value) {
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->e[i].key == key) {
+            *has = c->e[i].has;
+            *value = c->e[i].value;
+            return 1;
+        }
+    }
+    PyObject *v;
+    if (dict_u64(c->cache, key, &v) < 0) return -1;
+    if (v != NULL) {
+        if (v == Py_None) {
+            *has = 0;
+            return 1;
+        }
+        if (!PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != 2 || PyTuple_GET_ITEM(v, 0) != c->unit)
+            return 0;
+        *has = 1;
+        return as_u64(PyTuple_GET_ITEM(v, 1), value);
+    }
+    if (c->n == CONTEXT_WORK) return 0;
+    size_t at = c->n++;
+    c->e[at].key = key;
+    c->e[at].has = 0;
+    c->e[at].value = 0;
+    int r = context_work(c, key, has, value);
+    if (r != 1) return r;
+    c->e[at].has = *has;
+    c->e[at].value = *value;
+    return 1;
+}
+
+/* NameBuilder.short_name (find_recursively of DW_AT_name) within the unit: a new
+ * reference (None: no name); NULL alone: the reference's. */
+static PyObject *context_name(ContextWalk *c, uint64_t key) {
+    Attr work[NAME_WORK][ROLE_COUNT];
+    uint64_t seen[NAME_WORK], code;
+    size_t nwork = 0, nseen = 0;
+    int null;
+    if (!read_named_die(c->s, c->info, key, work[0], &null, &code)) return NULL;
+    if (null) return Py_NewRef(Py_None);
+    nwork = 1;
+    while (nwork > 0) {
+        const Attr *a = work[--nwork];
+        if (a[ROLE_NAME].present) return name_string(c->s, c->info, c->bufs, &a[ROLE_NAME]);
+        if (a[ROLE_SIGNATURE].present) return NULL; /* a type unit's DIE */
+        Attr next[2][ROLE_COUNT];
+        int pushed = 0;
+        for (int role = ROLE_ORIGIN; role <= ROLE_SPECIFICATION; role++) {
+            const Attr *r = &a[role];
+            uint64_t target;
+            if (!r->present) continue;
+            if (r->meaning == F_REF_UNIT) {
+                if (__builtin_add_overflow(c->s->unit_offset, r->value, &target)) return NULL;
+            } else if (r->meaning == F_REF_ADDR) {
+                target = r->value;
+            } else {
+                return NULL; /* a supplementary file's, a signature, no reference */
+            }
+            int known = 0;
+            for (size_t i = 0; i < nseen && !known; i++) known = seen[i] == target;
+            if (known) continue;
+            if (nseen == NAME_WORK || nwork + (size_t)pushed + 1 >= NAME_WORK) return NULL;
+            seen[nseen++] = target;
+            if (target < c->s->unit_offset || target >= c->s->unit_end) return NULL;
+            if (!read_named_die(c->s, c->info, target, next[pushed], &null, &code)) return NULL;
+            if (!null) pushed++;
+        }
+        for (int i = 0; i < pushed; i++) memcpy(work[nwork++], next[i], sizeof next[i]);
+    }
+    return Py_NewRef(Py_None);
+}
+
+/* NameBuilder._part: a new reference; NULL alone: the reference's. */
+static PyObject *context_part(ContextWalk *c, uint64_t key) {
+    PyObject *name = context_name(c, key);
+    if (name == NULL) return NULL;
+    Py_ssize_t n = name == Py_None ? 0 : PyUnicode_GET_LENGTH(name);
+    PyObject *part;
+    if (n == 0) {
+        part = PyUnicode_FromString("");
+    } else if (PyUnicode_READ_CHAR(name, 0) == '<' && PyUnicode_READ_CHAR(name, n - 1) == '>') {
+        PyObject *inner = PyUnicode_Substring(name, n > 1 ? 1 : n, n > 1 ? n - 1 : n);
+        part = inner == NULL ? NULL : PyUnicode_FromFormat("{%U}::", inner);
+        Py_XDECREF(inner);
+    } else {
+        part = PyUnicode_FromFormat("%U::", name);
+    }
+    Py_DECREF(name);
+    return part;
+}
+
+PyDoc_STRVAR(qualified_prefix_doc,
+"qualified_prefix(scope, unit, offset, kinds, context_cache, prefixes, known,\n"
+"                 walked, walked_parents, lost, parent_of) -> str | None\n--\n\n"
+"What stackmark.formats.gsym.dwarf_names.NameBuilder.name puts before the short\n"
+"name of the DIE at .debug_info `offset` of `unit` (the scope's unit): the\n"
+"prefix of its parent context, \"\" when it has none; the caches filled as the\n"
+"reference fills them. `kinds`: a byte per abbreviation code (0 other, 1 a\n"
+"context, 2 a lexical block, 3 an inlined call); `known`, `walked`,\n"
+"`walked_parents` (uint64 arrays) and `lost`: DieParents', `parent_of(offset)`:\n"
+"DieParents.parent of the unit for the others. None: the\n"
+"reference must work it out (nothing was written).");
+
+static PyObject *qualified_prefix(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *unit, *cache, *prefixes, *known, *lost, *parent_of;
+    unsigned long long offset;
+    Py_buffer kinds, walked, walked_parents;
+    if (!PyArg_ParseTuple(args, "OOKy*O!O!O!y*y*O!O", &capsule, &unit, &offset, &kinds,
+                          &PyDict_Type, &cache, &PyDict_Type, &prefixes, &PyDict_Type, &known,
+                          &walked, &walked_parents, &PyDict_Type, &lost, &parent_of))
+        return NULL;
+    PyObject *result = NULL, *prefix = NULL;
+    PyObject *parts[CONTEXT_WORK];
+    uint64_t keys[CONTEXT_WORK];
+    size_t nkeys = 0;
+    int looped = 0, r = 0, has;
+    uint64_t current;
+    Py_buffer view;
+    int have_view = 0;
+    LazyBuffer bufs[3] = {{NULL, {0}, 0}, {NULL, {0}, 0}, {NULL, {0}, 0}};
+    const NameScope *s = PyCapsule_GetPointer(capsule, SCOPE_CAPSULE);
+    if (s == NULL) goto done;
+    if (walked.len != walked_parents.len || walked.len % 8 != 0) goto hand_back;
+    if (PyObject_GetBuffer(s->info, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        goto hand_back;
+    }
+    have_view = 1;
+    Bytes info = {(const uint8_t *)view.buf, (uint64_t)view.len};
+    bufs[0].obj = s->str;
+    bufs[1].obj = s->line_str;
+    bufs[2].obj = s->offs;
+    ContextWalk *c = malloc(sizeof(ContextWalk));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    c->s = s;
+    c->info = &info;
+    c->bufs = bufs;
+    c->unit = unit;
+    c->cache = cache;
+    c->known = known;
+    c->lost = lost;
+    c->parent_of = parent_of;
+    c->walked = walked.buf;
+    c->walked_parents = walked_parents.buf;
+    c->nwalked = (size_t)walked.len / 8;
+    c->kinds = kinds.buf;
+    c->nkinds = (size_t)kinds.len;
+    c->n = 0;
+    r = context_of(c, offset, &has, &current);
+    while (r == 1 && has) {
+        PyObject *known_prefix;
+        if ((r = dict_u64(prefixes, current, &known_prefix)) < 0) break;
+        if (known_prefix != NULL) {
+            if (!PyUnicode_CheckExact(known_prefix)) {
+                r = 0;
+                break;
+            }
+            prefix = Py_NewRef(known_prefix);
+            break;
+        }
+        for (size_t i = 0; i < nkeys && !looped; i++) looped = keys[i] == current;
+        if (looped) break;
+        if (nkeys == CONTEXT_WORK) {
+            r = 0;
+            break;
+        }
+        PyObject *part = context_part(c, current);
+        if (part == NULL) {
+            r = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        keys[nkeys] = current;
+        parts[nkeys++] = part;
+        r = context_of(c, current, &has, &current);
+    }
+    if (r == 1 && prefix == NULL) prefix = PyUnicode_FromString("");
+    if (r == 1 && prefix == NULL) r = -1;
+    /* the prefixes, outermost first; kept unless the contexts looped */
+    PyObject *made[CONTEXT_WORK];
+    size_t nmade = 0;
+    for (size_t i = nkeys; r == 1 && i-- > 0;) {
+        PyObject *longer = PyUnicode_Concat(prefix, parts[i]);
+        if (longer == NULL) {
+            r = -1;
+            break;
+        }
+        Py_SETREF(prefix, longer);
+        made[nmade++] = Py_NewRef(prefix);
+    }
+    /* written only now: a hand-back leaves the caches as they were */
+    for (size_t i = 0; r == 1 && i < c->n; i++) {
+        PyObject *k = PyLong_FromUnsignedLongLong(c->e[i].key);
+        PyObject *v = c->e[i].has ? Py_BuildValue("(OK)", unit, (unsigned long long)c->e[i].value)
+                                  : Py_NewRef(Py_None);
+        if (k == NULL || v == NULL || PyDict_SetItem(cache, k, v) < 0) r = -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    for (size_t i = 0; r == 1 && !looped && i < nmade; i++) {
+        PyObject *k = PyLong_FromUnsignedLongLong(keys[nkeys - 1 - i]);
+        if (k == NULL || PyDict_SetItem(prefixes, k, made[i]) < 0) r = -1;
+        Py_XDECREF(k);
+    }
+    for (size_t i = 0; i < nmade; i++) Py_DECREF(made[i]);
+    for (size_t i = 0; i < nkeys; i++) Py_DECREF(parts[i]);
+    free(c);
+    if (r == 1) result = Py_NewRef(prefix);
+    else if (r == 0) goto hand_back;
+    goto done;
+hand_back:
+    PyErr_Clear();
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(prefix);
+    for (int i = 0; i < 3; i++)
+        if (bufs[i].held) PyBuffer_Release(&bufs[i].view);
+    if (have_view) PyBuffer_Release(&view);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&walked);
+    PyBuffer_Release(&walked_parents);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run_line_program", run_line_program, METH_VARARGS, run_line_program_doc},
     {"wide_rows", wide_rows, METH_VARARGS, wide_rows_doc},
@@ -2289,6 +2646,7 @@ static PyMethodDef methods[] = {
     {"make_name_scope", make_name_scope, METH_VARARGS, make_name_scope_doc},
     {"die_names", die_names, METH_VARARGS, die_names_doc},
     {"die_context_refs", die_context_refs, METH_VARARGS, die_context_refs_doc},
+    {"qualified_prefix", qualified_prefix, METH_VARARGS, qualified_prefix_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from functools import partial
 from types import ModuleType
+from typing import Any
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
@@ -168,7 +170,7 @@ _READS_KEPT = 256
 class _Caches:
     """What a NameBuilder keeps by .debug_info offset, for the DIEs of one file."""
 
-    __slots__ = ("context", "origin_names", "parents", "prefixes", "reads")
+    __slots__ = ("context", "origin_names", "parents", "prefixes", "reads", "tables")
 
     def __init__(self, parents: DieParents) -> None:
         self.parents = parents
@@ -176,6 +178,8 @@ class _Caches:
         self.context: dict[int, Die | None] = {}
         self.prefixes: dict[int, str] = {}
         self.reads: dict[int, tuple[Abbrev | None, dict[int, object]]] = {}
+        # By unit offset: the unit and its tables for `qualified_prefix` (None: none).
+        self.tables: dict[int, tuple[UnitView, tuple[object, bytes] | None]] = {}
 
 
 class NameBuilder:
@@ -185,11 +189,13 @@ class NameBuilder:
         # The compiled DIE reads (`context_refs`, `own_name` of dwarf_walk, which
         # imports this module: hence imported here), or None: Python reads them.
         self._kernel: ModuleType | None = None
+        self._native: Any = None  # the compiled module (`qualified_prefix`)
         if compiled:
             from stackmark.formats.gsym import dwarf_walk
 
             if dwarf_walk._native is not None:
                 self._kernel = dwarf_walk
+                self._native = dwarf_walk._native
         self._reader: object | None = None
         self._by_reader: dict[object, _Caches] = {}
         self._use(_Caches(DieParents(known_parents)))
@@ -203,6 +209,7 @@ class NameBuilder:
         self._context_cache = caches.context
         self._prefixes = caches.prefixes
         self._reads = caches.reads
+        self._tables = caches.tables
 
     def enter_reader(self, reader: object) -> None:
         """Keep what is learnt from here on for the DIEs of `reader` (a DwarfReader).
@@ -345,10 +352,44 @@ class NameBuilder:
             return short_name
         if short_name.startswith("_Z") and (".isra." in short_name or ".part." in short_name):
             return short_name
+        prefix = self._compiled_prefix(die) if self._kernel is not None else None
+        if prefix is not None:
+            return prefix + short_name
         context = self.parent_context(die)
         if context is None:
             return short_name
         return self._prefix(context) + short_name
+
+    def _compiled_prefix(self, die: Die) -> str | None:
+        """`_prefix` of the DIE's parent context ("" when none), from the compiled
+        `qualified_prefix`, which fills the caches as the reference does; None
+        when the reference must work it out (the caches are then untouched)."""
+        unit, offset = die
+        tables = self._tables.get(unit.offset)
+        if tables is None or tables[0] is not unit:
+            assert self._kernel is not None
+            made = self._kernel.context_tables(unit)
+            # the kernel's cached contexts name this unit object: it must be the one
+            # the reader gives for the unit's offsets, as the reference's are
+            usable = made is not None and unit.reader.unit_containing(unit.offset) is unit
+            tables = self._tables[unit.offset] = (unit, made if usable else None)
+        if tables[1] is None:
+            return None
+        parents = self.parents
+        found: str | None = self._native.qualified_prefix(
+            tables[1][0],
+            unit,
+            offset,
+            tables[1][1],
+            self._context_cache,
+            self._prefixes,
+            parents.known,
+            parents._walked,
+            parents._walked_parents,
+            parents._parent,
+            partial(parents.parent, unit),
+        )
+        return found
 
     def _prefix(self, context: Die) -> str:
         """What the contexts from `context` outwards put before a name: each one's

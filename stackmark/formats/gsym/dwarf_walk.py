@@ -567,6 +567,7 @@ _NAME_ROLES = {
     C.DW_AT_MIPS_linkage_name: 3,
     C.DW_AT_abstract_origin: 4,
     C.DW_AT_specification: 5,
+    C.DW_AT_signature: 6,  # only qualified_prefix reads it (it hands such DIEs back)
 }
 _F_NONE, _F_HAND_BACK, _F_STRING, _F_STRP, _F_LINE_STRP, _F_STRX = range(6)
 _F_REF_UNIT, _F_REF_ADDR = 6, 7
@@ -649,6 +650,37 @@ def context_refs(
         return None
     code, specification, origin = found
     return (unit.abbrevs[code] if code else None), specification, origin
+
+
+_CONTEXT_KINDS = {
+    C.DW_TAG_namespace: 1,
+    0x13: 1,  # DW_TAG_structure_type
+    0x17: 1,  # DW_TAG_union_type
+    0x02: 1,  # DW_TAG_class_type
+    C.DW_TAG_subprogram: 1,
+    C.DW_TAG_lexical_block: 2,
+    C.DW_TAG_inlined_subroutine: 3,
+}
+"""What `qualified_prefix` tells apart, by tag (dwarf_names._CONTEXT_TAGS: 1)."""
+
+
+def context_tables(unit: UnitView) -> tuple[object, bytes] | None:
+    """The kernel's scope of `unit` and the kind of each abbreviation code
+    (`_CONTEXT_KINDS`), for `qualified_prefix`; None when the reference walks
+    (no compiled module, units other than `Unit`, sparse codes)."""
+    if _native is None or not isinstance(unit, Unit):
+        return None
+    scope = _name_scope(unit)
+    if scope is None:
+        return None
+    abbrevs = unit.abbrevs
+    size = max(abbrevs, default=0) + 1
+    if size > 2 * len(abbrevs) + 4096:
+        return None
+    kinds = bytearray(size)
+    for code, abbrev in abbrevs.items():
+        kinds[code] = _CONTEXT_KINDS.get(abbrev.tag, 0)
+    return scope[0], bytes(kinds)
 
 
 def own_name(unit: UnitView, abbrev: Abbrev, offset: int) -> tuple[str | None] | None:
