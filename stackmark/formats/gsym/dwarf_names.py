@@ -22,6 +22,11 @@ A `NameBuilder` keeps what it learns by DIE offset (parents, parent
 contexts, each context's prefix, names shared by abstract origin), one set
 per file (`enter_reader`): the .dwo files of a split program each number
 their DIEs from 0.
+
+Compiled twins (stackmark/_native/_dwarf.c, through dwarf_walk):
+`qualified_prefix` does `parent_context` and `_prefix` for one name, reading
+and filling the same caches; where it hands back, the DIE reads below go
+through `die_context_refs` and `die_names`, else `Unit.die`.
 """
 
 from __future__ import annotations
