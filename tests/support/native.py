@@ -22,6 +22,7 @@ KERNEL_USERS = (
     "stackmark.formats.gsym.dwarf_walk",
     "stackmark.formats.gsym.extras",
     "stackmark.formats.gsym.from_dwarf",
+    "stackmark.formats.gsym.name_kernel",
     "stackmark.markup.fastpath",
     "stackmark.symbols.gsym_source",
     "stackmark_lsp.index",

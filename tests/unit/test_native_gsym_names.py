@@ -31,7 +31,7 @@ from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
-from stackmark.formats.gsym import dwarf_walk
+from stackmark.formats.gsym import name_kernel
 from stackmark.formats.gsym.dwarf_names import DieParents, DW_LANG_C_plus_plus, NameBuilder
 from stackmark.formats.gsym.dwarf_walk import DieFunction, UnitWalk
 from stackmark.formats.gsym.from_dwarf import DwarfReport, unit_to_convert
@@ -159,8 +159,8 @@ def _both(
     path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], _Counting]:
     """(outcome with the kernel, outcome of the reference, the kernel's counts)."""
-    spy = _Counting(dwarf_walk._native)
-    monkeypatch.setattr(dwarf_walk, "_native", spy)
+    spy = _Counting(name_kernel._native)
+    monkeypatch.setattr(name_kernel, "_native", spy)
     try:
         compiled = outcome(path, data)
     finally:
@@ -450,8 +450,8 @@ def _qualified_both(
     path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
 ) -> tuple[list[Any], list[Any], _Counting]:
     """(qualified names with the kernel, without it, the kernel's counts)."""
-    spy = _Counting(dwarf_walk._native, "qualified_prefix")
-    monkeypatch.setattr(dwarf_walk, "_native", spy)
+    spy = _Counting(name_kernel._native, "qualified_prefix")
+    monkeypatch.setattr(name_kernel, "_native", spy)
     try:
         compiled = qualified_outcome(path, True, data)
     finally:

@@ -23,7 +23,7 @@ contexts, each context's prefix, names shared by abstract origin), one set
 per file (`enter_reader`): the .dwo files of a split program each number
 their DIEs from 0.
 
-Compiled twins (stackmark/_native/_dwarf.c, through dwarf_walk):
+Compiled twins (stackmark/_native/_dwarf.c, through name_kernel):
 `qualified_prefix` does `parent_context` and `_prefix` for one name, reading
 and filling the same caches; where it hands back, the DIE reads below go
 through `die_context_refs` and `die_names`, else `Unit.die`.
@@ -41,6 +41,7 @@ from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
 from stackmark.dwarf.functions import find_recursively
 from stackmark.dwarf.unit_parts import UnitView
+from stackmark.formats.gsym import name_kernel
 
 DW_LANG_C = 0x0002
 DW_LANG_C_plus_plus = 0x0004
@@ -191,16 +192,13 @@ class NameBuilder:
     """Computes llvm-gsymutil's name for a DIE (see the module docstring)."""
 
     def __init__(self, known_parents: dict[int, int] | None = None, compiled: bool = True) -> None:
-        # The compiled DIE reads (`context_refs`, `own_name` of dwarf_walk, which
-        # imports this module: hence imported here), or None: Python reads them.
+        # The compiled DIE reads (name_kernel's `context_refs`, `own_name`), or
+        # None: Python reads them.
         self._kernel: ModuleType | None = None
         self._native: Any = None  # the compiled module (`qualified_prefix`)
-        if compiled:
-            from stackmark.formats.gsym import dwarf_walk
-
-            if dwarf_walk._native is not None:
-                self._kernel = dwarf_walk
-                self._native = dwarf_walk._native
+        if compiled and name_kernel._native is not None:
+            self._kernel = name_kernel
+            self._native = name_kernel._native
         self._reader: object | None = None
         self._by_reader: dict[object, _Caches] = {}
         self._use(_Caches(DieParents(known_parents)))
