@@ -641,16 +641,20 @@ typedef struct {
     int8_t meaning;
 } Attr;
 
-/* A subroutine DIE's attributes (stackmark.dwarf.abbrev.decode_attributes, keeping
- * only the ones the walk needs), and the value of its spec number `capture`
- * besides (SIZE_MAX: none) in *captured, its meaning M_ZERO when not an int. */
-static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs,
-                             size_t capture, Attr *captured) {
+/* A DIE's attributes (stackmark.dwarf.abbrev.decode_attributes, keeping only those
+ * the tables give a role: `nroles` of them, role 0 none), and the value of its spec
+ * number `capture` besides (SIZE_MAX: none) in *captured, its meaning M_ZERO when
+ * not an int. A value the tables step over (DW_FORM_string, blocks) is where it
+ * starts in the buffer. The walks read subroutines with it (R_* roles), the name
+ * search any DIE (ROLE_*). */
+static int decode_roles(const Walk *w, uint64_t *pos, const Code *c, Attr *attrs, size_t nroles,
+                        size_t capture, Attr *captured) {
     uint64_t p = *pos, value = 0;
     int wide = 0;
-    memset(attrs, 0, sizeof(Attr) * R_COUNT);
+    memset(attrs, 0, sizeof(Attr) * nroles);
     for (size_t i = 0; i < c->nspecs; i++) {
         const Spec *s = &w->t->specs[c->specs + i];
+        uint64_t at = p;
         int negative = 0;
         if (s->size > 0) {
             if (s->size <= 8) {
@@ -677,6 +681,7 @@ static int decode_subroutine(const Walk *w, uint64_t *pos, const Code *c, Attr *
             int64_t step = s->size;
             if (!skip_steps(w, &p, &step, 1)) return 0;
             if (p > w->b.size) return 0;
+            value = at; /* meaningless to the walks (M_ZERO); the name search's text */
         }
         if (s->role != R_OTHER) {
             Attr *a = &attrs[s->role];
@@ -880,7 +885,7 @@ static int walk_dies(const Walk *w, uint64_t pos, int lazy, PyObject *out) {
             push = c->children;
         } else {
             uint64_t attrs_pos = pos;
-            if (!decode_subroutine(w, &pos, c, attrs, SIZE_MAX, NULL)) goto done;
+            if (!decode_roles(w, &pos, c, attrs, R_COUNT, SIZE_MAX, NULL)) goto done;
             int fallback;
             PyObject *ranges = die_ranges(w, attrs, &fallback);
             if (ranges == NULL) {
@@ -1386,7 +1391,7 @@ static int gsym_walk_dies(const Walk *w, uint64_t pos, uint64_t top, const NodeM
         }
         if (kind == G_SUB_CODE || kind == G_INLINED) {
             memset(&origin_value, 0, sizeof origin_value);
-            if (!decode_subroutine(w, &pos, c, attrs, maker->origin_specs[code], &origin_value))
+            if (!decode_roles(w, &pos, c, attrs, R_COUNT, maker->origin_specs[code], &origin_value))
                 goto done;
             if (pos > ((uint64_t)1 << 62)) goto done;
             if (kind == G_INLINED && context < 0) {
@@ -1983,46 +1988,13 @@ static int read_named_die(const NameScope *s, const Bytes *info, uint64_t offset
     Walk walk, *w = &walk;
     if (!scope_walk(s, info, w)) return 0;
     if (offset < s->die_offset || offset >= s->unit_end) return 0;
-    uint64_t p = w->base + offset, code, value;
+    uint64_t p = w->base + offset, code;
     const Code *c;
-    int wide;
     if (!read_code(w, &p, &code, &c)) return 0;
     *null = c == NULL;
     *code_out = code;
     if (c == NULL) return 1;
-    memset(attrs, 0, sizeof(Attr) * ROLE_COUNT);
-    for (size_t i = 0; i < c->nspecs; i++) {
-        const Spec *sp = &w->t->specs[c->specs + i];
-        uint64_t at = p;
-        value = 0;
-        if (sp->size > 0) {
-            if (sp->size <= 8) {
-                if (!read_uint(&w->b, p, (unsigned)sp->size, w->little, &value)) return 0;
-            } else if (p > w->b.size || (uint64_t)sp->size > w->b.size - p) {
-                return 0;
-            }
-            p += (uint64_t)sp->size;
-        } else if (sp->size == 0) {
-            value = (uint64_t)sp->implicit;
-        } else if (sp->size == V_ULEB) {
-            if (!read_uleb(&w->b, &p, &value, &wide)) return 0;
-            if (wide && sp->role != ROLE_OTHER) return 0;
-        } else if (sp->size == V_U24) {
-            if (!read_uint(&w->b, p, 3, w->little, &value)) return 0;
-            p += 3;
-        } else {
-            int64_t step = sp->size;
-            if (!skip_steps(w, &p, &step, 1)) return 0;
-            if (p > w->b.size) return 0;
-            value = at; /* DW_FORM_string: where the text starts */
-        }
-        if (sp->role != ROLE_OTHER) {
-            Attr *a = &attrs[sp->role];
-            a->present = 1;
-            a->value = value;
-            a->meaning = sp->meaning;
-        }
-    }
+    if (!decode_roles(w, &p, c, attrs, ROLE_COUNT, SIZE_MAX, NULL)) return 0;
     if (p - w->base > s->unit_end) return 0;
     return 1;
 }
