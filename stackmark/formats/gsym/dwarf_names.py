@@ -283,18 +283,7 @@ class NameBuilder:
                         return found
         if abbrev.tag == C.DW_TAG_inlined_subroutine:
             return None
-        parent = self.parents.parent(unit, offset)
-        if parent is None:
-            return None
-        read = kernel.context_refs(unit, parent) if kernel is not None else None
-        parent_abbrev = self._read((unit, parent))[0] if read is None else read[0]
-        if parent_abbrev is None:
-            return None
-        if parent_abbrev.tag in _CONTEXT_TAGS:
-            return unit, parent
-        if parent_abbrev.tag == C.DW_TAG_lexical_block:
-            return self.parent_context((unit, parent))
-        return None
+        return self._enclosing_context(unit, offset)
 
     def _parent_context_read(self, die: Die) -> Die | None:
         """`_parent_context` reading the DIE in Python (the reference)."""
@@ -309,11 +298,18 @@ class NameBuilder:
                     return found
         if abbrev.tag == C.DW_TAG_inlined_subroutine:
             return None
-        unit, offset = die
+        return self._enclosing_context(*die)
+
+    def _enclosing_context(self, unit: UnitView, offset: int) -> Die | None:
+        """The rest of GetParentDeclContextDIE once no reference led to a context:
+        the DIE's recorded parent when it is a context, looked through when it is a
+        lexical block (its abbreviation read by the kernel when there is one)."""
         parent = self.parents.parent(unit, offset)
         if parent is None:
             return None
-        parent_abbrev, _ = self._read((unit, parent))
+        kernel = self._kernel
+        read = kernel.context_refs(unit, parent) if kernel is not None else None
+        parent_abbrev = self._read((unit, parent))[0] if read is None else read[0]
         if parent_abbrev is None:
             return None
         if parent_abbrev.tag in _CONTEXT_TAGS:
