@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -132,6 +132,9 @@ def outcome(path: Path, data: bytes | None = None) -> list[tuple[Any, ...]]:
     return out
 
 
+_T = TypeVar("_T")
+
+
 class _Counting:
     """Wraps the compiled module, counting the searches it answered and handed back."""
 
@@ -155,16 +158,23 @@ class _Counting:
         return call
 
 
+def _spied(
+    monkeypatch: pytest.MonkeyPatch, counted: str, run: Callable[[], _T]
+) -> tuple[_T, _Counting]:
+    """`run`'s result with the compiled module's `counted` kernel counted."""
+    spy = _Counting(name_kernel._native, counted)
+    monkeypatch.setattr(name_kernel, "_native", spy)
+    try:
+        return run(), spy
+    finally:
+        monkeypatch.undo()
+
+
 def _both(
     path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], _Counting]:
     """(outcome with the kernel, outcome of the reference, the kernel's counts)."""
-    spy = _Counting(name_kernel._native)
-    monkeypatch.setattr(name_kernel, "_native", spy)
-    try:
-        compiled = outcome(path, data)
-    finally:
-        monkeypatch.undo()
+    compiled, spy = _spied(monkeypatch, "die_names", lambda: outcome(path, data))
     with pure_python():
         reference = outcome(path, data)
     return compiled, reference, spy
@@ -450,12 +460,9 @@ def _qualified_both(
     path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
 ) -> tuple[list[Any], list[Any], _Counting]:
     """(qualified names with the kernel, without it, the kernel's counts)."""
-    spy = _Counting(name_kernel._native, "qualified_prefix")
-    monkeypatch.setattr(name_kernel, "_native", spy)
-    try:
-        compiled = qualified_outcome(path, True, data)
-    finally:
-        monkeypatch.undo()
+    compiled, spy = _spied(
+        monkeypatch, "qualified_prefix", lambda: qualified_outcome(path, True, data)
+    )
     return compiled, qualified_outcome(path, False, data), spy
 
 
