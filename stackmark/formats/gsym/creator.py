@@ -181,6 +181,12 @@ class GsymCreator:
             self._string_offsets[text] = offset
         return offset
 
+    @property
+    def inserted_strings(self) -> dict[str, int]:
+        """The strings inserted and what `insert_string` answers for each (their
+        offsets): the compiled converter reads it and inserts only new strings."""
+        return self._string_offsets
+
     def string(self, offset: int) -> str:
         end = self._strtab.find(b"\0", offset)
         return self._strtab[offset:end].decode("utf-8", "surrogateescape")

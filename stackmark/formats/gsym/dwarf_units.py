@@ -138,6 +138,11 @@ class _Recorder:
             self.events.append((False, text))
         return found
 
+    @property
+    def inserted_strings(self) -> dict[str, int]:
+        """The strings inserted and their numbers (see GsymCreator.inserted_strings)."""
+        return self.strings
+
     def insert_file(self, path: str) -> int:
         found = self.files.get(path)
         if found is None:

@@ -271,15 +271,12 @@ class ExtrasCollector:
 
 
 def _string_cache(sink: StringSink) -> dict[str, int] | None:
-    """The dict behind `sink.insert_string`, when the sink is one whose answer
-    for a string it holds is that dict's value (the creator's offsets, a
-    worker's numbers): the compiled kernels look names up there and call
-    `insert_string` only for new ones. None: they always call it."""
-    for attr in ("_string_offsets", "strings"):
-        found = getattr(sink, attr, None)
-        if type(found) is dict:
-            return found
-    return None
+    """The dict behind `sink.insert_string`, when the sink shows it as
+    `inserted_strings` (the creator's offsets, a worker's numbers): the compiled
+    kernels look names up there and call `insert_string` only for new ones.
+    None: they always call it."""
+    found = getattr(sink, "inserted_strings", None)
+    return found if type(found) is dict else None
 
 
 class UnitConverter:
