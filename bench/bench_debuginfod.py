@@ -45,12 +45,11 @@ import bytecode  # noqa: E402
 
 bytecode.prepare()
 
+from inputs import BIG, WORK, addresses, ensure_big, markup_log  # noqa: E402
+
 from tests.support.build import build_id_of, compile_program  # noqa: E402
 from tests.support.debuginfod_servers import ElfutilsServer, server_environment  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
-WORK = HERE / "work"
-BIG = WORK / "big"
 OUT = WORK / "debuginfod"
 RESULTS = WORK / "results"
 LLVM = "llvm-symbolizer-19"
@@ -72,13 +71,6 @@ class Row:
 # ---------------------------------------------------------------------------
 
 
-def ensure_big() -> None:
-    if (BIG / "big-O2").exists() and (BIG / "big-O0").exists():
-        return
-    print("building the big benchmark binaries (takes minutes) ...", flush=True)
-    subprocess.run(["bash", str(TOOLS / "build_big.sh"), str(WORK)], check=True)
-
-
 def binaries() -> list[Path]:
     """The four served binaries, big-O2 first (it gets most frames)."""
     ensure_big()
@@ -95,45 +87,15 @@ def ensure_logs(programs: Sequence[Path], count: int, lines: int) -> Path:
     if logs.is_dir() and len(list(logs.iterdir())) == count:
         return logs
     OUT.mkdir(parents=True, exist_ok=True)
-    modules = []
-    for program in programs:
-        addrs = OUT / f"addrs-{program.name}.txt"
-        if not addrs.exists():
-            subprocess.run(
-                [
-                    sys.executable,
-                    str(TOOLS / "gen_addrs.py"),
-                    str(program),
-                    "--count",
-                    "5000",
-                    "--seed",
-                    "11",
-                    "--out",
-                    str(addrs),
-                ],
-                check=True,
-                capture_output=True,
-            )
-        modules += ["--module", f"{program}:{addrs}"]
+    modules = [
+        (program, addresses(program, OUT / f"addrs-{program.name}.txt", count=5000, seed=11))
+        for program in programs
+    ]
     partial = logs.with_name(logs.name + ".tmp")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     for i in range(count):
-        subprocess.run(
-            [
-                sys.executable,
-                str(TOOLS / "gen_markup_log.py"),
-                *modules,
-                "--lines",
-                str(lines // count),
-                "--seed",
-                str(1000 + i),
-                "--out",
-                str(partial / f"crash-{i:03d}.log"),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        markup_log(modules, lines // count, partial / f"crash-{i:03d}.log", seed=1000 + i)
     shutil.rmtree(logs, ignore_errors=True)
     partial.rename(logs)
     return logs

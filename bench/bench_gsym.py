@@ -38,9 +38,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-SHARED = REPO.parent / "shared" / "tools"
-WORK = HERE / "work"
-BIG = WORK / "big" / "big-O2"
+BIG = HERE / "work" / "big" / "big-O2"
 PY = sys.executable
 
 
@@ -87,27 +85,12 @@ def timed(cmd: list[str]) -> tuple[float, float]:
 def main(lookups_only: bool = False, convert_only: bool = False) -> int:
     # Here, not at the top: the child (a fresh process per measurement)
     # should pay for stackmark's imports only.
+    from inputs import addresses, ensure_big
     from measure import measure, table
 
-    if not BIG.exists():
-        subprocess.run(["bash", str(SHARED / "build_big.sh"), str(WORK)], check=True)
+    ensure_big()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gsym-"))
-    addrs = tmp / "addrs.txt"
-    subprocess.run(
-        [
-            PY,
-            str(SHARED / "gen_addrs.py"),
-            str(BIG),
-            "--count",
-            "10000",
-            "--seed",
-            "42",
-            "--out",
-            str(addrs),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    addrs = addresses(BIG, tmp / "addrs.txt")
     print(
         f"Binary: {BIG.relative_to(REPO)} ({BIG.stat().st_size / 1e6:.0f} MB), "
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n"

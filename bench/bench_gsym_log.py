@@ -29,15 +29,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from bench_markup import (  # noqa: E402
-    BIG,
     GSYM_CACHE,
     GSYM_ROW,
     LLVM_ROW,
     build_gsym_cache,
     commands,
-    ensure_big,
     ensure_logs,
 )
+from inputs import BIG, ensure_big  # noqa: E402
 from measure import Summary, load_average, measure, measure_round_robin, table  # noqa: E402
 
 COLD_ROW = "stackmark symbolize --gsym-cache=build (cold: empty cache, conversion included)"

@@ -37,9 +37,9 @@ from bench_markup import (  # noqa: E402
     LLVM_ROW,
     build_gsym_cache,
     commands,
-    ensure_big,
     ensure_logs,
 )
+from inputs import ensure_big  # noqa: E402
 
 _REFS = re.compile(rb"I\s+refs:\s+([\d,]+)")
 

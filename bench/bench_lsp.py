@@ -52,43 +52,19 @@ import bytecode  # noqa: E402
 
 bytecode.prepare()
 
+from inputs import BIG, WORK, addresses, ensure_big, markup_log  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
-WORK = HERE / "work"
-BIG = WORK / "big"
 OUT = WORK / "lsp"
 RESULTS = WORK / "results"
 MARKUP_GSYM = WORK / "markup" / "gsym-cache"  # bench_markup.py's cache, reused when there
 
 
-def ensure_big() -> None:
-    """The big binary (built once by build_big.sh; minutes on 2 cores)."""
-    if (BIG / "big-O2").exists() and (BIG / "debugdir").exists():
-        return
-    print("building the big benchmark binary (takes minutes) ...", flush=True)
-    subprocess.run(["bash", str(TOOLS / "build_big.sh"), str(WORK)], check=True)
-
-
 def ensure_log(lines: int) -> Path:
-    OUT.mkdir(parents=True, exist_ok=True)
-    addrs = WORK / "markup" / "addrs-O2.txt"
-    if not addrs.exists():
-        addrs.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, str(TOOLS / "gen_addrs.py"), str(BIG / "big-O2"), "--count",
-             "10000", "--seed", "42", "--out", str(addrs)],
-            check=True,
-        )  # fmt: skip
-    log = OUT / f"log-{lines}.txt"
-    if not log.exists():
-        subprocess.run(
-            [sys.executable, str(TOOLS / "gen_markup_log.py"), "--module",
-             f"{BIG / 'big-O2'}:{addrs}", "--lines", str(lines), "--out", str(log)],
-            check=True,
-        )  # fmt: skip
-    return log
+    """A log of `lines` lines over big-O2 (the addresses are bench_markup.py's)."""
+    addrs = addresses(BIG / "big-O2", WORK / "markup" / "addrs-O2.txt")
+    return markup_log([(BIG / "big-O2", addrs)], lines, OUT / f"log-{lines}.txt")
 
 
 def ensure_gsym(cache: Path) -> str:

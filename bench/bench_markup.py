@@ -32,22 +32,12 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
+from inputs import BIG, WORK, addresses, ensure_big, markup_log  # noqa: E402
 from measure import Summary, load_average, measure, measure_round_robin, table  # noqa: E402
 
-TOOLS = Path(os.environ.get("STACKMARK_SHARED_TOOLS", REPO.parent / "shared" / "tools"))
-WORK = HERE / "work"
-BIG = WORK / "big"
 OUT = WORK / "markup"
 RESULTS = WORK / "results"
 LLVM = "llvm-symbolizer-19"
-
-
-def ensure_big() -> None:
-    """The big binaries (built once; minutes on 2 cores)."""
-    if (BIG / "big-O2").exists() and (BIG / "debugdir").exists():
-        return
-    print("building the big benchmark binary (takes minutes) ...", flush=True)
-    subprocess.run(["bash", str(TOOLS / "build_big.sh"), str(WORK)], check=True)
 
 
 def ensure_logs() -> tuple[Path, Path]:
@@ -56,35 +46,8 @@ def ensure_logs() -> tuple[Path, Path]:
     addrs = OUT / "addrs-O2.txt"
     big_log = OUT / "log-100k.txt"
     one_log = OUT / "log-1.txt"
-    if not addrs.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                str(TOOLS / "gen_addrs.py"),
-                str(BIG / "big-O2"),
-                "--count",
-                "10000",
-                "--seed",
-                "42",
-                "--out",
-                str(addrs),
-            ],
-            check=True,
-        )
-    if not big_log.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                str(TOOLS / "gen_markup_log.py"),
-                "--module",
-                f"{BIG / 'big-O2'}:{addrs}",
-                "--lines",
-                "100000",
-                "--out",
-                str(big_log),
-            ],
-            check=True,
-        )
+    addresses(BIG / "big-O2", addrs)
+    markup_log([(BIG / "big-O2", addrs)], 100000, big_log)
     if not one_log.exists():
         lines = big_log.read_text().splitlines()
         context = []

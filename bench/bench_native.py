@@ -33,7 +33,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from bench_markup import BIG, LLVM, ensure_big, ensure_logs  # noqa: E402
+from bench_markup import LLVM, ensure_logs  # noqa: E402
+from inputs import BIG, ensure_big  # noqa: E402
 from measure import Run, Summary, load_average, measure_round_robin, run_once, table  # noqa: E402
 
 PURE = ["env", "STACKMARK_PURE=1"]

@@ -34,15 +34,17 @@ import bytecode  # noqa: E402
 
 bytecode.prepare()
 
+from inputs import BIG, TOOLS, WORK  # noqa: E402
+
 from stackmark.elf import ElfFile  # noqa: E402
 from stackmark.formats.sframe.lookup import SFrameTable  # noqa: E402
 from stackmark.formats.sframe.reader import read_elf_sframe  # noqa: E402
 from stackmark.formats.sframe.writer import encode_sframe, with_version  # noqa: E402
 
-WORK = REPO / "bench" / "work" / "sframe-big"
-SHARED_SOURCES = REPO / "bench" / "work" / "big" / "src"
-GENERATOR = REPO.parent / "shared" / "tools" / "gen_big_cpp.py"
-BINARY = WORK / "big-O2-gsframe"
+OUT = WORK / "sframe-big"
+SHARED_SOURCES = BIG / "src"
+GENERATOR = TOOLS / "gen_big_cpp.py"
+BINARY = OUT / "big-O2-gsframe"
 
 
 def _others_building() -> bool:
@@ -56,7 +58,7 @@ def build() -> Path:
         return BINARY
     sources = SHARED_SOURCES
     if not (sources / "main.cpp").exists():
-        sources = WORK / "src"
+        sources = OUT / "src"
         if not (sources / "main.cpp").exists():
             subprocess.run(
                 [
@@ -76,7 +78,7 @@ def build() -> Path:
     while _others_building():
         print("waiting: another big build is running", file=sys.stderr)
         time.sleep(30)
-    objects = WORK / "obj"
+    objects = OUT / "obj"
     objects.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     cpps = sorted(sources.glob("*.cpp"))

@@ -25,7 +25,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = REPO.parent / "shared" / "tools"
+sys.path.insert(0, str(REPO / "bench"))
+
+from inputs import TOOLS  # noqa: E402
+from inputs import addresses as make_addresses  # noqa: E402
 
 
 def run_once(cmd: list[str], stdin: str | None) -> tuple[float, float]:
@@ -76,22 +79,9 @@ def main() -> int:
         print(f"{binary} is missing: bash {TOOLS}/build_big.sh {REPO}/bench/work", file=sys.stderr)
         return 1
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "stackmark")], check=True)
-    addresses_file = REPO / "bench/work/symbols-addrs.txt"
     counts = [int(c) for c in args.counts.split(",")]
-    subprocess.run(
-        [
-            sys.executable,
-            str(TOOLS / "gen_addrs.py"),
-            str(binary),
-            "--count",
-            str(max(counts)),
-            "--seed",
-            "42",
-            "--out",
-            str(addresses_file),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    addresses_file = make_addresses(
+        binary, REPO / f"bench/work/symbols-addrs-{max(counts)}.txt", count=max(counts)
     )
     addresses = addresses_file.read_text().split()
     # Started the way an installed console script starts (no runpy), like `stackmark`.
