@@ -120,7 +120,8 @@ class BreakpadStore:
                 if sym.is_relative_to(self.root):
                     sym.unlink(missing_ok=True)
                 return None
-            from stackmark.formats.gsym.convert import convert_breakpad, write_atomically
+            from stackmark.conversion.files import write_atomically
+            from stackmark.formats.gsym.convert import convert_breakpad
 
             try:
                 result = convert_breakpad(str(sym))

@@ -362,7 +362,7 @@ def _prepare_macho() -> None:
 def run_macho(data: bytes) -> None:
     """The Mach-O reader on its own, then `gsym convert` on the file (every
     slice of a universal file), as a user runs it."""
-    from stackmark.formats.gsym.convert import convert_file
+    from stackmark.conversion.files import convert_file
     from stackmark.macho import MachOFile, parse_universal
 
     with contextlib.suppress(StackmarkError):
