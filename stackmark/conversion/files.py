@@ -2,7 +2,7 @@
 
 `convert_file` tells the input's kind from its first bytes and hands it to
 its converter: an ELF file or a thin Mach-O file to the GSYM pipeline
-(`convert_elf`, `convert_macho`), a Breakpad `.sym` to `convert_breakpad`.
+(`convert_elf`, `convert_macho`), a Breakpad `.sym` to `from_breakpad`.
 As llvm-gsymutil does, it converts each slice of a universal Mach-O file
 (`OUT.<arch>` when more than one is converted) and each file of a `.dSYM`
 bundle, writes segment files instead of one GSYM with a segment size, and
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TextIO
 
+from stackmark.conversion.from_breakpad import convert_breakpad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import is_elf
 from stackmark.errors import StackmarkError
@@ -29,7 +30,6 @@ from stackmark.formats.gsym.convert import (
     ConversionFailed,
     ConversionResult,
     ProgressSink,
-    convert_breakpad,
     convert_elf,
     convert_macho,
 )

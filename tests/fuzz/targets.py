@@ -270,14 +270,14 @@ def run_imagemap(data: bytes) -> None:
 
 
 def _prepare_breakpad() -> None:
+    from stackmark.conversion import from_breakpad  # noqa: F401
     from stackmark.formats import breakpad  # noqa: F401
-    from stackmark.formats.gsym import from_breakpad  # noqa: F401
 
 
 def run_breakpad(data: bytes) -> None:
+    from stackmark.conversion.from_breakpad import add_breakpad
     from stackmark.formats.breakpad import parse_breakpad
     from stackmark.formats.gsym import GsymCreator
-    from stackmark.formats.gsym.from_breakpad import add_breakpad
 
     try:
         module = parse_breakpad(data, source="fuzz.sym")

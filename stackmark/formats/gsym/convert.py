@@ -1,4 +1,4 @@
-"""Make GSYM bytes from an ELF or Mach-O file (DWARF + symbol table) or a Breakpad .sym.
+"""Make GSYM bytes from an ELF or Mach-O file (DWARF + symbol table).
 
 For an object file this is llvm-gsymutil's `--convert` pipeline: header
 values and text ranges from the file's headers, DWARF functions unit by
@@ -25,9 +25,7 @@ from typing import Any, Protocol
 from stackmark.dwarf.sections import SectionSource
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import ElfFile
-from stackmark.formats.breakpad import read_breakpad
 from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, RecordEncoder
-from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.from_macho import (
     add_macho_symbols,
@@ -226,31 +224,11 @@ def convert_image(
     result.symbol_functions = image.add_symbols(creator, result.symbol_messages)
     if little is None:
         little = image.little
-    _finish(creator, result, little, progress, records_in_parallel(jobs), segment_size)
+    finish_conversion(creator, result, little, progress, records_in_parallel(jobs), segment_size)
     return result
 
 
-def convert_breakpad(
-    path: str,
-    *,
-    progress: ProgressSink | None = None,
-    little: bool | None = None,
-    segment_size: int | None = None,
-) -> ConversionResult:
-    """GSYM bytes for the Breakpad .sym file at `path`."""
-    module = read_breakpad(path)
-    creator = GsymCreator()
-    result = ConversionResult(b"", arch=module.arch)
-    funcs, publics = add_breakpad(creator, module, path)
-    result.dwarf_functions = funcs
-    result.symbol_functions = publics
-    if little is None:
-        little = breakpad_is_little_endian(module)
-    _finish(creator, result, little, progress, segment_size=segment_size)
-    return result
-
-
-def _finish(
+def finish_conversion(
     creator: GsymCreator,
     result: ConversionResult,
     little: bool,
@@ -258,8 +236,11 @@ def _finish(
     records: RecordEncoder | None = None,
     segment_size: int | None = None,
 ) -> None:
-    """Finalize and encode (the records with `records`, else in this process;
-    in segments of about `segment_size` bytes when given)."""
+    """Finalize `creator` and encode its functions into `result` (its counts, then
+    `data`, or `segments` of about `segment_size` bytes when given): the last step
+    of every conversion into GSYM, Breakpad's too (`stackmark.conversion.from_breakpad`).
+    The records are encoded with `records` when given, else in this process; a set of
+    functions that cannot be written raises `ConversionFailed`, with the counts."""
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
@@ -307,10 +288,10 @@ __all__ = [
     "ConversionResult",
     "GsymWriteError",
     "ObjectImage",
-    "convert_breakpad",
     "convert_elf",
     "convert_image",
     "convert_macho",
     "elf_image",
+    "finish_conversion",
     "macho_image",
 ]
