@@ -2,7 +2,8 @@
 
 `convert_file` tells the input's kind from its first bytes and hands it to
 its converter: an ELF file or a thin Mach-O file to the GSYM pipeline
-(`convert_elf`, `convert_macho`), a Breakpad `.sym` to `from_breakpad`.
+(`convert_elf`, `convert_macho`), a Breakpad `.sym` to `convert_breakpad`
+(`conversion/from_breakpad.py`).
 As llvm-gsymutil does, it converts each slice of a universal Mach-O file
 (`OUT.<arch>` when more than one is converted) and each file of a `.dSYM`
 bundle, writes segment files instead of one GSYM with a segment size, and
