@@ -395,8 +395,8 @@ def _segment_size(text: str) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    from stackmark.conversion.files import convert_file
     from stackmark.dwarf.supplementary import supplementary_finder
-    from stackmark.formats.gsym.convert import convert_file
     from stackmark.process_end import keep_until_exit
 
     output = args.output or args.input + ".gsym"

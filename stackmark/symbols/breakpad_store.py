@@ -8,8 +8,8 @@ request, so both are checked before they become part of a path or URL
 (`check_module_name`): no `/`, no `.` or `..`, nothing that is not in a
 library file name, and a resolved path must stay inside its store.
 
-Each `.sym` found is converted once to GSYM (`stackmark.formats.gsym.
-convert.convert_breakpad`) and kept under the cache:
+Each `.sym` found is converted once to GSYM (`stackmark.conversion.
+from_breakpad.convert_breakpad`) and kept under the cache:
 
     <cache>/breakpad-v1/NAME/DEBUG-ID/NAME.sym     a download (HTTP stores)
     <cache>/breakpad-v1/NAME/DEBUG-ID/NAME.gsym    its GSYM
@@ -120,7 +120,8 @@ class BreakpadStore:
                 if sym.is_relative_to(self.root):
                     sym.unlink(missing_ok=True)
                 return None
-            from stackmark.formats.gsym.convert import convert_breakpad, write_atomically
+            from stackmark.conversion.files import write_atomically
+            from stackmark.conversion.from_breakpad import convert_breakpad
 
             try:
                 result = convert_breakpad(str(sym))

@@ -227,7 +227,8 @@ class GsymCache:
     ) -> None:
         # The converter is imported here, not at the top: a warm lookup
         # (the common case) never needs it, and it costs ~30 ms to import.
-        from stackmark.formats.gsym.convert import convert_elf, write_atomically
+        from stackmark.conversion.files import write_atomically
+        from stackmark.formats.gsym.convert import convert_elf
         from stackmark.formats.gsym.extras import ExtrasBuilder
         from stackmark.formats.gsym.from_dwarf import ExtrasCollector
         from stackmark.formats.gsym.gc_pause import gc_paused

@@ -96,7 +96,8 @@ def symbolize_seeds() -> list[bytes]:
 
 
 def gsym_seeds() -> list[bytes]:
-    from stackmark.formats.gsym.convert import convert_breakpad, convert_elf
+    from stackmark.conversion.from_breakpad import convert_breakpad
+    from stackmark.formats.gsym.convert import convert_elf
 
     seeds = [convert_elf(str(path)).data for path in elf_programs()[:2]]
     cpp = compile_program("fuzz_cpp", ["gsym_cpp.cpp"], compiler="g++", flags=("-g", "-O2"))

@@ -270,14 +270,14 @@ def run_imagemap(data: bytes) -> None:
 
 
 def _prepare_breakpad() -> None:
+    from stackmark.conversion import from_breakpad  # noqa: F401
     from stackmark.formats import breakpad  # noqa: F401
-    from stackmark.formats.gsym import from_breakpad  # noqa: F401
 
 
 def run_breakpad(data: bytes) -> None:
+    from stackmark.conversion.from_breakpad import add_breakpad
     from stackmark.formats.breakpad import parse_breakpad
     from stackmark.formats.gsym import GsymCreator
-    from stackmark.formats.gsym.from_breakpad import add_breakpad
 
     try:
         module = parse_breakpad(data, source="fuzz.sym")
@@ -362,7 +362,7 @@ def _prepare_macho() -> None:
 def run_macho(data: bytes) -> None:
     """The Mach-O reader on its own, then `gsym convert` on the file (every
     slice of a universal file), as a user runs it."""
-    from stackmark.formats.gsym.convert import convert_file
+    from stackmark.conversion.files import convert_file
     from stackmark.macho import MachOFile, parse_universal
 
     with contextlib.suppress(StackmarkError):

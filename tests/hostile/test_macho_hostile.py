@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from stackmark.conversion.files import convert_file
 from stackmark.errors import FormatError, StackmarkError
-from stackmark.formats.gsym.convert import convert_file
 from stackmark.macho import MachOFile
 from tests.hostile.tiny_macho import MH_DSYM, TEXT_ADDRESS, Nlist, TinyMachO
 from tests.support.gsymutil import llvm_convert_run

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from stackmark.conversion.files import convert_file
 from stackmark.formats.gsym import GsymReader
-from stackmark.formats.gsym.convert import convert_file
 from tests.conftest import require_tool
 from tests.support.build import compile_program
 from tests.support.gsymutil import llvm_lookups

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from stackmark.conversion.from_breakpad import add_breakpad
 from stackmark.errors import FormatError
 from stackmark.formats.breakpad import BreakpadInline, parse_breakpad
 from stackmark.formats.gsym import GsymCreator, GsymReader
-from stackmark.formats.gsym.from_breakpad import add_breakpad
 
 SYM = """MODULE Linux x86_64 0403020106050807090A0B0C0D0E0F100 prog
 INFO CODE_ID 0102030405060708090A0B0C0D0E0F1011121314

@@ -8,7 +8,9 @@ Modules, in the order a file is laid out:
 - `creator`: strings, files, functions in; LLVM's bytes out;
 - `dump`, `lookup`: the text llvm-gsymutil prints.
 
-Converters into GSYM live beside them (`from_dwarf`, `from_breakpad`).
+Converters into GSYM live beside them (`from_dwarf`, `from_symtab`, `from_macho`,
+`convert`); Breakpad's, which reads another format, is above both
+(`stackmark.conversion.from_breakpad`).
 """
 
 from __future__ import annotations

@@ -1,39 +1,31 @@
-"""Make a GSYM file from an ELF or Mach-O file (DWARF + symbol table) or a Breakpad .sym.
+"""Make GSYM bytes from an ELF or Mach-O file (DWARF + symbol table).
 
 For an object file this is llvm-gsymutil's `--convert` pipeline: header
 values and text ranges from the file's headers, DWARF functions unit by
 unit, then symbol-table functions, then `finalize` and `encode`; the output
-is the same bytes as `llvm-gsymutil-19 --convert --num-threads=1`. The log
-it prints (`log`) has llvm-gsymutil's lines. Each format gives the pipeline
-an `ObjectImage` (its sections for the DWARF reader, and what its headers
-and symbol table hold); the pipeline itself is the same for all.
-
-Mach-O inputs, as llvm-gsymutil takes them: a thin file; a universal
-(fat) file, one GSYM per slice (`OUT.<arch>` when more than one slice is
-converted; `arch_filters` picks slices by name or CPU type); a `.dSYM`
-bundle, whose Contents/Resources/DWARF/ files are converted in turn.
+is the same bytes as `llvm-gsymutil-19 --convert --num-threads=1`, and the
+counts of its log are in the `ConversionResult`. Each format gives the
+pipeline an `ObjectImage` (its sections for the DWARF reader, and what its
+headers and symbol table hold); the pipeline itself is the same for all.
+A Mach-O image is a thin file or one slice (`FatArch`) of a universal file.
 
 Large inputs are converted with one process per core over the compile
 units (`jobs`); the result does not depend on the number of processes.
-The output file is written atomically (a temporary file, fsync, rename), so
-a failed conversion leaves nothing behind.
+Which converter an input file needs, the output files and the log are
+`stackmark.conversion.files`'s work (`convert_file`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 from stackmark.dwarf.sections import SectionSource
 from stackmark.dwarf.supplementary import SupplementaryLoad
-from stackmark.elf import ElfFile, is_elf
-from stackmark.errors import StackmarkError
-from stackmark.formats.breakpad import is_breakpad, read_breakpad
+from stackmark.elf import ElfFile
 from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, RecordEncoder
-from stackmark.formats.gsym.from_breakpad import add_breakpad, breakpad_is_little_endian
 from stackmark.formats.gsym.from_dwarf import ExtrasCollector
 from stackmark.formats.gsym.from_macho import (
     add_macho_symbols,
@@ -49,8 +41,7 @@ from stackmark.formats.gsym.from_symtab import (
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.gc_pause import gc_paused
 from stackmark.formats.gsym.ranges import Range
-from stackmark.macho import FatArch, MachOFile, dsym_members, is_macho, read_universal
-from stackmark.whole_files import write_whole
+from stackmark.macho import FatArch, MachOFile
 
 
 class ProgressSink(Protocol):
@@ -233,31 +224,11 @@ def convert_image(
     result.symbol_functions = image.add_symbols(creator, result.symbol_messages)
     if little is None:
         little = image.little
-    _finish(creator, result, little, progress, records_in_parallel(jobs), segment_size)
+    finish_conversion(creator, result, little, progress, records_in_parallel(jobs), segment_size)
     return result
 
 
-def convert_breakpad(
-    path: str,
-    *,
-    progress: ProgressSink | None = None,
-    little: bool | None = None,
-    segment_size: int | None = None,
-) -> ConversionResult:
-    """GSYM bytes for the Breakpad .sym file at `path`."""
-    module = read_breakpad(path)
-    creator = GsymCreator()
-    result = ConversionResult(b"", arch=module.arch)
-    funcs, publics = add_breakpad(creator, module, path)
-    result.dwarf_functions = funcs
-    result.symbol_functions = publics
-    if little is None:
-        little = breakpad_is_little_endian(module)
-    _finish(creator, result, little, progress, segment_size=segment_size)
-    return result
-
-
-def _finish(
+def finish_conversion(
     creator: GsymCreator,
     result: ConversionResult,
     little: bool,
@@ -265,8 +236,11 @@ def _finish(
     records: RecordEncoder | None = None,
     segment_size: int | None = None,
 ) -> None:
-    """Finalize and encode (the records with `records`, else in this process;
-    in segments of about `segment_size` bytes when given)."""
+    """Finalize `creator` and encode its functions into `result` (its counts, then
+    `data`, or `segments` of about `segment_size` bytes when given): the last step
+    of every conversion into GSYM, Breakpad's too (`stackmark.conversion.from_breakpad`).
+    The records are encoded with `records` when given, else in this process; a set of
+    functions that cannot be written raises `ConversionFailed`, with the counts."""
     report = creator.finalize()
     result.pruned = report.pruned
     result.total = report.after
@@ -309,211 +283,15 @@ def _finish(
         progress.finish()
 
 
-QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
-"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
-(the summary lines, the categories, the DWO warnings) all the same."""
-
-
-QUIET_CATEGORIES = frozenset({"Address range starts outside executable section"})
-"""What llvm-gsymutil 19's --quiet leaves out; it prints everything else
-(the summary lines, the categories, the DWO warnings) all the same."""
-
-
-def log_text(result: ConversionResult, *, breakpad: bool = False, quiet: bool = False) -> str:
-    """llvm-gsymutil's lines after "Output file (...): NAME"."""
-    first = "FUNC records" if breakpad else "DWARF"
-    second = "PUBLIC records" if breakpad else "symbol table"
-    lines = [
-        *result.messages,
-        f"Loaded {result.dwarf_functions} functions from {first}.",
-        *result.symbol_messages,
-        f"Loaded {result.symbol_functions} functions from {second}.",
-        f"Pruned {result.pruned} functions, ended with {result.total} total",
-    ]
-    for category in sorted(result.warnings):
-        if not (quiet and category in QUIET_CATEGORIES):
-            lines.append(f"{category} occurred {result.warnings[category]} time(s)")
-    return "\n".join(lines) + "\n"
-
-
-def write_atomically(path: str, data: bytes, *, owned: bool = False) -> None:
-    """Write a GSYM (or segment, or cache extras) to `path` whole or not at all,
-    through a `.gsym-*.tmp` file beside it (the name the cache sweeps); `/dev/null`,
-    a FIFO or a terminal is written in place, unless the path is `owned` by a
-    cache, which replaces whatever it finds there (`stackmark.whole_files`)."""
-    write_whole(path, data, prefix=".gsym-", suffix=".tmp", owned=owned)
-
-
-def convert_file(
-    input_path: str,
-    output_path: str,
-    *,
-    log: TextIO | None = None,
-    quiet: bool = False,
-    jobs: int = 0,
-    big_endian: bool | None = None,
-    progress: ProgressSink | None = None,
-    segment_size: int | None = None,
-    arch_filters: Collection[str | int] = (),
-    load_supplementary: SupplementaryLoad | None = None,
-) -> ConversionResult:
-    """Convert `input_path`, write `output_path`, print llvm's log; returns the
-    result of the last file written.
-
-    The input is an ELF file, a Breakpad .sym, a Mach-O file (each slice of a
-    universal file, or those `arch_filters` names by arch name or CPU type,
-    is written to `output_path` + "." + arch when there are several), or a
-    .dSYM bundle (each file inside is converted to `output_path`). The log is
-    as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
-    segment files `output_path-0x<first address>` are written instead, as
-    llvm does. `load_supplementary` finds an ELF file's dwz supplementary file
-    (default: beside the file, then /usr/lib/debug).
-    """
-    if log is not None:
-        log.write(f"Input file: {input_path}\n")
-    members = dsym_members(input_path)
-    result: ConversionResult | None = None
-    output = _Output(log, quiet, segment_size)
-    for path in members or [input_path]:
-        result = _convert_path(
-            path,
-            output_path,
-            output,
-            jobs=jobs,
-            little=None if big_endian is None else not big_endian,
-            progress=progress,
-            arch_filters=arch_filters,
-            load_supplementary=load_supplementary,
-        )
-    assert result is not None
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class _Output:
-    """How results are written: the log (and --quiet), segments."""
-
-    log: TextIO | None
-    quiet: bool
-    segment_size: int | None
-
-
-def _convert_path(
-    path: str,
-    output_path: str,
-    out: _Output,
-    *,
-    jobs: int,
-    little: bool | None,
-    progress: ProgressSink | None,
-    arch_filters: Collection[str | int],
-    load_supplementary: SupplementaryLoad | None,
-) -> ConversionResult:
-    if not os.path.isfile(path):  # a FIFO would block the reads below
-        raise StackmarkError(f"{path}: not a regular file")
-    segment_size = out.segment_size
-    if is_breakpad(path):
-        convert = partial(
-            convert_breakpad, path, progress=progress, little=little, segment_size=segment_size
-        )
-        return _write(path, output_path, convert, out, breakpad=True)
-    if is_elf(path):
-        convert = partial(
-            convert_elf,
-            path,
-            jobs=jobs,
-            progress=progress,
-            little=little,
-            segment_size=segment_size,
-            load_supplementary=load_supplementary,
-        )
-        return _write(path, output_path, convert, out)
-    if not is_macho(path):
-        raise StackmarkError(f"{path}: neither an ELF file, a Mach-O file nor a Breakpad .sym file")
-    slices = read_universal(path)
-    if not slices:
-        convert = partial(
-            convert_macho,
-            path,
-            jobs=jobs,
-            progress=progress,
-            little=little,
-            segment_size=segment_size,
-        )
-        return _write(path, output_path, convert, out)
-    # As llvm: every slice must read before any is converted, and a slice is
-    # named (and matched by --arch) by its own header, not its fat_arch entry.
-    chosen: list[tuple[FatArch, str]] = []
-    for fat_arch in slices:
-        with MachOFile.open(path, fat_arch) as image:
-            name, cputype = image.triple_arch_name, image.cputype & 0xFFFFFFFF
-        if not arch_filters or name in arch_filters or cputype in arch_filters:
-            chosen.append((fat_arch, name))
-    if not chosen:
-        raise StackmarkError(f"{path}: no matching architectures found")
-    result: ConversionResult | None = None
-    for fat_arch, name in chosen:
-        output = f"{output_path}.{name}" if len(chosen) > 1 else output_path
-        convert = partial(
-            convert_macho,
-            path,
-            fat_arch,
-            jobs=jobs,
-            progress=progress,
-            little=little,
-            segment_size=segment_size,
-        )
-        result = _write(path, output, convert, out)
-    assert result is not None
-    return result
-
-
-def _write(
-    path: str,
-    output_path: str,
-    convert: Callable[[], ConversionResult],
-    out: _Output,
-    *,
-    breakpad: bool = False,
-) -> ConversionResult:
-    """Run `convert`, write its GSYM to `output_path` and llvm's log lines for it
-    (also when nothing can be written: then the counts, and the error)."""
-    log = out.log
-    try:
-        result = convert()
-    except ConversionFailed as exc:
-        if log is not None:
-            log.write(f"Output file ({exc.result.arch}): {output_path}\n")
-            log.write(log_text(exc.result, breakpad=breakpad, quiet=out.quiet))
-        hint = " (no DWARF functions and no function symbols)" if "no functions" in str(exc) else ""
-        raise GsymWriteError(f"{path}: {exc}{hint}") from None
-    except GsymWriteError as exc:
-        raise GsymWriteError(f"{path}: {exc}") from None
-    if result.segments is not None:
-        from stackmark.formats.gsym.segments import segment_path
-
-        for first_address, data in result.segments:
-            write_atomically(segment_path(output_path, first_address), data)
-    else:
-        write_atomically(output_path, result.data)
-    if log is not None:
-        log.write(f"Output file ({result.arch}): {output_path}\n")
-        log.write(log_text(result, breakpad=breakpad, quiet=out.quiet))
-    return result
-
-
 __all__ = [
     "ConversionFailed",
     "ConversionResult",
     "GsymWriteError",
     "ObjectImage",
-    "convert_breakpad",
     "convert_elf",
-    "convert_file",
     "convert_image",
     "convert_macho",
     "elf_image",
-    "log_text",
+    "finish_conversion",
     "macho_image",
-    "write_atomically",
 ]

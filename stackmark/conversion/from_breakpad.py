@@ -1,5 +1,11 @@
 """Breakpad symbols to GSYM, as the 2018 GSYM design intended.
 
+`convert_breakpad` reads a `.sym` file (`formats/breakpad.py`) and feeds its
+records to the GSYM creator (`formats/gsym/creator.py`), then finishes as
+every conversion does (`finish_conversion`); `stackmark gsym convert` and
+the Breakpad symbol store (`symbols/breakpad_store.py`) call it. It sits
+above both formats, which import no other format.
+
 LLVM has no Breakpad converter, so there are no reference bytes; the
 mapping follows the DWARF conversion's rules wherever they apply:
 
@@ -23,7 +29,8 @@ mapping follows the DWARF conversion's rules wherever they apply:
 from __future__ import annotations
 
 from stackmark.errors import FormatError
-from stackmark.formats.breakpad import BreakpadFunction, BreakpadModule
+from stackmark.formats.breakpad import BreakpadFunction, BreakpadModule, read_breakpad
+from stackmark.formats.gsym.convert import ConversionResult, ProgressSink, finish_conversion
 from stackmark.formats.gsym.creator import GsymCreator
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
@@ -120,3 +127,25 @@ def add_breakpad(creator: GsymCreator, module: BreakpadModule, source: str) -> t
             continue
         creator.add_function(FunctionInfo(public.address, 0, creator.insert_string(public.name)))
     return len(module.functions), len(module.publics)
+
+
+def convert_breakpad(
+    path: str,
+    *,
+    progress: ProgressSink | None = None,
+    little: bool | None = None,
+    segment_size: int | None = None,
+) -> ConversionResult:
+    """GSYM bytes for the Breakpad .sym file at `path` (the FUNC and PUBLIC counts
+    are the result's `dwarf_functions` and `symbol_functions`, as llvm's log names
+    its two sources)."""
+    module = read_breakpad(path)
+    creator = GsymCreator()
+    result = ConversionResult(b"", arch=module.arch)
+    funcs, publics = add_breakpad(creator, module, path)
+    result.dwarf_functions = funcs
+    result.symbol_functions = publics
+    if little is None:
+        little = breakpad_is_little_endian(module)
+    finish_conversion(creator, result, little, progress, segment_size=segment_size)
+    return result
