@@ -84,16 +84,6 @@ LAUNCHERS = {
     ("stackmark.cli.debuggers", "stackmark.debugger.bootstrap"),
 }
 
-# Today's forbidden arrows, each with the reason it is wrong. Remove an entry when its
-# arrow is gone (a test below fails until it is removed); never add one.
-KNOWN_ARROWS: dict[tuple[str, str], str] = {}
-# Modules kept only to re-export names that moved, for modules not changed yet: each
-# goes when nothing imports it any more (a test below says when).
-TEMPORARY_REEXPORTS: dict[str, str] = {}
-# Today's import cycles, each by its modules (the same rule: remove, never add).
-KNOWN_CYCLES: dict[frozenset[str], str] = {}
-
-
 def product_modules() -> dict[str, tuple[Path, bool]]:
     """Module name -> (file, is a package), for every module of the four packages."""
     found: dict[str, tuple[Path, bool]] = {}
@@ -258,33 +248,26 @@ def test_no_format_imports_another_format_or_a_converter_above_it() -> None:
     assert forbidden_arrows(within) == {}
 
 
-def test_no_forbidden_arrow_beyond_the_known_ones() -> None:
-    found = forbidden_arrows(ARROWS)
-    new = {arrow: rule for arrow, rule in found.items() if arrow not in KNOWN_ARROWS}
-    assert new == {}
+def test_no_module_imports_against_the_map() -> None:
+    # No allow-list: every arrow docs/architecture.md draws holds without exception.
+    assert forbidden_arrows(ARROWS) == {}
 
 
-def test_no_import_cycle_beyond_the_known_ones() -> None:
-    new = [
-        sorted(cycle)
-        for cycle in import_cycles(ARROWS)
-        if not any(cycle <= known for known in KNOWN_CYCLES)
+def test_the_product_has_no_import_cycle() -> None:
+    assert [sorted(cycle) for cycle in import_cycles(ARROWS)] == []
+
+
+def test_the_cycle_finder_names_every_module_of_a_cycle() -> None:
+    # a -> b -> c -> a is one cycle of three; d -> a joins none; e <-> f is another.
+    arrows = {
+        "a": {"b"},
+        "b": {"c", "outside"},
+        "c": {"a"},
+        "d": {"a"},
+        "e": {"f"},
+        "f": {"e"},
+    }
+    assert sorted(sorted(cycle) for cycle in import_cycles(arrows)) == [
+        ["a", "b", "c"],
+        ["e", "f"],
     ]
-    assert new == []
-
-
-def test_every_known_exception_still_exists() -> None:
-    """When an arrow or a cycle is fixed, its entry must go: the lists only shrink."""
-    forbidden = forbidden_arrows(ARROWS)
-    assert [arrow for arrow in KNOWN_ARROWS if arrow not in forbidden] == []
-    cycles = import_cycles(ARROWS)
-    assert [KNOWN_CYCLES[known] for known in KNOWN_CYCLES if known not in cycles] == []
-
-
-def test_every_temporary_reexport_is_still_imported() -> None:
-    unused = [
-        module
-        for module in TEMPORARY_REEXPORTS
-        if not any(module in targets for targets in ARROWS.values())
-    ]
-    assert unused == []
