@@ -36,15 +36,11 @@ sys.path.insert(0, str(REPO))
 
 from stackmark.markup.naming import NameOptions  # noqa: E402
 from stackmark.markup.stream import make_naming  # noqa: E402
+from stackmark.service.symbolication_v5 import V5Limits, parse_request, symbolicate  # noqa: E402
 from stackmark.symbols.deadline import Background, Deadline  # noqa: E402
 from stackmark.symbols.debug_id import debug_id_from_build_id  # noqa: E402
+from stackmark.symbols.debug_id_modules import DebugIdModules  # noqa: E402
 from stackmark.symbols.setup import SymbolSettings, build_symbolizer  # noqa: E402
-from stackmark.symbols.symbolication_v5 import (  # noqa: E402
-    DebugIdModules,
-    V5Limits,
-    parse_request,
-    symbolicate,
-)
 from tests.support.build import build_id_of, compile_program  # noqa: E402
 from tests.support.debuginfod_servers import free_port, server_environment  # noqa: E402
 from tests.support.symbolizer_oracle import line_table_addresses  # noqa: E402

@@ -35,9 +35,9 @@ from starlette.routing import Route
 
 from stackmark.service import metrics
 from stackmark.service.settings import ServiceSettings
+from stackmark.service.symbolication_v5 import RequestError
 from stackmark.service.worker import LookupCounts, WorkerState, error_body
 from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
-from stackmark.symbols.symbolication_v5 import RequestError
 
 T = TypeVar("T")
 

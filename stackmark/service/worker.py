@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from stackmark.markup.naming import NameOptions
 from stackmark.markup.stream import FilterSettings, filter_streams, make_naming
 from stackmark.service.settings import ServiceSettings
+from stackmark.service.symbolication_v5 import V5Limits, parse_request, symbolicate
 from stackmark.symbols.breakpad_store import BreakpadStore
 from stackmark.symbols.cache import default_cache_dir
 from stackmark.symbols.deadline import Background, Deadline, DeadlineSymbolizer
+from stackmark.symbols.debug_id_modules import DebugIdModules
 from stackmark.symbols.setup import SymbolSettings, build_symbolizer
-from stackmark.symbols.symbolication_v5 import DebugIdModules, V5Limits, parse_request, symbolicate
 
 if TYPE_CHECKING:
     from stackmark.symbols.debuginfod import DebuginfodClient
