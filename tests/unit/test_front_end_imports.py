@@ -76,6 +76,28 @@ FORMAT_LEAF_IMPORTS = (
     "stackmark.unwind_rules",  # shared vocabulary beside model.py (Arch, unwind rows)
     "stackmark.whole_files",  # writing an output file whole or not at all
 )
+# The core's own layers, lowest first: a core module imports its own layer and those
+# below it, never one above (the diagram in docs/architecture.md, read bottom up).
+CORE_LAYERS: tuple[tuple[str, ...], ...] = (
+    (  # shared vocabulary and plumbing, below everything
+        "stackmark",  # the package's __init__ alone
+        "stackmark.plain",
+        "stackmark.errors",
+        "stackmark.binary",
+        "stackmark.model",
+        "stackmark.unwind_rules",
+        "stackmark.whole_files",
+        "stackmark.process_end",
+        "stackmark._native",
+        "stackmark.demangle",
+    ),
+    ("stackmark.elf", "stackmark.elf_relocations", "stackmark.macho"),  # object files
+    ("stackmark.dwarf",),
+    ("stackmark.formats",),
+    ("stackmark.conversion", "stackmark.unwind"),  # over formats
+    ("stackmark.symbols",),
+    ("stackmark.markup", "stackmark.batch", "stackmark.cbf_input"),  # over symbols
+)
 # The `stackmark` console script starts every front end: these arrows are its
 # subcommands reaching each front end's entry point, not shared code.
 LAUNCHERS = {
@@ -83,6 +105,7 @@ LAUNCHERS = {
     ("stackmark.cli.serve", "stackmark.service.settings"),
     ("stackmark.cli.debuggers", "stackmark.debugger.bootstrap"),
 }
+
 
 def product_modules() -> dict[str, tuple[Path, bool]]:
     """Module name -> (file, is a package), for every module of the four packages."""
@@ -122,6 +145,17 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
 
 
+def core_layer_of(name: str) -> int | None:
+    """The index in CORE_LAYERS of a core module's layer (None: not a core module)."""
+    best: tuple[int, int] | None = None  # (length of the matching entry, layer)
+    for layer, entries in enumerate(CORE_LAYERS):
+        for entry in entries:
+            matches = name == entry if entry == "stackmark" else _within(name, (entry,))
+            if matches and (best is None or len(entry) > best[0]):
+                best = (len(entry), layer)
+    return best[1] if best is not None else None
+
+
 def front_end_of(name: str) -> str | None:
     for front_end, parts in FRONT_END_PARTS.items():
         if _within(name, parts):
@@ -151,6 +185,9 @@ def forbidden_arrows(arrows: dict[str, set[str]]) -> dict[tuple[str, str], str]:
                 found[source, target] = (
                     "the language server reads DWARF itself (the symbolizer answers it)"
                 )
+            below, above = core_layer_of(source), core_layer_of(target)
+            if side is None and below is not None and above is not None and above > below:
+                found[source, target] = "a core module imports a layer above its own"
             if _within(source, ("stackmark.formats",)) and _within(target, ("stackmark",)):
                 own = ".".join(source.split(".")[:3])  # its package (or itself: formats/cbf.py)
                 if target != "stackmark.formats" and not _within(
@@ -246,6 +283,29 @@ def test_no_format_imports_another_format_or_a_converter_above_it() -> None:
         },
     }
     assert forbidden_arrows(within) == {}
+
+
+def test_every_core_module_has_a_layer() -> None:
+    # A new top-level module or package of the core must be given its place.
+    core = [name for name in ARROWS if name.startswith("stackmark") and front_end_of(name) is None]
+    assert [name for name in core if name.startswith("stackmark.") or name == "stackmark"]
+    assert [name for name in core if core_layer_of(name) is None] == []
+
+
+def test_a_core_module_importing_a_layer_above_its_own_is_refused() -> None:
+    arrows = {
+        "stackmark.symbols.api": {"stackmark.markup.naming"},  # symbols -> markup: up
+        "stackmark.formats.gsym.reader": {"stackmark.symbols.cache"},  # formats -> symbols: up
+        "stackmark.elf": {"stackmark.dwarf.sections"},  # object files -> DWARF: up
+        "stackmark.markup.filter": {"stackmark.symbols.api"},  # down: allowed
+        "stackmark.unwind.tables": {"stackmark.formats.sframe.lookup"},  # down: allowed
+        "stackmark.plain": {"stackmark.errors"},  # the same layer: allowed
+    }
+    assert sorted(forbidden_arrows(arrows)) == [
+        ("stackmark.elf", "stackmark.dwarf.sections"),
+        ("stackmark.formats.gsym.reader", "stackmark.symbols.cache"),
+        ("stackmark.symbols.api", "stackmark.markup.naming"),
+    ]
 
 
 def test_no_module_imports_against_the_map() -> None:
