@@ -81,7 +81,7 @@ def unknown(command: str) -> str:
 def parser() -> argparse.ArgumentParser:
     import argparse
 
-    from stackmark.markup.symbolize_options import (
+    from stackmark.symbolize_options import (
         add_debuginfod_arguments,
         add_naming_arguments,
         add_symbol_source_arguments,

@@ -2,7 +2,7 @@
 
 Shared by `stackmark symbolize`, its batches (local or on Dask) and any
 command that finds files by build ID: turning the options (declared in
-`stackmark.markup.symbolize_options`) plus the environment into a
+`stackmark.symbolize_options`) plus the environment into a
 `DebuginfodClient` and a symbolizer, and telling whether a run is a batch.
 This module is light on purpose: the client (with urllib) and the batch
 machinery (with multiprocessing) are imported only when used, so a plain
@@ -39,7 +39,7 @@ DEFAULTS: dict[str, object] = {
     "dask_scheduler": None,
     "dask_chunk_size": None,
 }
-"""What the debuginfod and batch options (`stackmark.markup.symbolize_options`)
+"""What the debuginfod and batch options (`stackmark.symbolize_options`)
 give when none is used (for commands that parse their common command lines
 without argparse)."""
 
@@ -121,7 +121,7 @@ def make_symbolizer(
 ) -> SymbolizerAPI:
     """The symbolizer the options describe, looking where they say; with
     `debuginfod` or the client they ask for (`make_client`)."""
-    from stackmark.markup.symbolize_options import settings_from
+    from stackmark.symbolize_options import settings_from
     from stackmark.symbols.setup import build_symbolizer
 
     return build_symbolizer(settings_from(args), debuginfod or make_client(args))

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stackmark.markup.symbolize_options import (
+from stackmark.symbolize_options import (
     add_debuginfod_arguments,
     add_naming_arguments,
     add_symbol_source_arguments,

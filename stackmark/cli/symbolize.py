@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 from stackmark.cli import scale_args
 from stackmark.markup.naming import Naming
 from stackmark.markup.stream import EXIT_USAGE, OutputError, filter_streams
-from stackmark.markup.symbolize_options import (
+from stackmark.symbolize_options import (
     add_arguments as add_arguments,  # the command's options (stackmark.cli.main asks here)
 )
-from stackmark.markup.symbolize_options import (
+from stackmark.symbolize_options import (
     filter_settings_from,
     naming_from,
 )

@@ -107,7 +107,7 @@ def _resolve_once(
                 pool.map(lambda b: symbolizer.resolve(Module(0, "", b)), sorted(build_ids))
             )
         if build_gsym:
-            from stackmark.markup.symbolize_options import settings_from
+            from stackmark.symbolize_options import settings_from
 
             directories = settings_from(args).debug_file_directories
             _build_gsym_entries(resolutions, args.gsym_cache_dir, directories, jobs, status)
@@ -151,7 +151,7 @@ def _build_gsym_entries(
 def _make_processor(args: argparse.Namespace) -> batch.FileProcessor:
     """Runs in each worker: one symbolizer for every file the worker gets."""
     from stackmark.markup.stream import filter_streams
-    from stackmark.markup.symbolize_options import filter_settings_from, naming_from
+    from stackmark.symbolize_options import filter_settings_from, naming_from
 
     symbolizer = scale_args.make_symbolizer(args)
     naming = naming_from(args)

@@ -40,7 +40,7 @@ from stackmark import batch
 from stackmark.cli.progress import StatusLine
 from stackmark.cli.symbolize_batch import EXIT_BAD_FILE, _summarise
 from stackmark.markup.chunks import LogChunk, split_log, splittable
-from stackmark.markup.symbolize_options import (
+from stackmark.symbolize_options import (
     DASK_CHUNK_SIZE,
     filter_settings_from,
     name_options_from,

@@ -1,7 +1,7 @@
 """`symbolize [FILE... | TEXT]`: `stackmark symbolize` inside the debugger.
 
 The same filter, options and output as the command line (the same code:
-the options of `stackmark.markup.symbolize_options`, the filter of
+the options of `stackmark.symbolize_options`, the filter of
 `stackmark.markup.stream`), with one more place to find symbols:
 every file the debugger has loaded, matched by build ID. Markup recorded
 in another run of the same binaries (ASLR, another machine) carries its
@@ -28,7 +28,7 @@ from stackmark.debugger.backend import DebuggerError
 from stackmark.debugger.command import Command, CommandParser, Completion
 from stackmark.debugger.session import Session
 from stackmark.markup.stream import filter_streams
-from stackmark.markup.symbolize_options import add_arguments, filter_settings_from, naming_from
+from stackmark.symbolize_options import add_arguments, filter_settings_from, naming_from
 from stackmark.unwind.emit import context_lines
 
 

@@ -97,6 +97,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("stackmark.conversion", "stackmark.unwind"),  # over formats
     ("stackmark.symbols",),
     ("stackmark.markup", "stackmark.batch", "stackmark.cbf_input"),  # over symbols
+    ("stackmark.symbolize_options",),  # `symbolize`'s options: markup's filter + symbols
 )
 # The `stackmark` console script starts every front end: these arrows are its
 # subcommands reaching each front end's entry point, not shared code.
@@ -188,6 +189,13 @@ def forbidden_arrows(arrows: dict[str, set[str]]) -> dict[tuple[str, str], str]:
             below, above = core_layer_of(source), core_layer_of(target)
             if side is None and below is not None and above is not None and above > below:
                 found[source, target] = "a core module imports a layer above its own"
+            below_the_api = ("stackmark.symbols", "stackmark.formats", "stackmark.dwarf")
+            if (
+                _within(source, ("stackmark.markup",))
+                and _within(target, below_the_api)
+                and not _within(target, ("stackmark.symbols.api",))
+            ):
+                found[source, target] = "markup asks the symbolizer's API, nothing below it"
             if _within(source, ("stackmark.formats",)) and _within(target, ("stackmark",)):
                 own = ".".join(source.split(".")[:3])  # its package (or itself: formats/cbf.py)
                 if target != "stackmark.formats" and not _within(
@@ -300,10 +308,12 @@ def test_a_core_module_importing_a_layer_above_its_own_is_refused() -> None:
         "stackmark.markup.filter": {"stackmark.symbols.api"},  # down: allowed
         "stackmark.unwind.tables": {"stackmark.formats.sframe.lookup"},  # down: allowed
         "stackmark.plain": {"stackmark.errors"},  # the same layer: allowed
+        "stackmark.markup.stream": {"stackmark.symbols.setup"},  # markup: the API only
     }
     assert sorted(forbidden_arrows(arrows)) == [
         ("stackmark.elf", "stackmark.dwarf.sections"),
         ("stackmark.formats.gsym.reader", "stackmark.symbols.cache"),
+        ("stackmark.markup.stream", "stackmark.symbols.setup"),
         ("stackmark.symbols.api", "stackmark.markup.naming"),
     ]
 
