@@ -19,46 +19,16 @@ from stackmark.symbols.symbolizer import Symbolizer, SymbolizerOptions
 from tests.support.build import build_id_of, compile_program
 from tests.support.gsymutil import llvm_convert
 
-# Functions of every kind a C++ name takes: a const method and a static one in a
-# namespace, file-local functions (static, and in an anonymous namespace: GCC gives
-# them no linkage name in DWARF, so a GSYM file names them `helper` and `hidden`),
-# an extern "C" one, a template instance, main.
-SOURCE = """namespace shapes {
-struct Box {
-  int side;
-  int area() const;
-  static int twice(int x);
-};
-int Box::area() const { return side * side; }
-int Box::twice(int x) { return 2 * x; }
-}
-
-static int helper(int x) { return x + 1; }
-
-namespace {
-int hidden(int x) { return x - 1; }
-}
-
-extern "C" int plain(int x) { return x * 3; }
-
-template <typename T> T largest(T a, T b) { return a < b ? b : a; }
-
-int main(int argc, char **)
-{
-  shapes::Box box{argc};
-  return box.area() + shapes::Box::twice(argc) + helper(argc) + plain(argc)
-         + largest(argc, 4) + hidden(argc);
-}
-"""
-
+# tests/fixtures/src/symbol_names.cpp: methods in a namespace, file-local functions
+# (static, and in an anonymous namespace: GCC gives them no linkage name in DWARF, so
+# a GSYM file names them `helper` and `hidden`), an extern "C" one, a template
+# instance, main.
 UNKNOWN = "_Z7nowherev"
 
 
 @pytest.fixture(scope="module")
-def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("address-of") / "shapes.cpp"
-    source.write_text(SOURCE)
-    return compile_program("address-of", [source], compiler="g++")
+def program() -> Path:
+    return compile_program("symbol-names", ["symbol_names.cpp"], compiler="g++")
 
 
 def nm_functions(binary: Path) -> dict[str, int]:
@@ -126,7 +96,7 @@ def test_a_module_answered_by_a_gsym_file_alone(
     """No ELF file of the program is anywhere the symbolizer looks: only the GSYM file,
     found by its UUID in a GSYM directory, names the functions."""
     build_id = build_id_of(program)
-    gsym = tmp_path / "gsyms" / "shapes.gsym"
+    gsym = tmp_path / "gsyms" / "symbol-names.gsym"
     if made_by == "llvm-gsymutil-19":
         llvm_convert(program, gsym)
     else:
