@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 from pathlib import Path
 
 from lsprotocol import types
@@ -22,20 +21,12 @@ from stackmark_lsp.symbolization import SymbolService
 
 from stackmark.model import Module
 from tests.support.build import build_id_of, compile_program
+from tests.support.debuginfod_programs import symbol_address
 from tests.support.gsymutil import llvm_convert, llvm_lookup_blocks
 
 # A const method, a file-local function (GCC gives it no linkage name: the GSYM names
 # it `helper`), an extern "C" one and main, of tests/fixtures/src/symbol_names.cpp.
 NAMES = ["_ZNK6shapes3Box4areaEv", "_ZL6helperi", "plain", "main"]
-
-
-def nm_address(binary: Path, name: str) -> int:
-    listed = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
-    for line in listed.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return int(parts[0], 16)
-    raise AssertionError(f"nm does not list {name}")
 
 
 def log_text(build_id: str, names: list[str]) -> str:
@@ -67,7 +58,7 @@ def test_a_symbol_of_a_gsym_only_module_goes_to_the_first_line_of_its_code(
     build_id = build_id_of(binary)
     gsym = llvm_convert(binary, tmp_path / "gsyms" / "symbol-names.gsym")
     expected: list[list[tuple[str, int]]] = []
-    for block in llvm_lookup_blocks(gsym, [nm_address(binary, name) for name in NAMES]):
+    for block in llvm_lookup_blocks(gsym, [symbol_address(binary, name) for name in NAMES]):
         outermost = re.findall(r" @ (\S+):(\d+)", block)[-1]
         expected.append([(file_uri(outermost[0]), int(outermost[1]) - 1)])
     unknown = "_Z7nowherev"
