@@ -50,7 +50,8 @@ class NavigationLookups(Lookups, Protocol):
         ...
 
     async def address_of(self, module: Module, name: str) -> int | None:
-        """The address of the function whose symbol is `name`, from the symbol table."""
+        """`Symbolizer.address_of`: the module-relative address of the function whose
+        linkage name is `name` (the ELF symbol table, or a GSYM file's function names)."""
         ...
 
     async def source_of(self, path: str, build_id: str) -> str | None:

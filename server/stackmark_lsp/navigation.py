@@ -12,8 +12,8 @@ Definitions:
 
 Declarations, symbol addresses and source files are questions of
 `NavigationLookups` (lookups.py): the server answers them from the core
-symbolizer (`Symbolizer.declaration_of`) and debuginfod
-(navigation_service.py), a test from an in-memory fake.
+symbolizer (`Symbolizer.declaration_of`, `Symbolizer.address_of`) and
+debuginfod (navigation_service.py), a test from an in-memory fake.
 
 Links: a `dumpfile` element to the dump next to the log, and source
 locations written in the log text (`/path/file.c:12[:3]`) to that line.

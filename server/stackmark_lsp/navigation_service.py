@@ -1,12 +1,12 @@
 """The server's answers to go to definition's questions (`NavigationLookups`, lookups.py).
 
-`SymbolService` answers the address questions; declarations are asked of the
-core symbolizer (`Symbolizer.declaration_of`, which reads a module's DWARF
-once); function addresses by name come from the symbol table of the file
-that answers for the module; source files are looked for on this machine,
-through the `sourcePathMap` prefix map, then on the debuginfod servers.
-Everything that reads a file or the network runs in the service's worker
-threads.
+`SymbolService` answers the address questions; declarations and function
+addresses by name are asked of the core symbolizer (`Symbolizer.declaration_of`,
+which reads a module's DWARF once, and `Symbolizer.address_of`, which asks the
+module's symbol source: the ELF symbol table, or the function names of a GSYM
+file); source files are looked for on this machine, through the
+`sourcePathMap` prefix map, then on the debuginfod servers. Everything that
+reads a file or the network runs in the service's worker threads.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ import os
 import threading
 from collections.abc import Sequence
 
-from stackmark.elf import ElfFile
-from stackmark.errors import StackmarkError
 from stackmark.model import Module
 from stackmark.symbols.api import CodeLookup, DataLookup, ModuleResolution
 from stackmark.symbols.declarations import Declaration
-from stackmark.symbols.symtab import SymbolTable
 from stackmark_lsp.settings import Settings
 from stackmark_lsp.symbolization import SymbolService
 
@@ -57,36 +54,12 @@ class SourceFinder:
         return found
 
 
-class SymbolTables:
-    """Function addresses by linkage name, per file (read once, in a worker thread)."""
-
-    def __init__(self) -> None:
-        self._tables: dict[str, dict[str, int]] = {}
-        self._lock = threading.Lock()
-
-    def address(self, path: str, name: str) -> int | None:
-        with self._lock:
-            table = self._tables.get(path)
-            if table is None:
-                table = self._tables[path] = self._read(path)
-        return table.get(name)
-
-    @staticmethod
-    def _read(path: str) -> dict[str, int]:
-        try:
-            with ElfFile.open(path) as elf:
-                return {entry.name: entry.address for entry in SymbolTable(elf).entries}
-        except (StackmarkError, OSError):
-            return {}
-
-
 class NavigationService:
     """`NavigationLookups` over the server's `SymbolService` (see the module docstring)."""
 
-    def __init__(self, service: SymbolService, sources: SourceFinder, tables: SymbolTables):
+    def __init__(self, service: SymbolService, sources: SourceFinder):
         self.service = service
         self.sources = sources
-        self.tables = tables
 
     async def resolution_of(self, module: Module) -> ModuleResolution:
         return await self.service.resolution_of(module)
@@ -107,10 +80,16 @@ class NavigationService:
         return await self.service.run(symbolizer.declaration_of, module, name, address)
 
     async def address_of(self, module: Module, name: str) -> int | None:
-        binary = (await self.service.resolution_of(module)).binary
-        if binary is None:
+        return await self.service.run(self._address_of, module, name)
+
+    def _address_of(self, module: Module, name: str) -> int | None:
+        """`Symbolizer.address_of` in a worker thread, under the lock the service's code
+        lookups hold (they share the module's source, which a GSYM entry built in the
+        background may replace)."""
+        if self.service.resolve(module).binary is None:
             return None
-        return await self.service.run(self.tables.address, binary, name)
+        with self.service.lock:
+            return self.service.symbolizer.address_of(module, name)
 
     async def source_of(self, path: str, build_id: str) -> str | None:
         return await self.service.run(self.sources.find, path, build_id)

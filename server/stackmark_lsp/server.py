@@ -36,7 +36,7 @@ from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
 from stackmark_lsp.memory import quiet_gc, release_closed
 from stackmark_lsp.messages import Messages
-from stackmark_lsp.navigation_service import NavigationService, SourceFinder, SymbolTables
+from stackmark_lsp.navigation_service import NavigationService, SourceFinder
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
@@ -83,7 +83,6 @@ class StackmarkServer(LanguageServer):
         self.content_registered = False
         self.sources: SourceFinder | None = None
         self.navigation: NavigationService | None = None
-        self.symbol_tables = SymbolTables()
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
         # The last diagnostics published for each log.
@@ -131,7 +130,7 @@ class StackmarkServer(LanguageServer):
             settings, self.reporter, self.messages, report=self.show_warning
         )
         self.sources = SourceFinder(settings, self.service)
-        self.navigation = NavigationService(self.service, self.sources, self.symbol_tables)
+        self.navigation = NavigationService(self.service, self.sources)
         self.views.clear()
         self.resolving.clear()
         if old is not None:

@@ -2,6 +2,7 @@
 
     demangle(name)          LLVM's llvm::demangle: what markup's {{{symbol}}} prints
     demangle_symbol(name)   what llvm-symbolizer prints for a function name
+    qualified_name(name)    a C++ function's qualified name, without parameters
 
 Both leave a name alone when LLVM would: versioned names (`_Znwm@GLIBCXX_3.4`,
 `_Z1fv@plt`) and names LLVM's demanglers reject. Schemes:
@@ -51,6 +52,16 @@ def demangle(name: str) -> str:
 
         found = demangle_msvc(name)
     return found if found is not None else name
+
+
+def qualified_name(name: str) -> str | None:
+    """The qualified name of the C++ function whose linkage name is `name`, without its
+    parameters (`ns::Box::area` for `_ZNK2ns3Box4areaEv`): what DWARF, and so a GSYM
+    file, names a function it gives no linkage name (GCC's file-local ones, `static` or
+    in an anonymous namespace). None for a name that is not an Itanium C++ function's."""
+    from stackmark.demangle.itanium import qualified_name as itanium_qualified_name
+
+    return itanium_qualified_name(name)
 
 
 _itanium: ModuleType | None = None

@@ -146,6 +146,19 @@ def demangle_itanium(name: str) -> str | None:
     return None
 
 
+def qualified_name(name: str) -> str | None:
+    """The scope-qualified name of the C++ function mangled as `name`, without its
+    parameter list and what follows it (`shapes::Box::area` for `_ZNK6shapes3Box4areaEv`),
+    or None when `name` is no `_Z` function encoding, or a clone's (`.cold`: the
+    function's own name is not the clone's). A template function's return type stays
+    in front."""
+    if not name.startswith("_Z") or "." in name:
+        return None
+    text = _encoding(name)
+    call = _top_level_call(text) if text is not None else -1
+    return text[:call] if text is not None and call > 0 else None
+
+
 def _encoding(name: str) -> str | None:
     """One `_Z` encoding (no clone suffix) in LLVM's style, or None."""
     text = _gnu(name)

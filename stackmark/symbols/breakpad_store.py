@@ -247,5 +247,8 @@ class BreakpadSource:
             return None
         return DataSymbol(result.name, result.start, result.size)
 
+    def address_of(self, name: str) -> int | None:
+        return self.reader.address_of(name)
+
     def close(self) -> None:
         self.reader.close()

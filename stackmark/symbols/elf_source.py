@@ -161,6 +161,10 @@ class ElfSymbolSource:
             return DataSymbol(symbol.name, symbol.address, symbol.size)
         return None
 
+    def address_of(self, name: str) -> int | None:
+        """From the binary's symbol table (the one that names frames)."""
+        return self.symtab.address_of(name)
+
     def close(self) -> None:
         self._binary.close()
         if self._debug is not None:

@@ -79,6 +79,9 @@ class UpgradableSource:
     def data_at(self, address: int) -> DataSymbol | None:
         return self.current.data_at(address)
 
+    def address_of(self, name: str) -> int | None:
+        return self.current.address_of(name)
+
     def close(self) -> None:
         self.current.close()
 

@@ -10,6 +10,13 @@ calls, as `stackmark gsym lookup` gives them. A GSYM holds no columns
 (they print as 0) and no data symbols, and names each function and inlined
 call once (the linkage name where DWARF has one, which is demangled as
 usual; else the qualified name).
+
+A function's address by its linkage name (go to definition of a `symbol`
+element) comes from the names of the file's functions. GCC gives a file-local
+C++ function (`static`, or in an anonymous namespace) no linkage name in DWARF,
+so a GSYM names it `helper`, not `_ZL6helperi` (and a function of an anonymous
+namespace without that namespace: unnamed, it adds nothing to the name). A
+mangled name that no function has is also looked for by that qualified name.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from stackmark.errors import FormatError, StackmarkError
 from stackmark.formats.gsym.header import HEADER_SIZE, MAX_UUID_SIZE, detect_byte_order
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.source import ModuleFiles
+
+_ANONYMOUS = "(anonymous namespace)::"
 
 FOUND_AS = "GSYM file"
 """`ModuleFiles.how` of a module answered by a user's GSYM file."""
@@ -108,6 +117,19 @@ class GsymFileSource:
 
     def data_at(self, address: int) -> DataSymbol | None:
         return None
+
+    def address_of(self, name: str) -> int | None:
+        """The function named `name` in the file; failing that, a C++ function by the
+        qualified name DWARF gave it instead of a linkage name (see the module doc)."""
+        found = self.reader.address_of(name)
+        if found is None:
+            from stackmark.demangle import qualified_name
+
+            qualified = qualified_name(name)
+            if qualified is not None:
+                # An unnamed namespace adds nothing to a DWARF qualified name.
+                found = self.reader.address_of(qualified.replace(_ANONYMOUS, ""))
+        return found
 
     def close(self) -> None:
         self.reader.close()

@@ -8,8 +8,9 @@ llvm-symbolizer's rules) gives, from three pieces:
 - the extras file: the linkage and short names of each function and
   inlined call, the column of the DWARF line row, call-site columns;
 - the binary's symbol table, through the DWARF source's own code: it names
-  the outermost frame (`main.cold`), gives symbol-only frames and answers
-  data addresses. Reading a symbol table is cheap; parsing DWARF is not.
+  the outermost frame (`main.cold`), gives symbol-only frames, answers
+  data addresses and gives a function's address by its name. Reading a
+  symbol table is cheap; parsing DWARF is not.
 
 Where the GSYM has no function from DWARF at an address (padding between
 functions, assembler, functions known from the symbol table alone), the
@@ -210,6 +211,11 @@ class GsymSource:
 
     def data_at(self, address: int) -> DataSymbol | None:
         return self._elf.data_at(address)
+
+    def address_of(self, name: str) -> int | None:
+        """From the binary's symbol table, as the DWARF source answers (the GSYM
+        holds the same names, minus the data symbols)."""
+        return self._elf.address_of(name)
 
     def close(self) -> None:
         if self._index is not None:

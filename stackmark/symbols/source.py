@@ -2,12 +2,13 @@
 
 A `SymbolSource` answers two questions about module-relative addresses:
 the inline chain at a code address (innermost first), and the symbol
-covering a data address. The Symbolizer builds one per module from the
-files the store found (`ModuleFiles`) by trying a list of
-`SourceFactory` callables in order; the first that returns a source wins.
-The default list has the DWARF + symbol-table source
-(`stackmark.symbols.elf_source`); a GSYM cache plugs in by putting its
-factory first.
+covering a data address; and one about names: the address of a function
+by its linkage name (go to definition of a `symbol` element). The
+Symbolizer builds one per module from the files the store found
+(`ModuleFiles`) by trying a list of `SourceFactory` callables in order; the
+first that returns a source wins. The default list has the DWARF +
+symbol-table source (`stackmark.symbols.elf_source`); a GSYM cache plugs in
+by putting its factory first.
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ class SymbolSource(Protocol):
 
     def data_at(self, address: int) -> DataSymbol | None:
         """The symbol covering a data address, or None."""
+        ...
+
+    def address_of(self, name: str) -> int | None:
+        """The module-relative address of the function (or symbol) whose linkage name is
+        `name`, as the source's files spell it, or None when they name none such."""
         ...
 
     def close(self) -> None:

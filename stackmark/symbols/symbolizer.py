@@ -309,6 +309,20 @@ class Symbolizer:
         binary = self.resolve(module).binary
         return self._declarations.find(binary, name, address) if binary is not None else None
 
+    def address_of(self, module: Module, name: str) -> int | None:
+        """The module-relative address of the function whose linkage name is `name`, from
+        the source answering for `module` (`SymbolSource.address_of`: the ELF symbol table,
+        or the function names of a GSYM file); None when it names none, or when the
+        module has no symbols or they cannot be read. The source keeps its index by name:
+        the first question builds it."""
+        source = self.source(module)
+        if source is None:
+            return None
+        try:
+            return source.address_of(name)
+        except StackmarkError:
+            return None
+
     def close(self) -> None:
         """Close every open source. Under the lock that `_module` adds entries with: a
         front end may close while one of its threads is still finding a module's files

@@ -118,6 +118,7 @@ class SymbolTable:
         self._kept_addresses: list[int] = []
         self._file_indexes: list[int] | None = None
         self._entries: dict[int, SymbolEntry] = {}
+        self._by_name: dict[str, int] | None = None
         tls = next((s for s in elf.segments if s.type == PT_TLS), None)
         self.tls_base = tls.vaddr if tls is not None else None
         self.tls_image_size = tls.filesz if tls is not None else 0
@@ -277,6 +278,17 @@ class SymbolTable:
         if size and self._values[found] + size <= address:
             return None
         return self._entry(found)
+
+    def address_of(self, name: str) -> int | None:
+        """The address of the kept symbol named `name` (raw, as the table spells it), or
+        None; of a name kept at several addresses, the highest. The index by name is built
+        on the first question."""
+        by_name = self._by_name
+        if by_name is None:
+            packed, values = self._packed, self._values
+            by_name = {self._name(packed[i] & 0xFFFFFFFF): values[i] for i in self._build_index()}
+            self._by_name = by_name  # whole: it is what other threads test
+        return by_name.get(name)
 
     def tls_at(self, address: int) -> tuple[str, int, int] | None:
         """(name, start address, size) of the initialized TLS variable whose initial

@@ -23,6 +23,7 @@ from stackmark.symbols.setup import SymbolSettings, build_symbolizer
 from stackmark.symbols.source import ModuleFiles
 from stackmark.symbols.symbolizer import Symbolizer
 from tests.support.build import build_id_of
+from tests.support.debuginfod_programs import symbol_address
 from tests.support.dwz import dwz_in_debug_directory
 from tests.support.symbolizer_oracle import line_table_addresses
 
@@ -57,8 +58,10 @@ def test_a_module_answers_from_dwarf_then_from_its_entry_built_in_the_background
     symbolizer = build_symbolizer(settings, builds=builds)
     module = Module(0, compressed.name, build_id)
     addresses = line_table_addresses(original, limit=1500)
+    main = symbol_address(compressed, "main")
     try:
         from_dwarf = answers(symbolizer, module, addresses)
+        assert symbolizer.address_of(module, "main") == main
         source = symbolizer.opened_source(module)
         assert isinstance(source, UpgradableSource)
         assert isinstance(source.current, ElfSymbolSource)
@@ -67,6 +70,7 @@ def test_a_module_answers_from_dwarf_then_from_its_entry_built_in_the_background
         assert built == [build_id]
         assert isinstance(source.current, GsymSource)
         assert answers(symbolizer, module, addresses) == from_dwarf
+        assert symbolizer.address_of(module, "main") == main
     finally:
         go.set()
         builds.close()

@@ -5,7 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from stackmark.symbols.breakpad_store import BreakpadStore, check_module_name, sym_file_name
+from stackmark.symbols.breakpad_store import (
+    BreakpadSource,
+    BreakpadStore,
+    check_module_name,
+    sym_file_name,
+)
 from stackmark.symbols.store import SymbolStore
 from tests.support.build import build_id_of, compile_program
 
@@ -25,6 +30,11 @@ def test_a_sym_file_is_converted_once_into_the_cache(tmp_path: Path) -> None:
     first = gsym.stat().st_ino
     assert breakpad.gsym_for("lib.so", ID, []) == gsym
     assert gsym.stat().st_ino == first  # not made again
+    source = BreakpadSource(gsym)
+    try:  # the FUNC record's name and address (`FUNC 10 ...`: 0x10)
+        assert (source.address_of("f"), source.address_of("g")) == (0x10, None)
+    finally:
+        source.close()
 
 
 def test_a_sym_file_for_another_module_is_refused(tmp_path: Path) -> None:

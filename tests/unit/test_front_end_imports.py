@@ -63,6 +63,13 @@ FRONT_END_PARTS = {
     "debugger": ("stackmark.debugger", "stackmark_gdb", "stackmark_lldb"),
 }
 HOST_LIBRARIES = ("gdb", "lldb", "pygls", "lsprotocol")
+# What reads an ELF or Mach-O file's headers and symbol table: below the symbolizer.
+OBJECT_FILE_READERS = (
+    "stackmark.elf",
+    "stackmark.elf_relocations",
+    "stackmark.macho",
+    "stackmark.symbols.symtab",
+)
 FORMAT_LEAF_IMPORTS = (
     "stackmark.elf",  # the object-file readers a format's section comes from
     "stackmark.elf_relocations",
@@ -196,6 +203,10 @@ def forbidden_arrows(arrows: dict[str, set[str]]) -> dict[tuple[str, str], str]:
                 and not _within(target, ("stackmark.symbols.api",))
             ):
                 found[source, target] = "markup asks the symbolizer's API, nothing below it"
+            if _within(source, ("stackmark_lsp",)) and _within(target, OBJECT_FILE_READERS):
+                found[source, target] = (
+                    "the language server reads object files itself (the symbolizer answers it)"
+                )
             if _within(source, ("stackmark.formats",)) and _within(target, ("stackmark",)):
                 own = ".".join(source.split(".")[:3])  # its package (or itself: formats/cbf.py)
                 if target != "stackmark.formats" and not _within(
@@ -263,6 +274,20 @@ def test_the_language_server_asks_the_symbolizer_rather_than_reading_dwarf() -> 
     arrows = {"stackmark_lsp.navigation": {"stackmark.dwarf.declarations", "stackmark.symbols"}}
     assert list(forbidden_arrows(arrows)) == [
         ("stackmark_lsp.navigation", "stackmark.dwarf.declarations")
+    ]
+
+
+def test_the_language_server_asks_the_symbolizer_rather_than_reading_symbol_tables() -> None:
+    arrows = {
+        "stackmark_lsp.navigation_service": {
+            "stackmark.elf",
+            "stackmark.symbols.symtab",
+            "stackmark.symbols.symbolizer",
+        }
+    }
+    assert sorted(forbidden_arrows(arrows)) == [
+        ("stackmark_lsp.navigation_service", "stackmark.elf"),
+        ("stackmark_lsp.navigation_service", "stackmark.symbols.symtab"),
     ]
 
 

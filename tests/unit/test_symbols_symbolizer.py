@@ -163,6 +163,9 @@ class _Recording:
     def data_at(self, address: int) -> DataSymbol | None:
         return None
 
+    def address_of(self, name: str) -> int | None:
+        return None
+
     def close(self) -> None:
         pass
 
@@ -266,6 +269,9 @@ class _Malformed:
     def data_at(self, address: int) -> DataSymbol | None:
         raise FormatError("bad data", offset=address, source="test")
 
+    def address_of(self, name: str) -> int | None:
+        raise FormatError("bad names", offset=0, source="test")
+
     def close(self) -> None:
         pass
 
@@ -293,6 +299,7 @@ def test_failed_lookups_are_kept_on_their_answers_not_on_the_module() -> None:
             data = symbolizer.data(module, address)
             assert data.symbol is None and data.failure is not None
             assert "bad data" in data.failure.message
+        assert symbolizer.address_of(module, "main") is None  # unreadable names: none
         assert (resolution.failure, resolution.searched) == before
         again = symbolizer.code(module, 0x1000)  # an answer remembered keeps its failure
         assert again.failure == Failure(Reason.LOOKUP_ERROR, "test: offset 0x1000: bad frames")

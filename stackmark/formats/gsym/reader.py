@@ -1,4 +1,5 @@
-"""Read a GSYM file over mmap: tables, FunctionInfos, lookups.
+"""Read a GSYM file over mmap: tables, FunctionInfos, lookups (by address, and a
+function's address by its name).
 
 Layout of a version-1 file (all tables located from the header):
 
@@ -91,6 +92,7 @@ class GsymReader:
             )
         self.header: Header = decode_header(self._cursor(0, self.size))
         self._strings: dict[int, str] = {}
+        self._by_name: dict[str, int] | None = None
         self._load_tables()
 
     # -- opening -----------------------------------------------------------
@@ -236,6 +238,15 @@ class GsymReader:
         keep_unknown: bool = True,
     ) -> FunctionInfo:
         """Decode the FunctionInfo at `index` of the address table."""
+        return decode_function_info(
+            self._info_cursor(index),
+            self.address(index),
+            known_types=known_types,
+            keep_unknown=keep_unknown,
+        )
+
+    def _info_cursor(self, index: int) -> RecordCursor:
+        """A cursor at the FunctionInfo of `index` of the address table."""
         offset = self.info_offsets[index]
         if offset >= self.size:
             raise RecordError(
@@ -243,16 +254,32 @@ class GsymReader:
                 offset=offset,
                 source=self.source,
             )
-        return decode_function_info(
-            self._cursor(offset, self.size),
-            self.address(index),
-            known_types=known_types,
-            keep_unknown=keep_unknown,
-        )
+        return self._cursor(offset, self.size)
 
     def functions(self) -> Iterator[FunctionInfo]:
         for index in range(self.num_addresses):
             yield self.function_info(index)
+
+    def function_name(self, index: int) -> str:
+        """The name of the function at `index` of the address table: the linkage name
+        where the converter had one, else the qualified name ("" for none)."""
+        cur = self._info_cursor(index)
+        cur.u32("missing FunctionInfo Size")
+        return self.string(cur.u32("missing FunctionInfo Name"))
+
+    def address_of(self, name: str) -> int | None:
+        """The start address of the function named `name` (as `function_name` reads it),
+        or None; of a name at several addresses, the highest. The index by name is built
+        on the first question, from the FunctionInfos' first two fields."""
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {}
+            for index in range(self.num_addresses):
+                found = self.function_name(index)
+                if found:
+                    by_name[found] = self.address(index)
+            self._by_name = by_name  # whole: it is what other threads test
+        return by_name.get(name)
 
     def _function_size(self, index: int) -> int:
         offset = self.info_offsets[index]
