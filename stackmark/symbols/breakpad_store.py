@@ -35,8 +35,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from stackmark.errors import StackmarkError
-from stackmark.model import DataSymbol, SourceFrame
+from stackmark.model import DataSymbol
 from stackmark.symbols.debug_id import is_debug_id
+from stackmark.symbols.gsym_files import GsymFileSource
 
 LAYOUT = "breakpad-v1"
 
@@ -213,32 +214,16 @@ def _in_directory(root: str, relative: tuple[str, str, str], searched: list[str]
     return path
 
 
-class BreakpadSource:
+class BreakpadSource(GsymFileSource):
     """A `SymbolSource` over the GSYM converted from a module's `.sym` file.
 
     `data_at` answers with the FUNC or PUBLIC record holding the address (a
     .sym file has no data symbols): what a v5 answer's `function_offset` needs."""
 
+    KIND = "Breakpad symbols"
+
     def __init__(self, gsym_path: Path) -> None:
-        from stackmark.formats.gsym.reader import GsymReader
-
-        self.path = gsym_path
-        self.reader = GsymReader.open(str(gsym_path))
-
-    @property
-    def description(self) -> str:
-        return f"Breakpad symbols {self.path}"
-
-    @property
-    def has_debug_info(self) -> bool:
-        return True
-
-    def frames_at(self, address: int) -> list[SourceFrame]:
-        try:
-            result = self.reader.lookup(address)
-        except StackmarkError:
-            return []
-        return [SourceFrame(loc.name, loc.name, loc.path, loc.line, 0) for loc in result.locations]
+        super().__init__(str(gsym_path))
 
     def data_at(self, address: int) -> DataSymbol | None:
         try:
@@ -246,9 +231,3 @@ class BreakpadSource:
         except StackmarkError:
             return None
         return DataSymbol(result.name, result.start, result.size)
-
-    def address_of(self, name: str) -> int | None:
-        return self.reader.address_of(name)
-
-    def close(self) -> None:
-        self.reader.close()

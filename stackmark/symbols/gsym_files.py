@@ -92,17 +92,21 @@ class GsymDirectories:
 
 
 class GsymFileSource:
-    """A `SymbolSource` over a user's GSYM file (see the module doc)."""
+    """A `SymbolSource` over a GSYM file: a user's (see the module doc), or one
+    converted from a Breakpad `.sym` (`stackmark.symbols.breakpad_store.BreakpadSource`)."""
 
-    def __init__(self, files: ModuleFiles) -> None:
+    KIND = "GSYM file"
+    """What the file is, for `description`."""
+
+    def __init__(self, path: str) -> None:
         from stackmark.formats.gsym.reader import GsymReader
 
-        self.files = files
-        self.reader = GsymReader.open(files.binary)
+        self.path = path
+        self.reader = GsymReader.open(path)
 
     @property
     def description(self) -> str:
-        return f"GSYM file {self.files.binary}"
+        return f"{self.KIND} {self.path}"
 
     @property
     def has_debug_info(self) -> bool:
@@ -137,4 +141,4 @@ class GsymFileSource:
 
 def gsym_file_factory(files: ModuleFiles) -> GsymFileSource | None:
     """A `SourceFactory`: the source for a module found as a user's GSYM file."""
-    return GsymFileSource(files) if files.how == FOUND_AS else None
+    return GsymFileSource(files.binary) if files.how == FOUND_AS else None
