@@ -152,8 +152,9 @@ def convert_elf(
     the records encoded (the GSYM cache starts its own work then). With
     `segment_size`, the bytes are cut into `result.segments` instead
     (stackmark.formats.gsym.segments). `load_supplementary` finds a dwz
-    supplementary file (default: beside the file, then /usr/lib/debug; the
-    GSYM cache passes the symbol store's, which looks where the user said).
+    supplementary file (None: none is looked for; the GSYM cache passes the
+    symbol store's, which looks where the user said, and `stackmark gsym
+    convert` one over its --debug-file-directory).
     """
     with gc_paused(), ElfFile.open(path) as elf:
         return convert_image(
@@ -367,7 +368,7 @@ def convert_file(
     as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
     segment files `output_path-0x<first address>` are written instead, as
     llvm does. `load_supplementary` finds an ELF file's dwz supplementary file
-    (default: beside the file, then /usr/lib/debug).
+    (None: none is looked for).
     """
     if log is not None:
         log.write(f"Input file: {input_path}\n")
