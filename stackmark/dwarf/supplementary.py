@@ -57,4 +57,3 @@ def _find(directories: tuple[str, ...], name: str, build_id: str, referrer: str)
             continue
         return elf
     return None
-
