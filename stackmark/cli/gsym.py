@@ -349,9 +349,17 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.formats.gsym.verify import verify_gsym
+    from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 
-    report = verify_gsym(args.gsym, args.binary, progress=_progress_printer())
+    report = verify_gsym(
+        args.gsym,
+        args.binary,
+        progress=_progress_printer(),
+        # a dwz file: beside the binary, then where GDB looks by default
+        load_supplementary=supplementary_finder(DEFAULT_DEBUG_FILE_DIRECTORIES),
+    )
     out = sys.stdout
     for line in report.details[: args.max_errors]:
         out.write(line + "\n")
@@ -398,6 +406,7 @@ def _convert(args: argparse.Namespace) -> int:
     from stackmark.conversion.files import convert_file
     from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.process_end import keep_until_exit
+    from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
 
     output = args.output or args.input + ".gsym"
     if not os.path.exists(args.input):
@@ -412,8 +421,8 @@ def _convert(args: argparse.Namespace) -> int:
         big_endian=True if args.big_endian else None,
         progress=_progress_printer(),
         arch_filters=_arch_filters(args.arch),
-        load_supplementary=(
-            supplementary_finder(args.debug_file_directory) if args.debug_file_directory else None
+        load_supplementary=supplementary_finder(
+            args.debug_file_directory or DEFAULT_DEBUG_FILE_DIRECTORIES
         ),
     )
     keep_until_exit(result)

@@ -322,7 +322,9 @@ class Answerer:
             from stackmark.dwarf.reader import DwarfReader
 
             try:
-                self._readers[path] = DwarfReader.open(path)
+                # a dwz file: where the symbolizer's store looks for debug files
+                load = self.symbolizer.store.load_supplementary
+                self._readers[path] = DwarfReader.open(path, load_supplementary=load)
             except (StackmarkError, OSError):
                 self._readers[path] = None
         return self._readers[path]

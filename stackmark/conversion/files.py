@@ -91,7 +91,7 @@ def convert_file(
     as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
     segment files `output_path-0x<first address>` are written instead, as
     llvm does. `load_supplementary` finds an ELF file's dwz supplementary file
-    (default: beside the file, then /usr/lib/debug).
+    (None: none is looked for).
     """
     if log is not None:
         log.write(f"Input file: {input_path}\n")

@@ -30,6 +30,7 @@ from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.dwarf.unit import Die, Unit
 from stackmark.errors import StackmarkError
 
@@ -42,12 +43,14 @@ _MAX_HOPS = 8  # a reference chain longer than this is corrupt
 class DeclarationIndex:
     """Declarations of the variables and functions in one file's DWARF."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, load_supplementary: SupplementaryLoad | None = None) -> None:
+        """Read the DWARF of the file at `path` (a dwz supplementary file is asked of
+        `load_supplementary`; None: not read)."""
         self._starts: list[int] = []
         self._places: list[tuple[str, int]] = []
         self._variables: dict[str, tuple[str, int]] = {}
         self._functions: dict[str, tuple[str, int]] = {}
-        reader = DwarfReader.open(path)
+        reader = DwarfReader.open(path, load_supplementary=load_supplementary)
         found: dict[int, tuple[str, int]] = {}
         for unit in reader.units():
             try:

@@ -29,8 +29,11 @@ Split DWARF: a skeleton unit's `functions()` come from its .dwo file
 or from the package FILE.dwp beside the binary when there is one,
 read with the skeleton's address table and line table. dwz: names and
 abstract instances moved to a supplementary file (.gnu_debugaltlink) are
-read from it. The reader does not look for those files itself: it asks
-its caller (`load_split`, `load_supplementary`). Relocatable objects (.o,
+read from it, when the caller gives a `load_supplementary` to ask for it
+(the symbol store's looks in the user's debug-file directories,
+stackmark.dwarf.supplementary); without one the reader looks for no file
+and such references stay unresolved, as when the file is not found. Split
+files are asked of `load_split`. Relocatable objects (.o,
 .ko): each debug section is read with its relocations applied
 (`stackmark.elf_relocations`).
 """
@@ -49,7 +52,7 @@ from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section, SectionSource
 from stackmark.dwarf.split_files import SplitDwarfFinder, SplitDwarfLoad
-from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
+from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
 from stackmark.elf_relocations import (
@@ -70,11 +73,12 @@ class DwarfReader:
         *,
         is_dwo: bool = False,
         windows: Contributions | None = None,
-        load_supplementary: SupplementaryLoad = find_supplementary,
+        load_supplementary: SupplementaryLoad | None = None,
         load_split: SplitDwarfLoad | None = None,
     ):
         """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp).
-        `load_supplementary` is asked for the dwz file .gnu_debugaltlink names,
+        `load_supplementary` is asked for the dwz file .gnu_debugaltlink names
+        (None: no file is looked for, and references into it stay unresolved),
         `load_split` for the .dwp and .dwo files of split units (default: a
         `SplitDwarfFinder` of this reader's own, looking where llvm looks)."""
         self.elf = elf
@@ -110,8 +114,10 @@ class DwarfReader:
         self._find_supplementary = load_supplementary
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> DwarfReader:
-        return cls(ElfFile.open(path))
+    def open(
+        cls, path: str | os.PathLike[str], *, load_supplementary: SupplementaryLoad | None = None
+    ) -> DwarfReader:
+        return cls(ElfFile.open(path), load_supplementary=load_supplementary)
 
     def _section(self, name: str) -> Section:
         section = self.elf.section(name)
@@ -272,6 +278,8 @@ class DwarfReader:
         return self._supplementary
 
     def _load_supplementary(self) -> DwarfReader | None:
+        if self._find_supplementary is None:
+            return None  # the caller gave no way to find it
         link = self.elf.section_data(".gnu_debugaltlink")
         nul = link.find(b"\0")
         if nul <= 0:

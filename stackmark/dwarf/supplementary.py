@@ -1,12 +1,13 @@
 """Finding the supplementary file a dwz-compressed file names (.gnu_debugaltlink).
 
 `DwarfReader` does not search the file system: when a DIE points into the
-supplementary file, it calls a `SupplementaryLoad` with what the link says
-(the file name and build ID) and the path of the file that names it, and
-reads what it is given (model: addr2line's `SplitDwarfLoad`). The symbol
-store passes one that looks in the user's debug-file directories
-(`stackmark.symbols.store`); `find_supplementary` looks where GDB does by
-default. Either looks, in order, at:
+supplementary file, it calls the `SupplementaryLoad` its caller gave with
+what the link says (the file name and build ID) and the path of the file
+that names it, and reads what it is given (model: addr2line's
+`SplitDwarfLoad`); given none, it looks for nothing. The symbol store makes
+one over the user's debug-file directories (`stackmark.symbols.store`,
+whose default is GDB's, /usr/lib/debug); `stackmark gsym convert` over its
+--debug-file-directory. A `supplementary_finder` looks, in order, at:
 
 1. the name the link gives (relative names: beside the file that names it);
 2. `DIR/.build-id/xx/rest.debug` in each debug-file directory DIR;
@@ -56,7 +57,3 @@ def _find(directories: tuple[str, ...], name: str, build_id: str, referrer: str)
             continue
         return elf
     return None
-
-
-find_supplementary = supplementary_finder(("/usr/lib/debug",))
-"""The default: beside the file, then /usr/lib/debug (GDB's default directory)."""

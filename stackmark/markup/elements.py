@@ -279,18 +279,6 @@ TypedElement = (
     | DumpfileElement
     | OtherElement
 )
-CONTEXTUAL_ELEMENTS = ResetElement | ModuleElement | MmapElement
-"""The elements that change a crash report's context (its modules and mappings)."""
-PRESENTATION_ELEMENTS = (
-    BtElement
-    | PcElement
-    | DataElement
-    | SymbolElement
-    | HexdictElement
-    | DumpfileElement
-    | OtherElement
-)
-"""Every other element: shown against the context, never changing it."""
 
 
 def _add(diags: list[Diagnostic], diag: Diagnostic | None) -> bool:

@@ -36,7 +36,6 @@ from stackmark.markup import layout, records
 from stackmark.markup.context import Mapping, MarkupContext, Placement, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
-    PRESENTATION_ELEMENTS,
     BtElement,
     DataElement,
     DumpfileElement,
@@ -69,11 +68,11 @@ from stackmark.markup.syntax import (
 from stackmark.model import Module
 from stackmark.symbols.api import ModuleResolution, Reason
 
-# The dispatchers below are `isinstance` chains over `TypedElement` (or `Span`) that end
-# in `assert_never`, so mypy names each one a new element kind misses. They are not
-# `match` statements: in Python 3.11 a class pattern that matches allocates a set, a
-# list and a tuple; on a coloured or JSON log that cost 0.1-0.2% more instructions
-# than the chains they replaced, where these chains save 0.2-0.6% (docs/benchmarks.md).
+# The dispatchers below `match` a `TypedElement` (or a `Span`) on its class, the most
+# frequent kinds first, and end in `assert_never`, so mypy names each one a new element
+# kind misses (tests/unit/test_markup_dispatch.py). Their cost against `isinstance`
+# chains is measured in docs/benchmarks.md; plain lines never reach them (`feed`'s
+# fast paths).
 
 
 class _InfoLine:
@@ -342,17 +341,20 @@ class StackmarkFilter:
         """Only contextual elements, blanks and SGR codes (and at least one element)."""
         found = False
         for span in spans:
-            if isinstance(span, Element):
-                if span.tag not in CONTEXTUAL_TAGS or span.multiline:
+            match span:
+                case Element():
+                    if span.tag not in CONTEXTUAL_TAGS or span.multiline:
+                        return False
+                    found = True
+                case Text():
+                    if not span.text.isspace():
+                        return False
+                case Continuation():
                     return False
-                found = True
-            elif isinstance(span, Text):
-                if not span.text.isspace():
-                    return False
-            elif isinstance(span, Continuation):
-                return False
-            elif not isinstance(span, Sgr):
-                assert_never(span)
+                case Sgr():
+                    pass
+                case _:
+                    assert_never(span)
         return found
 
     def _apply(self, element: Element) -> _Applied:
@@ -361,24 +363,36 @@ class StackmarkFilter:
         applied = _Applied(typed)
         if not self._report_all(typed.diagnostics):
             applied.ok = False
-        elif isinstance(typed, MmapElement):  # the most frequent first: modules have several
-            mapped = self.context.map_segment(typed)
-            if isinstance(mapped, Diagnostic):
-                self._report(mapped)
-                applied.ok = False
-            else:
-                applied.mapping, applied.module = mapped, mapped.module
-        elif isinstance(typed, ModuleElement):
-            result = self.context.declare_module(typed)
-            if isinstance(result, Diagnostic):
-                self._report(result)
-                applied.ok = False
-            else:
-                applied.module = result
-        elif isinstance(typed, ResetElement):
-            self.context.reset()
-        elif not isinstance(typed, PRESENTATION_ELEMENTS):
-            assert_never(typed)
+        else:
+            match typed:
+                case MmapElement():  # the most frequent first: modules have several
+                    mapped = self.context.map_segment(typed)
+                    if isinstance(mapped, Diagnostic):
+                        self._report(mapped)
+                        applied.ok = False
+                    else:
+                        applied.mapping, applied.module = mapped, mapped.module
+                case ModuleElement():
+                    result = self.context.declare_module(typed)
+                    if isinstance(result, Diagnostic):
+                        self._report(result)
+                        applied.ok = False
+                    else:
+                        applied.module = result
+                case ResetElement():
+                    self.context.reset()
+                case (
+                    BtElement()
+                    | PcElement()
+                    | DataElement()
+                    | SymbolElement()
+                    | HexdictElement()
+                    | DumpfileElement()
+                    | OtherElement()
+                ):
+                    pass  # not contextual: nothing to replay
+                case _:
+                    assert_never(typed)
         self._record_context(applied)
         return applied
 
@@ -386,51 +400,70 @@ class StackmarkFilter:
         if self.records is None:
             return
         typed = applied.typed
-        if isinstance(typed, MmapElement):
-            mapping = applied.mapping
-            self._record(
-                typed,
-                [],
-                mmap=None
-                if mapping is None
-                else {
-                    "module": records.module(mapping.module),
-                    "start": records.hex_(mapping.start),
-                    "size": records.hex_(mapping.segment.size),
-                    "last": records.hex_(mapping.last),
-                    "mode": mapping.segment.mode,
-                    "module_relative": records.hex_(mapping.segment.module_relative),
-                },
-            )
-        elif isinstance(typed, ModuleElement):
-            self._record(
-                typed, [], module=records.module(applied.module) if applied.module else None
-            )
-        elif isinstance(typed, ResetElement | PRESENTATION_ELEMENTS):
-            self._record(typed, [])
-        else:
-            assert_never(typed)
+        match typed:
+            case MmapElement():
+                mapping = applied.mapping
+                self._record(
+                    typed,
+                    [],
+                    mmap=None
+                    if mapping is None
+                    else {
+                        "module": records.module(mapping.module),
+                        "start": records.hex_(mapping.start),
+                        "size": records.hex_(mapping.segment.size),
+                        "last": records.hex_(mapping.last),
+                        "mode": mapping.segment.mode,
+                        "module_relative": records.hex_(mapping.segment.module_relative),
+                    },
+                )
+            case ModuleElement():
+                self._record(
+                    typed, [], module=records.module(applied.module) if applied.module else None
+                )
+            case (
+                ResetElement()
+                | BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                self._record(typed, [])
+            case _:
+                assert_never(typed)
 
     def _fold(self, spans: tuple[Span, ...], applied: list[_Applied]) -> None:
         """A context-only line: fold it into module info lines, as llvm does."""
         lead = spans[0].text if spans and isinstance(spans[0], Text) else ""
         for item in applied:
             typed = item.typed
-            if isinstance(typed, MmapElement):
-                if item.mapping is None:
-                    continue
-                self._fold_mapping(lead, item.mapping)
-            elif isinstance(typed, ModuleElement):
-                if item.module is None:
-                    continue
-                self._fold_module(lead, item.module)
-            elif isinstance(typed, ResetElement):
-                element = typed.element
-                self._fold_reset(lead, element.tag, [f.text for f in element.fields])
-            elif isinstance(typed, PRESENTATION_ELEMENTS):
-                continue  # nothing to fold
-            else:
-                assert_never(typed)
+            match typed:
+                case MmapElement():
+                    if item.mapping is None:
+                        continue
+                    self._fold_mapping(lead, item.mapping)
+                case ModuleElement():
+                    if item.module is None:
+                        continue
+                    self._fold_module(lead, item.module)
+                case ResetElement():
+                    element = typed.element
+                    self._fold_reset(lead, element.tag, [f.text for f in element.fields])
+                case (
+                    BtElement()
+                    | PcElement()
+                    | DataElement()
+                    | SymbolElement()
+                    | HexdictElement()
+                    | DumpfileElement()
+                    | OtherElement()
+                ):
+                    continue  # not contextual: nothing to fold
+                case _:
+                    assert_never(typed)
             lead = ""
 
     def _fold_reset(self, lead: str, tag: str, fields: list[str]) -> None:
@@ -469,20 +502,31 @@ class StackmarkFilter:
         if not item.ok:
             self.out.write(typed.element.text)
             return
-        if isinstance(typed, MmapElement):
-            if item.mapping is not None:
-                layout.module_info_begin(self.out, item.mapping.module)
-                layout.module_adds(self.out)
-                layout.module_info_end(self.out, [item.mapping], "")
-        elif isinstance(typed, ModuleElement):
-            if item.module is not None:
-                layout.module_info_begin(self.out, item.module)
-                layout.module_build_id(self.out, item.module)
-                layout.module_info_end(self.out, [], "")
-        elif isinstance(typed, ResetElement):
-            layout.raw_element(self.out, typed.element)
-        elif not isinstance(typed, PRESENTATION_ELEMENTS):
-            assert_never(typed)
+        match typed:
+            case MmapElement():
+                if item.mapping is not None:
+                    layout.module_info_begin(self.out, item.mapping.module)
+                    layout.module_adds(self.out)
+                    layout.module_info_end(self.out, [item.mapping], "")
+            case ModuleElement():
+                if item.module is not None:
+                    layout.module_info_begin(self.out, item.module)
+                    layout.module_build_id(self.out, item.module)
+                    layout.module_info_end(self.out, [], "")
+            case ResetElement():
+                layout.raw_element(self.out, typed.element)
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                pass  # not contextual: never applied
+            case _:
+                assert_never(typed)
 
     # --- a whole line, in place --------------------------------------------------
 
@@ -490,20 +534,21 @@ class StackmarkFilter:
         """Print a line as it stands; `done` has its contextual elements if already applied."""
         self._end_info_line()
         for span in spans:
-            if isinstance(span, Text):
-                self.out.write(span.text)
-            elif isinstance(span, Element):
-                if span.tag in CONTEXTUAL_TAGS and not span.multiline:
-                    item = next(done) if done is not None else self._apply(span)
-                    self._context_in_place(item)
-                else:
-                    self._element(span)
-            elif isinstance(span, Sgr):
-                self.out.sgr(span.code)
-            elif isinstance(span, Continuation):
-                self.out.write(span.text)
-            else:
-                assert_never(span)
+            match span:
+                case Text():
+                    self.out.write(span.text)
+                case Element():
+                    if span.tag in CONTEXTUAL_TAGS and not span.multiline:
+                        item = next(done) if done is not None else self._apply(span)
+                        self._context_in_place(item)
+                    else:
+                        self._element(span)
+                case Sgr():
+                    self.out.sgr(span.code)
+                case Continuation():
+                    self.out.write(span.text)
+                case _:
+                    assert_never(span)
         self.out.write(self._eol)
         if self._notes:
             if not self._eol:
@@ -515,34 +560,35 @@ class StackmarkFilter:
 
     def _element(self, element: Element) -> None:
         typed = decode(element)
-        if isinstance(typed, BtElement):  # the most frequent first: logs are mostly backtraces
-            self._bt(typed)
-        elif isinstance(typed, PcElement):
-            self._pc(typed)
-        elif isinstance(typed, DataElement):
-            self._data(typed)
-        elif isinstance(typed, SymbolElement):
-            if self._report_all(typed.diagnostics):
-                demangled = self.naming.symbol_element(typed.name)
-                layout.plain_name(self.out, demangled)
-                self._record(typed, [], name=typed.name, demangled=demangled)
-            else:
+        match typed:
+            case BtElement():  # the most frequent first: logs are mostly backtraces
+                self._bt(typed)
+            case PcElement():
+                self._pc(typed)
+            case DataElement():
+                self._data(typed)
+            case SymbolElement():
+                if self._report_all(typed.diagnostics):
+                    demangled = self.naming.symbol_element(typed.name)
+                    layout.plain_name(self.out, demangled)
+                    self._record(typed, [], name=typed.name, demangled=demangled)
+                else:
+                    self._keep(typed)
+            case HexdictElement():
+                self._hexdict(typed)
+            case DumpfileElement():
                 self._keep(typed)
-        elif isinstance(typed, HexdictElement):
-            self._hexdict(typed)
-        elif isinstance(typed, DumpfileElement):
-            self._keep(typed)
-            if self.records is not None:
-                layout_now = records.context(self.context)
-                self._record(typed, [], type=typed.dump_type, name=typed.name, **layout_now)
-        elif isinstance(typed, OtherElement):
-            self._report_all(typed.diagnostics)
-            self._keep(typed)
-            self._record(typed, [], fields=[f.text for f in typed.element.fields])
-        elif isinstance(typed, ResetElement | ModuleElement | MmapElement):
-            raise AssertionError("contextual elements are applied (_apply), never rendered")
-        else:
-            assert_never(typed)
+                if self.records is not None:
+                    layout_now = records.context(self.context)
+                    self._record(typed, [], type=typed.dump_type, name=typed.name, **layout_now)
+            case OtherElement():
+                self._report_all(typed.diagnostics)
+                self._keep(typed)
+                self._record(typed, [], fields=[f.text for f in typed.element.fields])
+            case ResetElement() | ModuleElement() | MmapElement():
+                raise AssertionError("contextual elements are applied (_apply), never rendered")
+            case _:
+                assert_never(typed)
 
     def _keep(self, typed: TypedElement) -> None:
         """Write an element as it came (the part of it on this line)."""

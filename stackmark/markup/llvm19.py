@@ -23,8 +23,6 @@ from stackmark.markup import layout
 from stackmark.markup.context import Mapping, MarkupContext, lookup_address
 from stackmark.markup.diagnostics import Diagnostic, Severity
 from stackmark.markup.elements import (
-    CONTEXTUAL_ELEMENTS,
-    PRESENTATION_ELEMENTS,
     BtElement,
     DataElement,
     DumpfileElement,
@@ -47,8 +45,8 @@ from stackmark.markup.styled import StyledWriter
 from stackmark.markup.syntax import CONTEXTUAL_TAGS, Continuation, Element, Sgr, Span, Text
 from stackmark.model import Module
 
-# The dispatchers below are `isinstance` chains that end in `assert_never`, so mypy
-# names each one a new element kind misses; why not `match`: see markup/filter.py.
+# The dispatchers below `match` on the class, the most frequent kinds first, and end in
+# `assert_never`, so mypy names each one a new element kind misses (as in markup/filter.py).
 
 
 class _InfoLine:
@@ -217,14 +215,25 @@ class Llvm19Filter:
 
     def _contextual(self, element: Element, deferred: list[Span]) -> None:
         typed = decode(element)
-        if isinstance(typed, MmapElement):  # the most frequent first: modules have several
-            self._mmap(typed, deferred)
-        elif isinstance(typed, ModuleElement):
-            self._module(typed, deferred)
-        elif isinstance(typed, ResetElement):
-            self._reset(typed, deferred)
-        elif not isinstance(typed, PRESENTATION_ELEMENTS):
-            assert_never(typed)
+        match typed:
+            case MmapElement():  # the most frequent first: modules have several
+                self._mmap(typed, deferred)
+            case ModuleElement():
+                self._module(typed, deferred)
+            case ResetElement():
+                self._reset(typed, deferred)
+            case (
+                BtElement()
+                | PcElement()
+                | DataElement()
+                | SymbolElement()
+                | HexdictElement()
+                | DumpfileElement()
+                | OtherElement()
+            ):
+                pass  # never here: feed() sends only contextual tags
+            case _:
+                assert_never(typed)
 
     def _mmap(self, typed: MmapElement, deferred: list[Span]) -> None:
         if not self._report_all(typed.diagnostics):
@@ -278,37 +287,45 @@ class Llvm19Filter:
     # --- everything else -------------------------------------------------------
 
     def _span(self, span: Span) -> None:
-        if isinstance(span, Text):
-            self.out.write(span.text)
-        elif isinstance(span, Element):
-            self._element(span)
-        elif isinstance(span, Sgr):
-            self.out.sgr(span.code)
-        elif isinstance(span, Continuation):  # never produced without multi-line tags
-            self.out.write(span.text)
-        else:
-            assert_never(span)
+        match span:
+            case Text():
+                self.out.write(span.text)
+            case Element():
+                self._element(span)
+            case Sgr():
+                self.out.sgr(span.code)
+            case Continuation():  # never produced without multi-line tags
+                self.out.write(span.text)
+            case _:
+                assert_never(span)
 
     def _element(self, element: Element) -> None:
         typed = decode(element)
-        if isinstance(typed, BtElement):  # the most frequent first: logs are mostly backtraces
-            self._bt(typed)
-        elif isinstance(typed, PcElement):
-            self._pc(typed)
-        elif isinstance(typed, DataElement):
-            self._data(typed)
-        elif isinstance(typed, SymbolElement):
-            if self._report_all(typed.diagnostics):
-                layout.plain_name(self.out, self.naming.symbol_element(typed.name))
-        elif isinstance(typed, OtherElement):
-            if typed.diagnostics:
-                self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
-            else:
-                self.out.write(element.text)  # an unknown tag: as it is
-        elif isinstance(typed, HexdictElement | DumpfileElement | CONTEXTUAL_ELEMENTS):
-            self.out.write(element.text)  # hexdict, dumpfile: as they are
-        else:
-            assert_never(typed)
+        match typed:
+            case BtElement():  # the most frequent first: logs are mostly backtraces
+                self._bt(typed)
+            case PcElement():
+                self._pc(typed)
+            case DataElement():
+                self._data(typed)
+            case SymbolElement():
+                if self._report_all(typed.diagnostics):
+                    layout.plain_name(self.out, self.naming.symbol_element(typed.name))
+            case OtherElement():
+                if typed.diagnostics:
+                    self._report_all(typed.diagnostics)  # a bad tag: the element is dropped
+                else:
+                    self.out.write(element.text)  # an unknown tag: as it is
+            case (
+                HexdictElement()
+                | DumpfileElement()
+                | ResetElement()
+                | ModuleElement()
+                | MmapElement()
+            ):
+                self.out.write(element.text)  # hexdict, dumpfile: as they are
+            case _:
+                assert_never(typed)
 
     def _pc(self, typed: PcElement) -> None:
         if not self._report_all(typed.diagnostics):

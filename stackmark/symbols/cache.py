@@ -195,8 +195,8 @@ class GsymCache:
         """The sound entry for `build_id`, made from `dwarf_file` when missing
         (`progress`, if given, hears how the conversion goes). `load_supplementary`
         finds a dwz supplementary file as the symbolizer does (`ModuleFiles`' own,
-        looking in the user's debug-file directories; None: the converter's
-        default)."""
+        looking in the user's debug-file directories; None: none is looked
+        for)."""
         entry = self.validate(build_id)
         if entry is not None:
             return entry

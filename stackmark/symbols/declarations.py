@@ -18,6 +18,7 @@ from stackmark.plain import FrozenRecord
 
 if TYPE_CHECKING:  # the DWARF reader is imported on the first question only
     from stackmark.dwarf.declarations import DeclarationIndex
+    from stackmark.dwarf.supplementary import SupplementaryLoad
 
 
 class Declaration(FrozenRecord):
@@ -33,9 +34,11 @@ class Declaration(FrozenRecord):
 
 
 class DeclarationFinder:
-    """Declaration indexes per file, each built on its first question (thread-safe)."""
+    """Declaration indexes per file, each built on its first question (thread-safe);
+    a dwz supplementary file is asked of `load_supplementary` (the symbol store's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, load_supplementary: SupplementaryLoad | None = None) -> None:
+        self._load_supplementary = load_supplementary
         self._indexes: dict[str, DeclarationIndex | None] = {}
         self._lock = allocate_lock()
 
@@ -45,7 +48,7 @@ class DeclarationFinder:
                 from stackmark.dwarf.declarations import DeclarationIndex
 
                 try:
-                    self._indexes[path] = DeclarationIndex(path)
+                    self._indexes[path] = DeclarationIndex(path, self._load_supplementary)
                 except (StackmarkError, OSError):
                     self._indexes[path] = None  # a GSYM file, or no DWARF at all
             return self._indexes[path]

@@ -82,10 +82,7 @@ class ElfSymbolSource:
             from stackmark.dwarf.reader import DwarfReader
 
             load = self.files.load_supplementary
-            if load is None:
-                self._dwarf = DwarfReader(self._dwarf_elf)
-            else:
-                self._dwarf = DwarfReader(self._dwarf_elf, load_supplementary=load)
+            self._dwarf = DwarfReader(self._dwarf_elf, load_supplementary=load)
 
     @property
     def symtab(self) -> SymbolTable:

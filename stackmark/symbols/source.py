@@ -30,7 +30,7 @@ class ModuleFiles:
     with the DWARF, when `binary` is stripped and names one through
     `.gnu_debuglink`; None otherwise. `how` says where `binary` was found.
     `load_supplementary` finds a dwz supplementary file where the store looks
-    (None: the DWARF reader's default places). (A plain class rather than a
+    (None: none is looked for). (A plain class rather than a
     dataclass: it is on the start-up path.)
     """
 

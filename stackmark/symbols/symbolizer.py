@@ -158,7 +158,7 @@ class Symbolizer:
         # A failed lookup's answer is its Failure (the module's resolution stays as it was).
         self._frames: OrderedDict[_AnswerKey, list[SourceFrame] | Failure] = OrderedDict()
         self._data: OrderedDict[_AnswerKey, DataSymbol | Failure | None] = OrderedDict()
-        self._declarations = DeclarationFinder()
+        self._declarations = DeclarationFinder(self.store.load_supplementary)
 
     # -- modules ------------------------------------------------------------------
 

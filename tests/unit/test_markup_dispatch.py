@@ -1,7 +1,6 @@
 """A new kind of markup element (or span) cannot be silently ignored: every place
-that dispatches over `TypedElement` or `Span` ends in `assert_never` (a `match`, or
-in the two log filters an `isinstance` chain, see markup/filter.py), so mypy names
-each of them once the new kind joins its union.
+that dispatches over `TypedElement` or `Span` is a `match` ending in `assert_never`,
+so mypy names each of them once the new kind joins its union.
 
 The test adds a kind to each union (through mypy's `--shadow-file`, the checkout is
 not touched) and checks that mypy flags exactly the dispatchers listed here: one that

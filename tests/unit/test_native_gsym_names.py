@@ -28,6 +28,7 @@ from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import skip_form
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.supplementary import supplementary_finder
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
@@ -106,6 +107,12 @@ PROGRAMS: dict[str, Callable[[Path], Path]] = {
 }
 
 
+def _reader(elf: ElfFile) -> DwarfReader:
+    """The DWARF of `elf`; a dwz program's supplementary file is read from where its
+    link names it (the reader looks for no file it is not told how to find)."""
+    return DwarfReader(elf, load_supplementary=supplementary_finder(()))
+
+
 def _functions(reader: DwarfReader) -> list[DieFunction]:
     """Every subprogram and inlined call the converter walks to, in DIE order."""
     out: list[DieFunction] = []
@@ -124,7 +131,7 @@ def outcome(path: Path, data: bytes | None = None) -> list[tuple[Any, ...]]:
     """Each function's offset and names, or the FormatError its names raise."""
     elf = ElfFile.open(path) if data is None else ElfFile.from_bytes(data, str(path))
     out: list[tuple[Any, ...]] = []
-    for function in _functions(DwarfReader(elf)):
+    for function in _functions(_reader(elf)):
         try:
             out.append((function.offset, function.names()))
         except FormatError as exc:
@@ -446,7 +453,7 @@ def qualified_outcome(path: Path, compiled: bool, data: bytes | None = None) -> 
     elf = ElfFile.open(path) if data is None else ElfFile.from_bytes(data, str(path))
     builder = NameBuilder(compiled=compiled)
     out: list[Any] = []
-    for function in _functions(DwarfReader(elf)):
+    for function in _functions(_reader(elf)):
         try:
             short = function._names()[1]
             name = builder.name((function.unit, function.offset), DW_LANG_C_plus_plus, None, short)

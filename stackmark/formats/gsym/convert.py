@@ -143,8 +143,9 @@ def convert_elf(
     the records encoded (the GSYM cache starts its own work then). With
     `segment_size`, the bytes are cut into `result.segments` instead
     (stackmark.formats.gsym.segments). `load_supplementary` finds a dwz
-    supplementary file (default: beside the file, then /usr/lib/debug; the
-    GSYM cache passes the symbol store's, which looks where the user said).
+    supplementary file (None: none is looked for; the GSYM cache passes the
+    symbol store's, which looks where the user said, and `stackmark gsym
+    convert` one over its --debug-file-directory).
     """
     with gc_paused(), ElfFile.open(path) as elf:
         return convert_image(

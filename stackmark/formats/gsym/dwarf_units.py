@@ -15,7 +15,7 @@ workers open their own copy through `reopen`, a picklable callable. The
 reader does not search for other files itself: a dwz supplementary file is
 asked of `load_supplementary` (stackmark.dwarf.supplementary), which the
 caller gives (the symbol store's looks in the user's debug-file
-directories); the workers get the same one.
+directories; none: no file is looked for); the workers get the same one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from stackmark._native import load
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
-from stackmark.dwarf.supplementary import SupplementaryLoad, find_supplementary
+from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
 from stackmark.formats.gsym.extras import NodeExtra
@@ -90,12 +90,11 @@ def convert_dwarf(
 
     `jobs` 0 picks one process per core for large DWARF, else one. Workers
     open the file with `reopen` (default: `obj.name` as an ELF file).
-    `load_supplementary` finds a dwz supplementary file (default: beside the
-    file, then /usr/lib/debug); with several processes it must be picklable.
+    `load_supplementary` finds a dwz supplementary file (None: none is looked
+    for); with several processes it must be picklable.
     """
     report = DwarfReport()
-    load = load_supplementary if load_supplementary is not None else find_supplementary
-    dwarf = DwarfReader(obj, load_supplementary=load)
+    dwarf = DwarfReader(obj, load_supplementary=load_supplementary)
     if not dwarf.has_info:
         return report
     units = list(dwarf.units())
@@ -103,7 +102,9 @@ def convert_dwarf(
         jobs = default_jobs(obj)
     if jobs > 1 and len(units) >= 2:
         opener = reopen if reopen is not None else partial(ElfFile.open, obj.name)
-        _convert_parallel(opener, load, units_sizes(units), creator, jobs, report, progress, extras)
+        _convert_parallel(
+            opener, load_supplementary, units_sizes(units), creator, jobs, report, progress, extras
+        )
         return report
     names = NameBuilder()
     valid: Callable[[int], bool] = creator.is_valid_text_address
@@ -217,7 +218,7 @@ _kept_by_worker: list[object] = []
 
 def _convert_chunk(
     reopen: Reopen,
-    load_supplementary: SupplementaryLoad,
+    load_supplementary: SupplementaryLoad | None,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -250,7 +251,7 @@ def _peak_bytes() -> int:
 
 def _convert_units(
     reopen: Reopen,
-    load_supplementary: SupplementaryLoad,
+    load_supplementary: SupplementaryLoad | None,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -360,7 +361,7 @@ def _flatten_functions(
 
 def _convert_parallel(
     reopen: Reopen,
-    load_supplementary: SupplementaryLoad,
+    load_supplementary: SupplementaryLoad | None,
     sizes: list[tuple[int, int]],
     creator: GsymCreator,
     jobs: int,

@@ -13,7 +13,8 @@ Every address is checked when there are at most `limit` of them; beyond
 that a seeded random sample of `limit` addresses is (`limit=None`: all).
 
 The binary is an ELF file or a Mach-O one: a thin file, a .dSYM bundle,
-or the slice of a universal file whose LC_UUID is the GSYM's UUID.
+or the slice of a universal file whose LC_UUID is the GSYM's UUID. A dwz
+supplementary file is asked of `load_supplementary` (none: not read).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from stackmark.dwarf.functions import Function
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile, is_elf
 from stackmark.errors import FormatError
@@ -135,10 +137,12 @@ def verify_gsym(
     limit: int | None = 200_000,
     seed: int = 1,
     progress: ProgressSink | None = None,
+    load_supplementary: SupplementaryLoad | None = None,
 ) -> VerifyReport:
     report = VerifyReport()
     reader = GsymReader.open(gsym_path)
-    dwarf = _DwarfFrames(DwarfReader(open_binary(binary_path, reader.uuid)))
+    binary = open_binary(binary_path, reader.uuid)
+    dwarf = _DwarfFrames(DwarfReader(binary, load_supplementary=load_supplementary))
     report.functions = reader.num_addresses
     spans = []
     for i in range(reader.num_addresses):
