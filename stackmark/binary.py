@@ -236,7 +236,9 @@ class RecordLayout:
 
     A field whose code ends in "x" is padding the spec leaves implicit (C's
     alignment): it has a size and an offset, no value, and is not in `names`.
-    Its structs are compiled once, for both byte orders, when the layout is made."""
+    Its structs are compiled on first use (a program reading ELF needs one
+    class and one byte order of each record; compiling them all at import
+    would cost every start-up)."""
 
     __slots__ = ("_structs", "c_name", "fields", "format", "names", "offsets", "size", "sizes")
 
@@ -245,19 +247,22 @@ class RecordLayout:
         self.fields = fields
         self.names = tuple(name for name, code in fields if not code.endswith("x"))
         self.format = "".join(code for _, code in fields)
-        self.size = struct.calcsize("<" + self.format)
-        self.sizes = {name: struct.calcsize("<" + code) for name, code in fields}
+        self.sizes = {name: _code_size(code) for name, code in fields}
         offsets: dict[str, int] = {}
-        at = 0
+        at = 0  # packed ("<" and ">" align nothing): each field starts where the last ends
         for name, size in self.sizes.items():
             offsets[name] = at
             at += size
         self.offsets = offsets
-        self._structs = {endian: struct.Struct(endian + self.format) for endian in "<>"}
+        self.size = at
+        self._structs: dict[str, struct.Struct] = {}
 
     def compiled(self, endian: str) -> struct.Struct:
         """The compiled struct for byte order `endian` ("<" or ">")."""
-        return self._structs[endian]
+        compiled = self._structs.get(endian)
+        if compiled is None:
+            compiled = self._structs[endian] = struct.Struct(endian + self.format)
+        return compiled
 
     def picker(self, *names: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
         """A function taking the named fields, in the order asked, from a tuple
@@ -272,6 +277,17 @@ class RecordLayout:
         """The record's bytes; `values` gives each field by name (extra names are
         ignored, so one mapping can serve the layouts of several versions)."""
         return self._structs[endian].pack(*(values[name] for name in self.names))
+
+
+_CODE_SIZES: dict[str, int] = {}
+
+
+def _code_size(code: str) -> int:
+    """The size of one field's struct code, packed (remembered: records share codes)."""
+    size = _CODE_SIZES.get(code)
+    if size is None:
+        size = _CODE_SIZES[code] = struct.calcsize("<" + code)
+    return size
 
 
 # --- random access --------------------------------------------------------------------
