@@ -276,7 +276,7 @@ class RecordLayout:
     def pack(self, endian: str, values: Mapping[str, int | bytes]) -> bytes:
         """The record's bytes; `values` gives each field by name (extra names are
         ignored, so one mapping can serve the layouts of several versions)."""
-        return self._structs[endian].pack(*(values[name] for name in self.names))
+        return self.compiled(endian).pack(*(values[name] for name in self.names))
 
 
 _CODE_SIZES: dict[str, int] = {}
