@@ -15,7 +15,7 @@ struct.error. This module imports nothing of stackmark but `errors`.
     U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
     RecordLayout        a fixed-size record declared once as (spec field name,
                         struct code) pairs: sizes, offsets, compiled structs
-                        (SFrame's records).
+                        (SFrame's records, ELF's).
 
     LEB128 (DWARF 5 section 7.6; LLVM's llvm/Support/LEB128.h):
     read_uleb           (value, next position) at buf[pos], unchecked: the
@@ -232,7 +232,8 @@ class Cursor:
 class RecordLayout:
     """A fixed-size record of a spec: (spec field name, struct code) pairs in
     file order, packed (no padding but what a field declares), in either byte
-    order. The SFrame records are declared this way (`formats/sframe/spec.py`).
+    order. The SFrame records (`formats/sframe/spec.py`) and ELF's (`elf.py`)
+    are declared this way.
 
     A field whose code ends in "x" is padding the spec leaves implicit (C's
     alignment): it has a size and an offset, no value, and is not in `names`.
