@@ -37,12 +37,14 @@ from stackmark.elf import (
     ET_CORE,
     NT_AUXV,
     NT_FILE,
+    NT_GNU_BUILD_ID,
     NT_PRSTATUS,
     PT_DYNAMIC,
     PT_LOAD,
     PT_NOTE,
     ElfFile,
     ProgramHeader,
+    iter_notes,
 )
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
@@ -55,7 +57,6 @@ DT_NULL, DT_DEBUG = 0, 21
 PT_PHDR = 6
 MAX_LINK_MAP = 4096
 MAX_HEADERS = 1 << 16  # ELF header + program headers of a module, at most
-NT_GNU_BUILD_ID = 3
 
 PRSTATUS_SIGNAL = 12  # pr_cursig (short)
 PRSTATUS_PID = 32
@@ -506,20 +507,14 @@ class CoreFile:
 
 
 def _find_build_id(data: bytes) -> str | None:
-    pos = 0
-    while pos + 12 <= len(data):
-        namesz, descsz, note_type = struct.unpack_from("<III", data, pos)
-        name_at = pos + 12
-        desc_at = name_at + ((namesz + 3) & ~3)
-        end = desc_at + ((descsz + 3) & ~3)
-        if desc_at + descsz > len(data):
-            return None
-        if (
-            note_type == NT_GNU_BUILD_ID
-            and data[name_at : name_at + namesz].rstrip(b"\0") == b"GNU"
-        ):
-            return data[desc_at : desc_at + descsz].hex() or None
-        pos = end
+    """The GNU build ID in a PT_NOTE's bytes from the core's memory, or None
+    (also when a note before it is cut short)."""
+    try:
+        for name, note_type, desc, _ in iter_notes(data, True, "PT_NOTE in the core's memory"):
+            if note_type == NT_GNU_BUILD_ID and name.rstrip(b"\0") == b"GNU":
+                return desc.hex() or None
+    except FormatError:
+        pass
     return None
 
 
