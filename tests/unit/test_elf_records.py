@@ -29,8 +29,10 @@ from stackmark.elf import (
 )
 from stackmark.errors import FormatError
 from stackmark.formats.gsym.from_symtab import build_id_uuid
+from stackmark.symbols.symtab import SymbolTable
 from stackmark.unwind.core import _find_build_id
 from stackmark.unwind.target import UnreadableMemory
+from tests.conftest import require_tool
 from tests.hostile.tiny_elf import SHF_ALLOC, SHT_NOTE, RawSection, elf_file
 from tests.support.build import compile_program, run
 from tests.support.sym_builds import freestanding_32bit
@@ -175,6 +177,44 @@ def test_the_record_sizes_are_what_the_linker_wrote(is_64: bool) -> None:
     with ElfFile.open(program) as elf:  # read through them: the counts readelf gives
         assert elf.is_64 is is_64
         assert (len(elf.segments), len(elf.sections)) == (header["e_phnum"], header["e_shnum"])
+
+
+_READELF_TYPES = {"NOTYPE": 0, "OBJECT": 1, "FUNC": 2, "SECTION": 3, "FILE": 4}
+_READELF_BINDINGS = {"LOCAL": 0, "GLOBAL": 1, "WEAK": 2}
+
+
+def _readelf_symbols(path: Path) -> list[tuple[str, int, int, int, int]]:
+    """(name, value, size, type, binding) of each .symtab entry, from readelf -sW."""
+    rows = []
+    for line in run(["readelf", "-sW", path]).splitlines():
+        fields = line.split()
+        if len(fields) >= 7 and fields[0].rstrip(":").isdigit():
+            name = fields[7] if len(fields) > 7 else ""
+            kind, binding = _READELF_TYPES[fields[3]], _READELF_BINDINGS[fields[4]]
+            if kind == _READELF_TYPES["SECTION"]:
+                name = ""  # readelf prints the section's name; st_name is 0
+            rows.append((name, int(fields[1], 16), int(fields[2]), kind, binding))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "target", ["s390x-linux-gnu", "i386-linux-gnu"], ids=["big-endian ELF64", "ELF32"]
+)
+def test_symbols_read_through_the_layouts_match_readelf(target: str) -> None:
+    """A big-endian ELF64 object (the symbol table's unpacking path) and a 32-bit one."""
+    obj = compile_program(
+        f"elf_records_{target}.o",
+        ["sym_freestanding.c"],
+        compiler=require_tool("clang-19"),
+        flags=[f"--target={target}", "-O1", "-c"],
+    )
+    expected = _readelf_symbols(obj)
+    with ElfFile.open(obj) as elf:
+        ours = [(s.name, s.value, s.size, s.type, s.binding) for s in elf.symbols()]
+        assert ours == expected
+        kept = [(entry.name, entry.address, entry.size) for entry in SymbolTable(elf).entries]
+    assert "_start" in {name for name, _, _ in kept}
+    assert set(kept) <= {(name, value, size) for name, value, size, _, _ in expected}
 
 
 # -- the note walk ----------------------------------------------------------------------
