@@ -9,7 +9,8 @@ Layout follows the System V gABI (Figure "ELF Header", "Section Header",
 ELFCLASS64 in either byte order. Every read is bounds-checked and a
 malformed file raises `FormatError` naming the file and the offset.
 
-Each record (Elf_Ehdr, _Shdr, _Phdr, _Sym, _Chdr, _Nhdr, _Dyn, _auxv_t) is
+Each record (Elf_Ehdr, _Shdr, _Phdr, _Sym, _Chdr, _Nhdr, _Rel, _Rela, _Dyn,
+_auxv_t) is
 declared once below, per class, with elf.h's field names, and the one note
 walk is `iter_notes`: every other reader of ELF bytes (the `.sframe`
 writer, the readers of headers and notes in a process's memory, core
@@ -211,6 +212,10 @@ ELF64_CHDR = RecordLayout(
 ELF_NHDR = RecordLayout(  # Elf32_Nhdr and Elf64_Nhdr are the same three words
     "Elf_Nhdr", ("n_namesz", "I"), ("n_descsz", "I"), ("n_type", "I")
 )
+ELF32_REL = RecordLayout("Elf32_Rel", ("r_offset", "I"), ("r_info", "I"))
+ELF64_REL = RecordLayout("Elf64_Rel", ("r_offset", "Q"), ("r_info", "Q"))
+ELF32_RELA = RecordLayout("Elf32_Rela", *ELF32_REL.fields, ("r_addend", "i"))
+ELF64_RELA = RecordLayout("Elf64_Rela", *ELF64_REL.fields, ("r_addend", "q"))
 ELF32_DYN = RecordLayout("Elf32_Dyn", ("d_tag", "i"), ("d_un", "I"))
 ELF64_DYN = RecordLayout("Elf64_Dyn", ("d_tag", "q"), ("d_un", "Q"))
 ELF32_AUXV = RecordLayout("Elf32_auxv_t", ("a_type", "I"), ("a_val", "I"))  # a_un.a_val
@@ -222,6 +227,8 @@ SHDR = {False: ELF32_SHDR, True: ELF64_SHDR}
 PHDR = {False: ELF32_PHDR, True: ELF64_PHDR}
 SYM = {False: ELF32_SYM, True: ELF64_SYM}
 CHDR = {False: ELF32_CHDR, True: ELF64_CHDR}
+REL = {False: ELF32_REL, True: ELF64_REL}
+RELA = {False: ELF32_RELA, True: ELF64_RELA}
 DYN = {False: ELF32_DYN, True: ELF64_DYN}
 AUXV = {False: ELF32_AUXV, True: ELF64_AUXV}
 
