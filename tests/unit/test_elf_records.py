@@ -22,6 +22,8 @@ from stackmark.elf import (
     EI_NIDENT,
     ELF_NHDR,
     PHDR,
+    REL,
+    RELA,
     SHDR,
     SYM,
     ElfFile,
@@ -39,7 +41,8 @@ from tests.support.sym_builds import freestanding_32bit
 
 # Each record: its size and every field's offset, from the gABI's figures
 # ("ELF Header", "Section Header", "Program Header", "Symbol Table Entry",
-# "Compression Header", "Note Section", "Dynamic Section") and elf.h.
+# "Compression Header", "Note Section", "Relocation Entries", "Dynamic Section")
+# and elf.h.
 GABI: dict[str, tuple[int, list[tuple[str, int]]]] = {
     "Elf64_Ehdr": (
         64,
@@ -109,6 +112,10 @@ GABI: dict[str, tuple[int, list[tuple[str, int]]]] = {
     ),
     "Elf32_Chdr": (12, [("ch_type", 0), ("ch_size", 4), ("ch_addralign", 8)]),
     "Elf_Nhdr": (12, [("n_namesz", 0), ("n_descsz", 4), ("n_type", 8)]),
+    "Elf64_Rel": (16, [("r_offset", 0), ("r_info", 8)]),
+    "Elf32_Rel": (8, [("r_offset", 0), ("r_info", 4)]),
+    "Elf64_Rela": (24, [("r_offset", 0), ("r_info", 8), ("r_addend", 16)]),
+    "Elf32_Rela": (12, [("r_offset", 0), ("r_info", 4), ("r_addend", 8)]),
     "Elf64_Dyn": (16, [("d_tag", 0), ("d_un", 8)]),
     "Elf32_Dyn": (8, [("d_tag", 0), ("d_un", 4)]),
     "Elf64_auxv_t": (16, [("a_type", 0), ("a_val", 8)]),
@@ -128,6 +135,10 @@ OURS: dict[str, tuple[RecordLayout, int]] = {
     "Elf64_Chdr": (CHDR[True], 0),
     "Elf32_Chdr": (CHDR[False], 0),
     "Elf_Nhdr": (ELF_NHDR, 0),
+    "Elf64_Rel": (REL[True], 0),
+    "Elf32_Rel": (REL[False], 0),
+    "Elf64_Rela": (RELA[True], 0),
+    "Elf32_Rela": (RELA[False], 0),
     "Elf64_Dyn": (DYN[True], 0),
     "Elf32_Dyn": (DYN[False], 0),
     "Elf64_auxv_t": (AUXV[True], 0),
