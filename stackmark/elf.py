@@ -96,8 +96,9 @@ MACHINE_NAMES = {
 # unwind/core.py, debugger/modules.py) and tests/unit/test_elf_records.py
 # (the gABI's sizes and offsets, by hand) take them from here.
 
-# e_ident: EI_NIDENT bytes before the rest of the ELF header.
+# e_ident: EI_NIDENT bytes before the rest of the ELF header, starting with ELFMAG.
 EI_NIDENT = 16
+ELFMAG = b"\x7fELF"
 EI_CLASS, EI_DATA, EI_OSABI = 4, 5, 7  # indexes in e_ident
 ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
@@ -504,7 +505,7 @@ class ElfFile:
 
     def _parse_header(self) -> None:
         ident = self._data[:EI_NIDENT]
-        if len(ident) < EI_NIDENT or ident[:4] != b"\x7fELF":
+        if len(ident) < EI_NIDENT or ident[: len(ELFMAG)] != ELFMAG:
             raise FormatError("not an ELF file (bad magic)", offset=0, source=self.name)
         elf_class, elf_data = ident[EI_CLASS], ident[EI_DATA]
         if elf_class not in (ELFCLASS32, ELFCLASS64):
@@ -922,7 +923,7 @@ def is_elf(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, 4, 0) == b"\x7fELF"
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, len(ELFMAG), 0) == ELFMAG
     except OSError:
         return False
     finally:

@@ -46,6 +46,7 @@ from stackmark.elf import (
     ELF64_PHDR,
     ELFCLASS64,
     ELFDATA2LSB,
+    ELFMAG,
     EM_AARCH64,
     EM_X86_64,
     ET_CORE,
@@ -529,7 +530,7 @@ class CoreFile:
         except StackmarkError:
             self.warnings.append(f"{path or name}: its ELF header is not in the core or on disk")
             return None
-        if ident[:4] != b"\x7fELF":
+        if ident[: len(ELFMAG)] != ELFMAG:
             return None  # a mapped data file
         if ident[EI_CLASS] != ELFCLASS64 or ident[EI_DATA] != ELFDATA2LSB:
             self.warnings.append(f"{path or name}: not a 64-bit little-endian ELF file")

@@ -18,6 +18,7 @@ from stackmark.elf import (
     ELF64_EHDR,
     ELFCLASS64,
     ELFDATA2LSB,
+    ELFMAG,
     PT_GNU_SFRAME,
     PT_LOAD,
     ElfFile,
@@ -73,7 +74,7 @@ def read_sframe_from_image(read: ReadMemory, image_base: int) -> LoadedSFrame | 
     `image_base` (its first PT_LOAD, file offset 0). None when it has none."""
     source = f"ELF image at 0x{image_base:x}"
     ident = _read(read, image_base, EI_NIDENT + ELF64_EHDR.size, source)  # the larger class's
-    if ident[:4] != b"\x7fELF":
+    if ident[: len(ELFMAG)] != ELFMAG:
         raise FormatError("no ELF header there", offset=0, source=source)
     endian = "<" if ident[EI_DATA] == ELFDATA2LSB else ">"
     is_64 = ident[EI_CLASS] == ELFCLASS64
