@@ -13,6 +13,9 @@ struct.error. This module imports nothing of stackmark but `errors`.
     unpack_at           one struct layout at an offset, checked against an end
                         (headers and table entries read at random).
     U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
+    RecordLayout        a fixed-size record declared once as (spec field name,
+                        struct code) pairs: sizes, offsets, compiled structs
+                        (SFrame's records, ELF's).
 
     LEB128 (DWARF 5 section 7.6; LLVM's llvm/Support/LEB128.h):
     read_uleb           (value, next position) at buf[pos], unchecked: the
@@ -39,7 +42,8 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any, ClassVar, Self, TypeAlias
 
 from stackmark.errors import FormatError
@@ -220,6 +224,71 @@ class Cursor:
             raise self.overrun(what, pos, size)
         self.pos = pos + size
         return type(self)(self.data, pos, pos + size, little=self.little, source=self.source)
+
+
+# --- fixed-size records -----------------------------------------------------------------
+
+
+class RecordLayout:
+    """A fixed-size record of a spec: (spec field name, struct code) pairs in
+    file order, packed (no padding but what a field declares), in either byte
+    order. The SFrame records (`formats/sframe/spec.py`) and ELF's (`elf.py`)
+    are declared this way.
+
+    A field whose code ends in "x" is padding the spec leaves implicit (C's
+    alignment): it has a size and an offset, no value, and is not in `names`.
+    Its structs are compiled on first use (a program reading ELF needs one
+    class and one byte order of each record; compiling them all at import
+    would cost every start-up)."""
+
+    __slots__ = ("_structs", "c_name", "fields", "format", "names", "offsets", "size", "sizes")
+
+    def __init__(self, c_name: str, *fields: tuple[str, str]) -> None:
+        self.c_name = c_name  # the struct's name in the spec (include/sframe.h, elf.h...)
+        self.fields = fields
+        self.names = tuple(name for name, code in fields if not code.endswith("x"))
+        self.format = "".join(code for _, code in fields)
+        self.sizes = {name: _code_size(code) for name, code in fields}
+        offsets: dict[str, int] = {}
+        at = 0  # packed ("<" and ">" align nothing): each field starts where the last ends
+        for name, size in self.sizes.items():
+            offsets[name] = at
+            at += size
+        self.offsets = offsets
+        self.size = at
+        self._structs: dict[str, struct.Struct] = {}
+
+    def compiled(self, endian: str) -> struct.Struct:
+        """The compiled struct for byte order `endian` ("<" or ">")."""
+        compiled = self._structs.get(endian)
+        if compiled is None:
+            compiled = self._structs[endian] = struct.Struct(endian + self.format)
+        return compiled
+
+    def picker(self, *names: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+        """A function taking the named fields, in the order asked, from a tuple
+        this layout's struct unpacked (a C-level `itemgetter`: no per-record cost)."""
+        indexes = [self.names.index(name) for name in names]
+        if len(indexes) == 1:
+            (index,) = indexes
+            return lambda values: (values[index],)
+        return itemgetter(*indexes)
+
+    def pack(self, endian: str, values: Mapping[str, int | bytes]) -> bytes:
+        """The record's bytes; `values` gives each field by name (extra names are
+        ignored, so one mapping can serve the layouts of several versions)."""
+        return self.compiled(endian).pack(*(values[name] for name in self.names))
+
+
+_CODE_SIZES: dict[str, int] = {}
+
+
+def _code_size(code: str) -> int:
+    """The size of one field's struct code, packed (remembered: records share codes)."""
+    size = _CODE_SIZES.get(code)
+    if size is None:
+        size = _CODE_SIZES[code] = struct.calcsize("<" + code)
+    return size
 
 
 # --- random access --------------------------------------------------------------------

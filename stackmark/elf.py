@@ -8,6 +8,15 @@ Layout follows the System V gABI (Figure "ELF Header", "Section Header",
 "Program Header", "Symbol Table Entry", "Note Section") for ELFCLASS32 and
 ELFCLASS64 in either byte order. Every read is bounds-checked and a
 malformed file raises `FormatError` naming the file and the offset.
+
+Each record (Elf_Ehdr, _Shdr, _Phdr, _Sym, _Chdr, _Nhdr, _Rel, _Rela, _Dyn,
+_auxv_t) is
+declared once below, per class, with elf.h's field names, and the one note
+walk is `iter_notes`: every other reader of ELF bytes (the `.sframe`
+writer, the readers of headers and notes in a process's memory, core
+files) takes them from here. They live in this module, not one beside it:
+the formats that read them may import `stackmark.elf`, and a module beside
+it would widen what a format may import (tests/unit/test_front_end_imports.py).
 """
 
 from __future__ import annotations
@@ -20,8 +29,9 @@ import struct
 import zlib
 from collections.abc import Iterator
 from functools import cached_property
+from typing import TypeAlias
 
-from stackmark.binary import unpack_at
+from stackmark.binary import U32, U64, Buffer, RecordLayout, unpack_at
 from stackmark.errors import FormatError
 from stackmark.plain import FrozenRecord
 
@@ -76,6 +86,180 @@ MACHINE_NAMES = {
     EM_AARCH64: "aarch64",
     EM_RISCV: "riscv",
 }
+
+
+# -- the records (System V gABI; glibc's elf.h names) -------------------------------------
+#
+# Each record once, as (elf.h field name, struct code) pairs in file order, per
+# class; the readers here, the `.sframe` writer (formats/sframe/embed.py), the
+# readers of headers in target memory (formats/sframe/memory.py,
+# unwind/core.py, debugger/modules.py) and tests/unit/test_elf_records.py
+# (the gABI's sizes and offsets, by hand) take them from here.
+
+# e_ident: EI_NIDENT bytes before the rest of the ELF header, starting with ELFMAG.
+EI_NIDENT = 16
+ELFMAG = b"\x7fELF"
+EI_CLASS, EI_DATA, EI_OSABI = 4, 5, 7  # indexes in e_ident
+ELFCLASS32, ELFCLASS64 = 1, 2
+ELFDATA2LSB, ELFDATA2MSB = 1, 2
+
+# The ELF header after e_ident (read at EI_NIDENT).
+ELF32_EHDR = RecordLayout(
+    "Elf32_Ehdr (after e_ident)",
+    ("e_type", "H"),
+    ("e_machine", "H"),
+    ("e_version", "I"),
+    ("e_entry", "I"),
+    ("e_phoff", "I"),
+    ("e_shoff", "I"),
+    ("e_flags", "I"),
+    ("e_ehsize", "H"),
+    ("e_phentsize", "H"),
+    ("e_phnum", "H"),
+    ("e_shentsize", "H"),
+    ("e_shnum", "H"),
+    ("e_shstrndx", "H"),
+)
+ELF64_EHDR = RecordLayout(
+    "Elf64_Ehdr (after e_ident)",
+    ("e_type", "H"),
+    ("e_machine", "H"),
+    ("e_version", "I"),
+    ("e_entry", "Q"),
+    ("e_phoff", "Q"),
+    ("e_shoff", "Q"),
+    ("e_flags", "I"),
+    ("e_ehsize", "H"),
+    ("e_phentsize", "H"),
+    ("e_phnum", "H"),
+    ("e_shentsize", "H"),
+    ("e_shnum", "H"),
+    ("e_shstrndx", "H"),
+)
+ELF32_SHDR = RecordLayout(
+    "Elf32_Shdr",
+    ("sh_name", "I"),
+    ("sh_type", "I"),
+    ("sh_flags", "I"),
+    ("sh_addr", "I"),
+    ("sh_offset", "I"),
+    ("sh_size", "I"),
+    ("sh_link", "I"),
+    ("sh_info", "I"),
+    ("sh_addralign", "I"),
+    ("sh_entsize", "I"),
+)
+ELF64_SHDR = RecordLayout(
+    "Elf64_Shdr",
+    ("sh_name", "I"),
+    ("sh_type", "I"),
+    ("sh_flags", "Q"),
+    ("sh_addr", "Q"),
+    ("sh_offset", "Q"),
+    ("sh_size", "Q"),
+    ("sh_link", "I"),
+    ("sh_info", "I"),
+    ("sh_addralign", "Q"),
+    ("sh_entsize", "Q"),
+)
+ELF32_PHDR = RecordLayout(
+    "Elf32_Phdr",
+    ("p_type", "I"),
+    ("p_offset", "I"),
+    ("p_vaddr", "I"),
+    ("p_paddr", "I"),
+    ("p_filesz", "I"),
+    ("p_memsz", "I"),
+    ("p_flags", "I"),  # after p_memsz in ELF32, after p_type in ELF64
+    ("p_align", "I"),
+)
+ELF64_PHDR = RecordLayout(
+    "Elf64_Phdr",
+    ("p_type", "I"),
+    ("p_flags", "I"),
+    ("p_offset", "Q"),
+    ("p_vaddr", "Q"),
+    ("p_paddr", "Q"),
+    ("p_filesz", "Q"),
+    ("p_memsz", "Q"),
+    ("p_align", "Q"),
+)
+ELF32_SYM = RecordLayout(
+    "Elf32_Sym",
+    ("st_name", "I"),
+    ("st_value", "I"),
+    ("st_size", "I"),
+    ("st_info", "B"),
+    ("st_other", "B"),
+    ("st_shndx", "H"),
+)
+ELF64_SYM = RecordLayout(
+    "Elf64_Sym",
+    ("st_name", "I"),
+    ("st_info", "B"),
+    ("st_other", "B"),
+    ("st_shndx", "H"),
+    ("st_value", "Q"),
+    ("st_size", "Q"),
+)
+ELF32_CHDR = RecordLayout("Elf32_Chdr", ("ch_type", "I"), ("ch_size", "I"), ("ch_addralign", "I"))
+ELF64_CHDR = RecordLayout(
+    "Elf64_Chdr",
+    ("ch_type", "I"),
+    ("ch_reserved", "I"),
+    ("ch_size", "Q"),
+    ("ch_addralign", "Q"),
+)
+ELF_NHDR = RecordLayout(  # Elf32_Nhdr and Elf64_Nhdr are the same three words
+    "Elf_Nhdr", ("n_namesz", "I"), ("n_descsz", "I"), ("n_type", "I")
+)
+ELF32_REL = RecordLayout("Elf32_Rel", ("r_offset", "I"), ("r_info", "I"))
+ELF64_REL = RecordLayout("Elf64_Rel", ("r_offset", "Q"), ("r_info", "Q"))
+ELF32_RELA = RecordLayout("Elf32_Rela", *ELF32_REL.fields, ("r_addend", "i"))
+ELF64_RELA = RecordLayout("Elf64_Rela", *ELF64_REL.fields, ("r_addend", "q"))
+ELF32_DYN = RecordLayout("Elf32_Dyn", ("d_tag", "i"), ("d_un", "I"))
+ELF64_DYN = RecordLayout("Elf64_Dyn", ("d_tag", "q"), ("d_un", "Q"))
+ELF32_AUXV = RecordLayout("Elf32_auxv_t", ("a_type", "I"), ("a_val", "I"))  # a_un.a_val
+ELF64_AUXV = RecordLayout("Elf64_auxv_t", ("a_type", "Q"), ("a_val", "Q"))
+
+# Each record by class (True: ELFCLASS64).
+EHDR = {False: ELF32_EHDR, True: ELF64_EHDR}
+SHDR = {False: ELF32_SHDR, True: ELF64_SHDR}
+PHDR = {False: ELF32_PHDR, True: ELF64_PHDR}
+SYM = {False: ELF32_SYM, True: ELF64_SYM}
+CHDR = {False: ELF32_CHDR, True: ELF64_CHDR}
+REL = {False: ELF32_REL, True: ELF64_REL}
+RELA = {False: ELF32_RELA, True: ELF64_RELA}
+DYN = {False: ELF32_DYN, True: ELF64_DYN}
+AUXV = {False: ELF32_AUXV, True: ELF64_AUXV}
+
+# The fields ElfFile keeps, in one order for both classes (Phdr and Sym differ).
+_PICK_EHDR = {
+    is_64: layout.picker(
+        "e_type",
+        "e_machine",
+        "e_entry",
+        "e_phoff",
+        "e_shoff",
+        "e_flags",
+        "e_phentsize",
+        "e_phnum",
+        "e_shentsize",
+        "e_shnum",
+        "e_shstrndx",
+    )
+    for is_64, layout in EHDR.items()
+}
+_PICK_PHDR = {
+    is_64: layout.picker(
+        "p_type", "p_flags", "p_offset", "p_vaddr", "p_paddr", "p_filesz", "p_memsz", "p_align"
+    )
+    for is_64, layout in PHDR.items()
+}
+_PICK_CHDR = {is_64: layout.picker("ch_type", "ch_size") for is_64, layout in CHDR.items()}
+# Section 0 holds the real counts under extended numbering (same index in both classes).
+_SH_SIZE, _SH_LINK = ELF64_SHDR.names.index("sh_size"), ELF64_SHDR.names.index("sh_link")
+_SH_OFFSET = ELF64_SHDR.names.index("sh_offset")
 
 
 class Section(FrozenRecord):
@@ -320,45 +504,36 @@ class ElfFile:
     # -- ELF header -------------------------------------------------------------
 
     def _parse_header(self) -> None:
-        ident = self._data[:16]
-        if len(ident) < 16 or ident[:4] != b"\x7fELF":
+        ident = self._data[:EI_NIDENT]
+        if len(ident) < EI_NIDENT or ident[: len(ELFMAG)] != ELFMAG:
             raise FormatError("not an ELF file (bad magic)", offset=0, source=self.name)
-        elf_class, elf_data = ident[4], ident[5]
-        if elf_class not in (1, 2):
-            raise FormatError(f"unknown ELF class {elf_class}", offset=4, source=self.name)
-        if elf_data not in (1, 2):
-            raise FormatError(f"unknown ELF data encoding {elf_data}", offset=5, source=self.name)
-        self.is_64 = elf_class == 2
-        self.endian = "<" if elf_data == 1 else ">"
-        self.osabi = ident[7]
-        e = self.endian
-        word = "Q" if self.is_64 else "I"
-        header = struct.Struct(f"{e}HHI{word}{word}{word}IHHHHHH")
+        elf_class, elf_data = ident[EI_CLASS], ident[EI_DATA]
+        if elf_class not in (ELFCLASS32, ELFCLASS64):
+            raise FormatError(f"unknown ELF class {elf_class}", offset=EI_CLASS, source=self.name)
+        if elf_data not in (ELFDATA2LSB, ELFDATA2MSB):
+            raise FormatError(
+                f"unknown ELF data encoding {elf_data}", offset=EI_DATA, source=self.name
+            )
+        self.is_64 = is_64 = elf_class == ELFCLASS64
+        self.endian = e = "<" if elf_data == ELFDATA2LSB else ">"
+        self.osabi = ident[EI_OSABI]
         (
             self.e_type,
             self.machine,
-            _version,
             self.entry,
             self._phoff,
             self._shoff,
             self.e_flags,
-            _ehsize,
             self._phentsize,
             self._phnum,
             self._shentsize,
             self._shnum,
             self._shstrndx,
-        ) = self._unpack(header, 16)
-        if self.is_64:
-            self._shdr = struct.Struct(f"{e}IIQQQQIIQQ")
-            self._phdr = struct.Struct(f"{e}IIQQQQQQ")
-            self._sym = struct.Struct(f"{e}IBBHQQ")
-            self._chdr = struct.Struct(f"{e}IIQQ")
-        else:
-            self._shdr = struct.Struct(f"{e}IIIIIIIIII")
-            self._phdr = struct.Struct(f"{e}IIIIIIII")
-            self._sym = struct.Struct(f"{e}IIIBBH")
-            self._chdr = struct.Struct(f"{e}III")
+        ) = _PICK_EHDR[is_64](self._unpack(EHDR[is_64].compiled(e), EI_NIDENT))
+        self._shdr = SHDR[is_64].compiled(e)
+        self._phdr = PHDR[is_64].compiled(e)
+        self._sym = SYM[is_64].compiled(e)
+        self._chdr = CHDR[is_64].compiled(e)
 
     @property
     def machine_name(self) -> str:
@@ -382,8 +557,8 @@ class ElfFile:
                 source=self.name,
             )
         first = self._unpack(self._shdr, self._shoff)
-        count = self._shnum or first[5]  # extended numbering: count in section 0's sh_size
-        strndx = self._shstrndx if self._shstrndx != SHN_XINDEX else first[6]
+        count = self._shnum or first[_SH_SIZE]  # extended numbering: count in section 0's
+        strndx = self._shstrndx if self._shstrndx != SHN_XINDEX else first[_SH_LINK]
         if count * self._shentsize > len(self._data):
             raise FormatError(
                 f"{count} section headers cannot fit in the file",
@@ -393,10 +568,10 @@ class ElfFile:
         raw = [self._unpack(self._shdr, self._shoff + i * self._shentsize) for i in range(count)]
         names_blob = b""
         if 0 < strndx < count:
-            _, _, _, _, str_off, str_size, *_ = raw[strndx]  # same field order in 32/64
-            names_blob = self.read(str_off, str_size)
+            names = raw[strndx]
+            names_blob = self.read(names[_SH_OFFSET], names[_SH_SIZE])
         result = []
-        for index, fields in enumerate(raw):
+        for index, fields in enumerate(raw):  # Elf_Shdr's order, the same in both classes
             name_off, sh_type, flags, addr, offset, size, link, info, align, entsize = fields
             result.append(
                 Section(
@@ -481,8 +656,7 @@ class ElfFile:
                 offset=section.offset,
                 source=self.name,
             )
-        fields = self._chdr.unpack_from(data, 0)
-        ch_type, ch_size = fields[0], (fields[2] if self.is_64 else fields[1])
+        ch_type, ch_size = _PICK_CHDR[self.is_64](self._chdr.unpack_from(data, 0))
         return self._inflate(section, ch_type, ch_size, data[self._chdr.size :])
 
     def _inflate_gnu(self, section: Section, data: bytes) -> bytes:
@@ -490,7 +664,7 @@ class ElfFile:
             raise FormatError(
                 f"{section.name} lacks its ZLIB header", offset=section.offset, source=self.name
             )
-        size = struct.unpack_from(">Q", data, 4)[0]
+        size = U64[False].unpack_from(data, 4)[0]  # big-endian, whatever the file's order
         return self._inflate(section, ELFCOMPRESS_ZLIB, size, data[12:])
 
     def _inflate(self, section: Section, kind: int, size: int, payload: bytes) -> bytes:
@@ -532,15 +706,11 @@ class ElfFile:
                 offset=self._phoff,
                 source=self.name,
             )
-        result = []
-        for i in range(count):
-            fields = self._unpack(self._phdr, self._phoff + i * self._phentsize)
-            if self.is_64:
-                p_type, flags, offset, vaddr, paddr, filesz, memsz, align = fields
-            else:
-                p_type, offset, vaddr, paddr, filesz, memsz, flags, align = fields
-            result.append(ProgramHeader(p_type, flags, offset, vaddr, paddr, filesz, memsz, align))
-        return result
+        pick = _PICK_PHDR[self.is_64]  # ProgramHeader's order, whichever the class
+        return [
+            ProgramHeader(*pick(self._unpack(self._phdr, self._phoff + i * self._phentsize)))
+            for i in range(count)
+        ]
 
     def load_segments(self) -> list[ProgramHeader]:
         return [s for s in self.segments if s.type == PT_LOAD]
@@ -573,30 +743,18 @@ class ElfFile:
                     yield from self._parse_notes(seg.offset, seg.filesz, max(4, seg.align))
 
     def _parse_notes(self, offset: int, size: int, align: int) -> Iterator[Note]:
-        align = 8 if align == 8 else 4
-        header = struct.Struct(f"{self.endian}III")
-        pos, end = offset, offset + size
+        end = offset + size
         if end > len(self._data):
             raise FormatError(
                 f"note area of {size} bytes runs past the end of the file",
                 offset=offset,
                 source=self.name,
             )
-        while pos + 12 <= end:
-            namesz, descsz, note_type = header.unpack_from(self._data, pos)
-            name_at = pos + 12
-            desc_at = name_at + _round_up(namesz, align if align == 8 else 4)
-            next_at = desc_at + _round_up(descsz, align)
-            if desc_at + descsz > end:
-                raise FormatError(
-                    f"note (namesz {namesz}, descsz {descsz}) runs past its area",
-                    offset=pos,
-                    source=self.name,
-                )
-            name = bytes(self._data[name_at : name_at + namesz]).rstrip(b"\0")
-            desc = bytes(self._data[desc_at : desc_at + descsz])
-            yield Note(name.decode("latin-1"), note_type, desc, desc_at)
-            pos = next_at
+        notes = iter_notes(
+            self._data, self.endian == "<", self.name, start=offset, end=end, align=align
+        )
+        for name, note_type, desc, desc_at in notes:
+            yield Note(name.rstrip(b"\0").decode("latin-1"), note_type, desc, desc_at)
 
     @cached_property
     def build_id(self) -> str | None:
@@ -626,7 +784,7 @@ class ElfFile:
         crc_at = _round_up(nul + 1, 4)
         if crc_at + 4 > len(data):
             return None
-        crc = struct.unpack_from(f"{self.endian}I", data, crc_at)[0]
+        crc = U32[self.endian == "<"].unpack_from(data, crc_at)[0]
         return data[:nul].decode("utf-8", "surrogateescape"), crc
 
     @property
@@ -663,6 +821,9 @@ class ElfFile:
             )
         result = []
         unpack = self._sym.unpack_from
+        # ELF64_SYM's and ELF32_SYM's field orders, spelled here rather than picked:
+        # a picker costs about 800 instructions a symbol (4% of symbols() on a
+        # 23,000-symbol program); tests/unit/test_elf_records.py pins both orders.
         for pos in range(0, len(data) - self._sym.size + 1, entsize):
             if self.is_64:
                 name_off, info, other, shndx, value, size = unpack(data, pos)
@@ -674,6 +835,52 @@ class ElfFile:
                 )
             )
         return result
+
+
+RawNote: TypeAlias = tuple[bytes, int, bytes, int]
+"""(name, n_type, desc, desc_at): `name` is all n_namesz bytes, its NULs
+included; `desc_at` is where the descriptor starts in the data walked."""
+
+
+def iter_notes(
+    data: Buffer,
+    little_endian: bool,
+    source: str | None,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    align: int = 4,
+) -> Iterator[RawNote]:
+    """Each note of `data[start:end]` (a note section, a PT_NOTE segment, one
+    read from a process's memory), in order: Elf_Nhdr, then the name and the
+    descriptor, each padded to `align` (4, or 8 for an area aligned to 8).
+
+    Fewer bytes than a header at the end end the walk; a note whose name or
+    descriptor runs past `end` raises `FormatError` naming `source` and the
+    note's offset (a caller that only looks for one note treats it as the end).
+    """
+    align = 8 if align == 8 else 4
+    end = len(data) if end is None else min(end, len(data))
+    header = ELF_NHDR.compiled("<" if little_endian else ">")
+    header_size = header.size
+    pos = start
+    while pos + header_size <= end:
+        namesz, descsz, note_type = header.unpack_from(data, pos)
+        name_at = pos + header_size
+        desc_at = name_at + _round_up(namesz, align)
+        if desc_at + descsz > end:
+            raise FormatError(
+                f"note (namesz {namesz}, descsz {descsz}) runs past its area",
+                offset=pos,
+                source=source,
+            )
+        yield (
+            bytes(data[name_at : name_at + namesz]),
+            note_type,
+            bytes(data[desc_at : desc_at + descsz]),
+            desc_at,
+        )
+        pos = desc_at + _round_up(descsz, align)
 
 
 def _round_up(value: int, align: int) -> int:
@@ -716,7 +923,7 @@ def is_elf(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, 4, 0) == b"\x7fELF"
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, len(ELFMAG), 0) == ELFMAG
     except OSError:
         return False
     finally:

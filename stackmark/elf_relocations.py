@@ -33,11 +33,10 @@ raises `FormatError`, as does an entry whose place lies outside the section.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from enum import Enum
 
-from stackmark.binary import read_uleb, uleb_bytes
+from stackmark.binary import U32, read_uleb, uleb_bytes
 from stackmark.elf import (
     EM_386,
     EM_AARCH64,
@@ -46,6 +45,8 @@ from stackmark.elf import (
     EM_S390,
     EM_X86_64,
     ET_REL,
+    REL,
+    RELA,
     SHF_EXECINSTR,
     SHN_ABS,
     SHN_COMMON,
@@ -204,11 +205,7 @@ def type_name(machine: int, r_type: int) -> str:
 def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
     """The entries of one SHT_REL/SHT_RELA section, symbol addresses resolved."""
     is_rela = rel_section.type == SHT_RELA
-    e = elf.endian
-    if elf.is_64:
-        entry = struct.Struct(f"{e}QQq" if is_rela else f"{e}QQ")
-    else:
-        entry = struct.Struct(f"{e}IIi" if is_rela else f"{e}II")
+    entry = (RELA if is_rela else REL)[elf.is_64].compiled(elf.endian)
     entsize = rel_section.entsize or entry.size
     if entsize < entry.size:
         raise FormatError(
@@ -219,7 +216,7 @@ def relocations(elf: ElfFile, rel_section: Section) -> Iterator[Relocation]:
     addresses, in_sections = _symbol_addresses(elf, rel_section)
     data = elf.section_data(rel_section)
     for pos in range(0, len(data) - entry.size + 1, entsize):
-        fields = entry.unpack_from(data, pos)
+        fields = entry.unpack_from(data, pos)  # r_offset, r_info[, r_addend], in both classes
         r_offset, r_info = fields[0], fields[1]
         if elf.is_64:
             sym_index, r_type = r_info >> 32, r_info & 0xFFFFFFFF
@@ -410,5 +407,6 @@ def _extended_indexes(elf: ElfFile, table: Section) -> list[int]:
     for section in elf.sections:
         if section.type == SHT_SYMTAB_SHNDX and section.link == table.index:
             data = elf.section_data(section)
-            return [v for (v,) in struct.iter_unpack(f"{elf.endian}I", data[: len(data) // 4 * 4])]
+            words = U32[elf.endian == "<"]
+            return [v for (v,) in words.iter_unpack(data[: len(data) // 4 * 4])]
     return []

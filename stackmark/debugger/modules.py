@@ -17,12 +17,11 @@ main program comes first (module 0), then the others by address.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackmark.debugger.backend import DebuggerBackend, LoadedImage
-from stackmark.elf import NT_GNU_BUILD_ID, PT_LOAD, PT_NOTE, ElfFile, ProgramHeader
+from stackmark.elf import NT_GNU_BUILD_ID, PT_LOAD, PT_NOTE, ElfFile, ProgramHeader, iter_notes
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
 
@@ -65,18 +64,14 @@ def _read_headers(read: ReadMemory, image: LoadedImage) -> _Headers | None:
 
 
 def _build_id_from_notes(blob: bytes, little_endian: bool) -> str | None:
-    """The GNU build ID in a PT_NOTE's bytes, or None."""
-    header = struct.Struct("<III" if little_endian else ">III")
-    pos = 0
-    while pos + header.size <= len(blob):
-        namesz, descsz, note_type = header.unpack_from(blob, pos)
-        name_at = pos + header.size
-        desc_at = name_at + ((namesz + 3) & ~3)
-        if desc_at + descsz > len(blob):
-            return None
-        if note_type == NT_GNU_BUILD_ID and blob[name_at : name_at + namesz] == b"GNU\0":
-            return blob[desc_at : desc_at + descsz].hex() or None
-        pos = desc_at + ((descsz + 3) & ~3)
+    """The GNU build ID in a PT_NOTE's bytes, or None (also when a note before
+    it is cut short: memory holds no more to read)."""
+    try:
+        for name, note_type, desc, _ in iter_notes(blob, little_endian, "PT_NOTE in memory"):
+            if note_type == NT_GNU_BUILD_ID and name == b"GNU\0":
+                return desc.hex() or None
+    except FormatError:
+        pass
     return None
 
 

@@ -24,7 +24,6 @@ offer the zero-size symbol before it.
 
 from __future__ import annotations
 
-import struct
 import sys
 from array import array
 from bisect import bisect_right
@@ -44,6 +43,7 @@ from stackmark.elf import (
     STT_NOTYPE,
     STT_OBJECT,
     STT_TLS,
+    SYM,
     ElfFile,
     Section,
 )
@@ -52,6 +52,10 @@ from stackmark.errors import FormatError
 _KEPT_TYPES = frozenset({STT_NOTYPE, STT_FUNC, STT_OBJECT, STT_GNU_IFUNC})
 _SHN_LORESERVE = 0xFF00
 _MAPPING_MACHINES = frozenset({EM_ARM, EM_AARCH64, EM_RISCV})
+_PICK_SYMBOL = {
+    is_64: layout.picker("st_name", "st_info", "st_shndx", "st_value", "st_size")
+    for is_64, layout in SYM.items()
+}
 
 
 class SymbolEntry:
@@ -124,7 +128,7 @@ class SymbolTable:
         self.tls_image_size = tls.filesz if tls is not None else 0
 
     def _read_columns(self, elf: ElfFile, section: Section) -> None:
-        fmt = struct.Struct(elf.endian + ("IBBHQQ" if elf.is_64 else "IIIBBH"))
+        fmt = SYM[elf.is_64].compiled(elf.endian)
         entsize = section.entsize or fmt.size
         if entsize != fmt.size:
             raise FormatError(
@@ -137,14 +141,15 @@ class SymbolTable:
         if 0 < section.link < len(elf.sections):
             self._strtab = elf.section_data(elf.sections[section.link])
         if elf.endian == "<" and sys.byteorder == "little":
-            if elf.is_64:  # name|info|other|shndx, value, size
+            # Elf64_Sym / Elf32_Sym (stackmark.elf) as words of their widest fields.
+            if elf.is_64:  # st_name|st_info|st_other|st_shndx, st_value, st_size
                 words = memoryview(data).cast("Q")
                 # Columns as arrays (memory copies): lists would make 70,000
                 # int objects for a large program before the first lookup.
                 self._packed = _column(words[0::3])
                 self._values = _column(words[1::3])
                 self._sizes = _column(words[2::3])
-            else:  # name, value, size, info|other|shndx
+            else:  # st_name, st_value, st_size, st_info|st_other|st_shndx
                 words = memoryview(data).cast("I")
                 names = words[0::4].tolist()
                 self._values = words[1::4].tolist()
@@ -155,11 +160,9 @@ class SymbolTable:
                     for n, t in zip(names, tails, strict=True)
                 ]
             return
+        pick = _PICK_SYMBOL[elf.is_64]
         for fields in fmt.iter_unpack(data):
-            if elf.is_64:
-                name, info, _other, shndx, value, size = fields
-            else:
-                name, value, size, info, _other, shndx = fields
+            name, info, shndx, value, size = pick(fields)
             self._packed.append(name | info << 32 | shndx << 48)
             self._values.append(value)
             self._sizes.append(size)

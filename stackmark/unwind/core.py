@@ -8,6 +8,11 @@ What a Linux core holds (kernel `fs/binfmt_elf.c`, GDB's `gcore`):
   (AMD64: `user_regs_struct`, r15 ... gs; AArch64: x0-x30, sp, pc, pstate).
 - `NT_FILE`: the file-backed mappings: count, page size, then (start, end,
   file offset in pages) per mapping, then their paths, NUL-terminated.
+
+Each of these records, and the dynamic linker's `r_debug` and `link_map`
+read from a core without NT_FILE, is declared once below with the field
+names of its public source (`PRSTATUS_COMMON`, ...; the ELF records,
+Elf64_Dyn and Elf64_auxv_t among them, are `stackmark.elf`'s).
 - `NT_AUXV`: the auxiliary vector (AT_SYSINFO_EHDR locates the vDSO,
   AT_ENTRY the executable's entry point).
 - `NT_ARM_PAC_MASK` (AArch64): the pointer-authentication masks.
@@ -27,22 +32,34 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stackmark.binary import U64, RecordLayout
 from stackmark.elf import (
+    EI_CLASS,
+    EI_DATA,
+    EI_NIDENT,
+    ELF64_AUXV,
+    ELF64_DYN,
+    ELF64_EHDR,
+    ELF64_PHDR,
+    ELFCLASS64,
+    ELFDATA2LSB,
+    ELFMAG,
     EM_AARCH64,
     EM_X86_64,
     ET_CORE,
     NT_AUXV,
     NT_FILE,
+    NT_GNU_BUILD_ID,
     NT_PRSTATUS,
     PT_DYNAMIC,
     PT_LOAD,
     PT_NOTE,
     ElfFile,
     ProgramHeader,
+    iter_notes,
 )
 from stackmark.errors import FormatError, StackmarkError
 from stackmark.model import Module, Segment
@@ -55,15 +72,94 @@ DT_NULL, DT_DEBUG = 0, 21
 PT_PHDR = 6
 MAX_LINK_MAP = 4096
 MAX_HEADERS = 1 << 16  # ELF header + program headers of a module, at most
-NT_GNU_BUILD_ID = 3
 
-PRSTATUS_SIGNAL = 12  # pr_cursig (short)
-PRSTATUS_PID = 32
-PRSTATUS_REGS = 112
+# -- the records of a 64-bit Linux core (little-endian, LP64) --------------------------
 
-# user_regs_struct order -> DWARF register number (None: not a DWARF register we keep)
-_AMD64_PRSTATUS_DWARF = (15, 14, 13, 12, 6, 3, 11, 10, 9, 8, 0, 2, 1, 4, 5, None)
-_AMD64_RIP, _AMD64_RSP = 16, 19  # indexes in user_regs_struct
+# The kernel's struct elf_prstatus (include/linux/elfcore.h: elf_prstatus_common,
+# pr_info being struct elf_siginfo), up to pr_reg, which follows it.
+PRSTATUS_COMMON = RecordLayout(
+    "elf_prstatus_common",
+    ("pr_info.si_signo", "i"),
+    ("pr_info.si_code", "i"),
+    ("pr_info.si_errno", "i"),
+    ("pr_cursig", "h"),
+    ("(padding before pr_sigpend)", "2x"),
+    ("pr_sigpend", "Q"),
+    ("pr_sighold", "Q"),
+    ("pr_pid", "i"),
+    ("pr_ppid", "i"),
+    ("pr_pgrp", "i"),
+    ("pr_sid", "i"),
+    ("pr_utime.tv_sec", "q"),
+    ("pr_utime.tv_usec", "q"),
+    ("pr_stime.tv_sec", "q"),
+    ("pr_stime.tv_usec", "q"),
+    ("pr_cutime.tv_sec", "q"),
+    ("pr_cutime.tv_usec", "q"),
+    ("pr_cstime.tv_sec", "q"),
+    ("pr_cstime.tv_usec", "q"),
+)
+# pr_reg (elf_gregset_t) by architecture: AMD64's struct user_regs_struct
+# (the kernel's arch/x86/include/asm/user_64.h, glibc's sys/user.h) and
+# AArch64's struct user_pt_regs (arch/arm64/include/uapi/asm/ptrace.h).
+AMD64_USER_REGS = RecordLayout(
+    "user_regs_struct (x86_64)",
+    *(
+        (name, "Q")
+        for name in (
+            "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
+            "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
+            "fs_base", "gs_base", "ds", "es", "fs", "gs",
+        )
+    ),
+)  # fmt: skip
+AARCH64_USER_PT_REGS = RecordLayout(
+    "user_pt_regs (arm64)",
+    *((f"regs[{i}]", "Q") for i in range(31)),
+    ("sp", "Q"),
+    ("pc", "Q"),
+    ("pstate", "Q"),
+)
+# NT_ARM_PAC_MASK's struct user_pac_mask (arch/arm64/include/uapi/asm/ptrace.h).
+USER_PAC_MASK = RecordLayout("user_pac_mask", ("data_mask", "Q"), ("insn_mask", "Q"))
+# NT_FILE as the kernel writes it (fs/binfmt_elf.c, fill_files_note): a header,
+# `count` entries (file_ofs in units of page_size), then `count` NUL-terminated paths.
+NT_FILE_HEADER = RecordLayout("NT_FILE header", ("count", "Q"), ("page_size", "Q"))
+NT_FILE_ENTRY = RecordLayout("NT_FILE entry", ("start", "Q"), ("end", "Q"), ("file_ofs", "Q"))
+# The dynamic linker's list (glibc's link.h): struct r_debug, and the public
+# fields of struct link_map that are read (l_prev and glibc's own follow).
+R_DEBUG = RecordLayout(
+    "struct r_debug",
+    ("r_version", "i"),
+    ("(padding before r_map)", "4x"),
+    ("r_map", "Q"),
+    ("r_brk", "Q"),
+    ("r_state", "i"),
+    ("(padding before r_ldbase)", "4x"),
+    ("r_ldbase", "Q"),
+)
+LINK_MAP = RecordLayout(
+    "struct link_map (l_addr .. l_next)",
+    ("l_addr", "Q"),
+    ("l_name", "Q"),
+    ("l_ld", "Q"),
+    ("l_next", "Q"),
+)
+
+_PICK_PRSTATUS = PRSTATUS_COMMON.picker("pr_cursig", "pr_pid")
+_PICK_PROGRAM_HEADERS = ELF64_EHDR.picker("e_phoff", "e_phentsize", "e_phnum")
+# (DWARF register number, index in user_regs_struct) of the registers a frame
+# keeps: the System V AMD64 psABI numbers rax 0, rdx 1, rcx 2, rbx 3, rsi 4,
+# rdi 5, rbp 6, rsp 7, r8-r15 8-15.
+_AMD64_DWARF_NUMBERS = {"rax": 0, "rdx": 1, "rcx": 2, "rbx": 3, "rsi": 4, "rdi": 5, "rbp": 6}
+_AMD64_DWARF_NUMBERS |= {"rsp": 7} | {f"r{n}": n for n in range(8, 16)}
+_AMD64_DWARF_SLOTS = tuple(
+    (_AMD64_DWARF_NUMBERS[name], index)
+    for index, name in enumerate(AMD64_USER_REGS.names)
+    if name in _AMD64_DWARF_NUMBERS
+)
+_AMD64_RIP = AMD64_USER_REGS.names.index("rip")
+_AARCH64_PC = AARCH64_USER_PT_REGS.names.index("pc")
 
 _ARCH_BY_MACHINE = {EM_X86_64: Arch.AMD64, EM_AARCH64: Arch.AARCH64}
 _MACHINE_NAMES = {EM_X86_64: "x86_64", EM_AARCH64: "aarch64"}
@@ -156,45 +252,48 @@ class CoreFile:
     # -- notes ----------------------------------------------------------------------
 
     def _read_notes(self) -> None:
+        auxv = ELF64_AUXV.compiled("<")
+        pac_mask = USER_PAC_MASK.compiled("<")
         for note in self.elf.notes():
             if note.name == "CORE" and note.type == NT_PRSTATUS:
                 self.threads.append(self._parse_prstatus(note.desc, note.offset))
             elif note.name == "CORE" and note.type == NT_FILE:
                 self._parse_nt_file(note.desc, note.offset)
             elif note.name == "CORE" and note.type == NT_AUXV:
-                for i in range(0, len(note.desc) - 15, 16):
-                    key, value = struct.unpack_from("<QQ", note.desc, i)
-                    self.auxv.setdefault(key, value)
-            elif note.name == "LINUX" and note.type == NT_ARM_PAC_MASK and len(note.desc) >= 16:
-                _data_mask, insn_mask = struct.unpack_from("<QQ", note.desc)
+                for i in range(0, len(note.desc) - auxv.size + 1, auxv.size):
+                    a_type, a_val = auxv.unpack_from(note.desc, i)
+                    self.auxv.setdefault(a_type, a_val)
+            elif (
+                note.name == "LINUX"
+                and note.type == NT_ARM_PAC_MASK
+                and len(note.desc) >= pac_mask.size
+            ):
+                _data_mask, insn_mask = pac_mask.unpack_from(note.desc)
                 self.pac_mask = insn_mask
 
     def _parse_prstatus(self, desc: bytes, offset: int) -> CoreThread:
-        count = 27 if self.arch is Arch.AMD64 else 34
-        if len(desc) < PRSTATUS_REGS + 8 * count:
+        pr_reg = AMD64_USER_REGS if self.arch is Arch.AMD64 else AARCH64_USER_PT_REGS
+        if len(desc) < PRSTATUS_COMMON.size + pr_reg.size:
             raise FormatError(
                 f"NT_PRSTATUS of {len(desc)} bytes is too short", offset=offset, source=self.path
             )
-        signal = struct.unpack_from("<h", desc, PRSTATUS_SIGNAL)[0]
-        tid = struct.unpack_from("<i", desc, PRSTATUS_PID)[0]
-        regs = struct.unpack_from(f"<{count}Q", desc, PRSTATUS_REGS)
+        signal, tid = _PICK_PRSTATUS(PRSTATUS_COMMON.compiled("<").unpack_from(desc))
+        regs = pr_reg.compiled("<").unpack_from(desc, PRSTATUS_COMMON.size)
         values: dict[int, int]
         if self.arch is Arch.AMD64:
-            values = {
-                dwarf: regs[i] for i, dwarf in enumerate(_AMD64_PRSTATUS_DWARF) if dwarf is not None
-            }
-            values[Arch.AMD64.sp] = regs[_AMD64_RSP]
+            values = {dwarf: regs[index] for dwarf, index in _AMD64_DWARF_SLOTS}
             pc = regs[_AMD64_RIP]
         else:
-            values = {i: regs[i] for i in range(32)}  # x0-x30, sp
-            pc = regs[32]
+            values = {i: regs[i] for i in range(32)}  # x0-x30, sp: DWARF numbers 0-31
+            pc = regs[_AARCH64_PC]
         return CoreThread(tid, signal, RegisterState(pc, values))
 
     def _parse_nt_file(self, desc: bytes, offset: int) -> None:
-        if len(desc) < 16:
+        header, entry = NT_FILE_HEADER.compiled("<"), NT_FILE_ENTRY.compiled("<")
+        if len(desc) < header.size:
             raise FormatError("NT_FILE note is too short", offset=offset, source=self.path)
-        count, page_size = struct.unpack_from("<QQ", desc)
-        table_end = 16 + 24 * count
+        count, page_size = header.unpack_from(desc)
+        table_end = header.size + entry.size * count
         if table_end > len(desc):
             raise FormatError(
                 f"NT_FILE lists {count} mappings but holds {len(desc)} bytes",
@@ -210,7 +309,7 @@ class CoreFile:
             )
         self.file_page_size = page_size or 4096
         for i in range(count):
-            start, end, page_offset = struct.unpack_from("<QQQ", desc, 16 + 24 * i)
+            start, end, page_offset = entry.unpack_from(desc, header.size + entry.size * i)
             path = names[i].decode("utf-8", "surrogateescape")
             self.mappings.append(FileMapping(start, end, page_offset * self.file_page_size, path))
         self.mappings.sort(key=lambda m: m.start)
@@ -344,21 +443,25 @@ class CoreFile:
     def _link_map(self, dynamic: int, size: int) -> list[tuple[str, int]]:
         """(path, load bias) of each library on the dynamic linker's list."""
         try:
+            dyn, link_map = ELF64_DYN.compiled("<"), LINK_MAP.compiled("<")
             r_debug = 0
-            for i in range(0, size - 15, 16):
-                tag, value = struct.unpack("<qQ", self.read_memory(dynamic + i, 16))
-                if tag == DT_NULL:
+            for i in range(0, size - dyn.size + 1, dyn.size):
+                d_tag, d_un = dyn.unpack(self.read_memory(dynamic + i, dyn.size))
+                if d_tag == DT_NULL:
                     break
-                if tag == DT_DEBUG:
-                    r_debug = value
+                if d_tag == DT_DEBUG:
+                    r_debug = d_un
             if not r_debug:
                 return []
-            entry = struct.unpack("<Q", self.read_memory(r_debug + 8, 8))[0]  # r_map
+            r_map = self.read_memory(r_debug + R_DEBUG.offsets["r_map"], R_DEBUG.sizes["r_map"])
+            entry = U64[True].unpack(r_map)[0]
             libraries = []
             seen: set[int] = set()
             while entry and entry not in seen and len(seen) < MAX_LINK_MAP:
                 seen.add(entry)
-                l_addr, l_name, _l_ld, l_next = struct.unpack("<QQQQ", self.read_memory(entry, 32))
+                l_addr, l_name, _l_ld, l_next = link_map.unpack(
+                    self.read_memory(entry, link_map.size)
+                )
                 name = self._c_string(l_name) if l_name else ""
                 if "/" in name:  # not the executable (""), not the vDSO ("linux-vdso.so.1")
                     libraries.append((name, l_addr))
@@ -423,20 +526,19 @@ class CoreFile:
     def _module_at(self, address: int, path: str | None, name: str) -> Module | None:
         """The module whose ELF header is mapped at `address`; None if it is not ELF."""
         try:
-            ident = self.read_memory(address, 64)
+            ident = self.read_memory(address, EI_NIDENT + ELF64_EHDR.size)
         except StackmarkError:
             self.warnings.append(f"{path or name}: its ELF header is not in the core or on disk")
             return None
-        if ident[:4] != b"\x7fELF":
+        if ident[: len(ELFMAG)] != ELFMAG:
             return None  # a mapped data file
-        if ident[4] != 2 or ident[5] != 1:
+        if ident[EI_CLASS] != ELFCLASS64 or ident[EI_DATA] != ELFDATA2LSB:
             self.warnings.append(f"{path or name}: not a 64-bit little-endian ELF file")
             return None
-        phoff, phentsize, phnum = (
-            struct.unpack_from("<Q", ident, 32)[0],
-            *struct.unpack_from("<HH", ident, 54),
+        phoff, phentsize, phnum = _PICK_PROGRAM_HEADERS(
+            ELF64_EHDR.compiled("<").unpack_from(ident, EI_NIDENT)
         )
-        if phentsize < 56 or phoff + phentsize * phnum > MAX_HEADERS:
+        if phentsize < ELF64_PHDR.size or phoff + phentsize * phnum > MAX_HEADERS:
             self.warnings.append(f"{path or name}: implausible program headers in memory")
             return None
         try:
@@ -506,20 +608,14 @@ class CoreFile:
 
 
 def _find_build_id(data: bytes) -> str | None:
-    pos = 0
-    while pos + 12 <= len(data):
-        namesz, descsz, note_type = struct.unpack_from("<III", data, pos)
-        name_at = pos + 12
-        desc_at = name_at + ((namesz + 3) & ~3)
-        end = desc_at + ((descsz + 3) & ~3)
-        if desc_at + descsz > len(data):
-            return None
-        if (
-            note_type == NT_GNU_BUILD_ID
-            and data[name_at : name_at + namesz].rstrip(b"\0") == b"GNU"
-        ):
-            return data[desc_at : desc_at + descsz].hex() or None
-        pos = end
+    """The GNU build ID in a PT_NOTE's bytes from the core's memory, or None
+    (also when a note before it is cut short)."""
+    try:
+        for name, note_type, desc, _ in iter_notes(data, True, "PT_NOTE in the core's memory"):
+            if note_type == NT_GNU_BUILD_ID and name.rstrip(b"\0") == b"GNU":
+                return desc.hex() or None
+    except FormatError:
+        pass
     return None
 
 

@@ -16,10 +16,9 @@ As llvm-gsymutil's object-file step does it:
 
 from __future__ import annotations
 
-import struct
-
 from stackmark.elf import (
     EM_ARM,
+    NT_GNU_BUILD_ID,
     PT_LOAD,
     SHF_EXECINSTR,
     SHN_ABS,
@@ -27,13 +26,14 @@ from stackmark.elf import (
     SHT_SYMTAB,
     STT_FUNC,
     ElfFile,
+    iter_notes,
 )
+from stackmark.errors import FormatError
 from stackmark.formats.gsym.creator import GsymCreator
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.ranges import Range
 
 EM_MIPS = 8
-NT_GNU_BUILD_ID = 3
 
 
 def build_id_uuid(elf: ElfFile) -> bytes:
@@ -41,16 +41,15 @@ def build_id_uuid(elf: ElfFile) -> bytes:
     for section in elf.sections:
         if section.name != ".note.gnu.build-id":
             continue
-        data = elf.section_data(section)
-        if len(data) < 12:
-            continue
-        namesz, descsz, note_type = struct.unpack_from(f"{elf.endian}III", data, 0)
-        name = data[12 : 12 + namesz].rstrip(b"\0")
-        if name == b"GNU" and note_type == NT_GNU_BUILD_ID:
-            at = (12 + namesz + 3) & ~3
-            payload = data[at : at + descsz]
-            if len(payload) == descsz and payload:
-                uuid = bytes(payload)
+        notes = iter_notes(elf.section_data(section), elf.endian == "<", elf.name)
+        try:
+            first = next(notes, None)  # llvm-gsymutil reads the section's first note only
+        except FormatError:
+            continue  # cut short: no build ID from this section
+        if first is not None:
+            name, note_type, desc, _ = first
+            if name.rstrip(b"\0") == b"GNU" and note_type == NT_GNU_BUILD_ID and desc:
+                uuid = desc
     return uuid
 
 

@@ -14,9 +14,8 @@ header table (the old headers plus one) that e_shoff points at.
 from __future__ import annotations
 
 import os
-import struct
 
-from stackmark.elf import SHT_GNU_SFRAME, SHT_PROGBITS, ElfFile
+from stackmark.elf import EHDR, EI_NIDENT, SHDR, SHT_GNU_SFRAME, SHT_PROGBITS, ElfFile
 from stackmark.errors import StackmarkError
 from stackmark.formats.sframe import spec
 from stackmark.whole_files import write_whole
@@ -39,12 +38,19 @@ def add_sframe_section(
             raise StackmarkError(f"{name} has no section headers to add a section to")
         image = bytearray(elf.read(0, elf.size))
         is_64, endian = elf.is_64, elf.endian
-    ehdr = struct.Struct(endian + ("HHIQQQIHHHHHH" if is_64 else "HHIIIIIHHHHHH"))  # after e_ident
-    fields = list(ehdr.unpack_from(image, 16))
-    shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
+    ehdr_layout, shdr_layout = EHDR[is_64], SHDR[is_64]
+    ehdr = dict(
+        zip(
+            ehdr_layout.names,
+            ehdr_layout.compiled(endian).unpack_from(image, EI_NIDENT),
+            strict=True,
+        )
+    )
+    shoff, shentsize = ehdr["e_shoff"], ehdr["e_shentsize"]
+    shnum, shstrndx = ehdr["e_shnum"], ehdr["e_shstrndx"]
     if shnum == 0 or shnum >= 0xFF00 or not 0 < shstrndx < shnum:
         raise StackmarkError(f"{name}: extended section numbering is not supported here")
-    shdr = struct.Struct(endian + ("IIQQQQIIQQ" if is_64 else "IIIIIIIIII"))
+    shdr = shdr_layout.compiled(endian)
     if shentsize < shdr.size:
         raise StackmarkError(f"{name}: section header size {shentsize} is too small")
     align = 8 if is_64 else 4
@@ -65,17 +71,27 @@ def add_sframe_section(
     for index in range(shnum):
         raw = bytearray(image[shoff + index * shentsize : shoff + (index + 1) * shentsize])
         if index == shstrndx:
-            entry = list(shdr.unpack_from(raw, 0))
-            entry[4], entry[5] = names_at, len(names_blob) + len(SECTION_NAME) + 1
-            shdr.pack_into(raw, 0, *entry)
+            entry = dict(zip(shdr_layout.names, shdr.unpack_from(raw, 0), strict=True))
+            entry["sh_offset"] = names_at
+            entry["sh_size"] = len(names_blob) + len(SECTION_NAME) + 1
+            raw[: shdr.size] = shdr_layout.pack(endian, entry)
         image += raw
     version = data[2] if len(data) > 2 else 0
-    sh_type = SHT_GNU_SFRAME if version >= spec.VERSION_3 else SHT_PROGBITS
-    new = bytearray(shentsize)
-    shdr.pack_into(new, 0, name_index, sh_type, 0, SECTION_ADDRESS, data_at, len(data), 0, 0, 8, 0)
-    image += new
-    fields[5], fields[11] = table_at, shnum + 1
-    ehdr.pack_into(image, 16, *fields)
+    added = {
+        "sh_name": name_index,
+        "sh_type": SHT_GNU_SFRAME if version >= spec.VERSION_3 else SHT_PROGBITS,
+        "sh_flags": 0,
+        "sh_addr": SECTION_ADDRESS,
+        "sh_offset": data_at,
+        "sh_size": len(data),
+        "sh_link": 0,
+        "sh_info": 0,
+        "sh_addralign": 8,
+        "sh_entsize": 0,
+    }
+    image += shdr_layout.pack(endian, added) + bytes(shentsize - shdr.size)
+    ehdr["e_shoff"], ehdr["e_shnum"] = table_at, shnum + 1
+    image[EI_NIDENT : EI_NIDENT + ehdr_layout.size] = ehdr_layout.pack(endian, ehdr)
     _write(output, bytes(image), source_mode=os.stat(name).st_mode)
 
 

@@ -8,10 +8,21 @@ answer with rows in the module's own address space (runtime - load bias).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
-from stackmark.elf import PT_GNU_SFRAME, PT_LOAD, ElfFile
+from stackmark.elf import (
+    EHDR,
+    EI_CLASS,
+    EI_DATA,
+    EI_NIDENT,
+    ELF64_EHDR,
+    ELFCLASS64,
+    ELFDATA2LSB,
+    ELFMAG,
+    PT_GNU_SFRAME,
+    PT_LOAD,
+    ElfFile,
+)
 from stackmark.errors import FormatError
 from stackmark.formats.sframe import spec
 from stackmark.formats.sframe.lookup import SFrameMatch, SFrameTable
@@ -23,6 +34,10 @@ ReadMemory = Callable[[int, int], bytes]
 
 MAX_SFRAME_SIZE = 1 << 30
 """A header claiming more than this is rejected before anything is read."""
+
+_PICK_PROGRAM_HEADERS = {
+    is_64: layout.picker("e_phoff", "e_phentsize", "e_phnum") for is_64, layout in EHDR.items()
+}
 
 
 class LoadedSFrame:
@@ -58,16 +73,14 @@ def read_sframe_from_image(read: ReadMemory, image_base: int) -> LoadedSFrame | 
     """Find and decode PT_GNU_SFRAME of the ELF image whose header is mapped at
     `image_base` (its first PT_LOAD, file offset 0). None when it has none."""
     source = f"ELF image at 0x{image_base:x}"
-    ident = _read(read, image_base, 64, source)
-    if ident[:4] != b"\x7fELF":
+    ident = _read(read, image_base, EI_NIDENT + ELF64_EHDR.size, source)  # the larger class's
+    if ident[: len(ELFMAG)] != ELFMAG:
         raise FormatError("no ELF header there", offset=0, source=source)
-    endian = "<" if ident[5] == 1 else ">"
-    if ident[4] == 2:  # ELFCLASS64: e_phoff at 32, e_phentsize/e_phnum at 54/56
-        (phoff,) = struct.unpack_from(endian + "Q", ident, 32)
-        phentsize, phnum = struct.unpack_from(endian + "HH", ident, 54)
-    else:  # ELFCLASS32: e_phoff at 28, e_phentsize/e_phnum at 42/44
-        (phoff,) = struct.unpack_from(endian + "I", ident, 28)
-        phentsize, phnum = struct.unpack_from(endian + "HH", ident, 42)
+    endian = "<" if ident[EI_DATA] == ELFDATA2LSB else ">"
+    is_64 = ident[EI_CLASS] == ELFCLASS64
+    phoff, phentsize, phnum = _PICK_PROGRAM_HEADERS[is_64](
+        EHDR[is_64].compiled(endian).unpack_from(ident, EI_NIDENT)
+    )
     if not 0 < phnum < 0xFFFF or phentsize == 0 or phoff > MAX_SFRAME_SIZE:
         raise FormatError("no usable program headers", offset=0, source=source)
     image = _read(read, image_base, phoff + phnum * phentsize, source)
