@@ -221,6 +221,15 @@ def test_json_output_is_llvm_symbolizers(variant: str, style: list[str]) -> None
     assert ours == theirs
 
 
+def test_json_discriminators_of_inlined_calls_are_llvm_symbolizers(tmp_path: Path) -> None:
+    """An outer frame's Discriminator is its inlined call's DW_AT_GNU_discriminator."""
+    binary = sym_builds.inlined_call_discriminators(tmp_path)
+    requests = "".join(f"0x{a:x}\n" for a in addresses_for(binary, binary))
+    theirs, ours = both([f"--obj={binary}", "--output-style=JSON"], requests)
+    assert '"Discriminator":3' in theirs
+    assert ours == theirs
+
+
 def test_json_answers_to_addresses_on_the_command_line_are_one_array() -> None:
     binary, addresses = address_mode_input("c-O2-pie")
     chosen = [f"0x{a:x}" for a in addresses[::7]]
