@@ -109,8 +109,8 @@ def parser() -> argparse.ArgumentParser:
             '  [CODE|DATA|FRAME] "MODULE" ADDRESS   without (MODULE may end in :ARCH)\n'
             "answers end with an empty line; ?? means unknown.\n\n"
             f"Options in ${OPTIONS_VARIABLE} are read before the command line's (a\n"
-            "sanitizer starts this program with its own). Exit status: 0, or 2 for a\n"
-            "usage error."
+            "sanitizer starts this program with its own). Exit status: 0, 1 when the\n"
+            "--obj file cannot be read (--output-style=JSON only), or 2 for a usage error."
         ),
     )
     parser.add_argument("addresses", nargs="*", metavar="ADDRESS", help="requests to answer")
@@ -150,14 +150,17 @@ def parser() -> argparse.ArgumentParser:
         "--print-address", "--addresses", "-a", action="store_true", help="echo each address"
     )
     out.add_argument(
-        "--pretty-print", "-p", action="store_true", help="FUNCTION at FILE:LINE:COLUMN"
+        "--pretty-print",
+        "-p",
+        action="store_true",
+        help="FUNCTION at FILE:LINE:COLUMN (JSON: indented)",
     )
     out.add_argument(
         "--output-style",
         choices=["LLVM", "JSON"],
         default="LLVM",
-        help="LLVM: the lines above (the default); JSON: llvm's JSON, an object a request "
-        "(one array for ADDRESS arguments), each frame with its function's start",
+        help="LLVM: lines, as below (the default); JSON: llvm's JSON, an object a line per "
+        "request (one array for ADDRESS arguments), each frame with its function's start",
     )
     out.add_argument(
         "--default-arch",
