@@ -34,20 +34,27 @@ Options a sanitizer cannot pass on the command line go in
 `LLVM_SYMBOLIZER_OPTS`, read first, as llvm-symbolizer reads it.
 
 On its own it is llvm-symbolizer's address mode: addresses on the command
-line or one request a line on stdin, with `--obj FILE` (then a request is
-`[CODE|DATA|FRAME] ADDRESS`) or without (then `[CODE|DATA|FRAME] MODULE
-ADDRESS`, MODULE quoted when it holds spaces). `--print-address` and
-`--pretty-print` shape the answer as llvm's do.
+line or one request a line on stdin, with `--obj FILE` or `--build-id HEX`
+(the module with that build ID, found where a debug file is: debug-file
+directories, --symbol-path, debuginfod), when a request is
+`[CODE|DATA|FRAME] ADDRESS`, or without either (then `[CODE|DATA|FRAME]
+MODULE ADDRESS`, MODULE quoted when it holds spaces). `--print-address`
+and `--pretty-print` shape the answer as llvm's do; `--output-style=JSON`
+answers in llvm's JSON records (stackmark.cli.llvm_json), with each
+frame's start (ElfSymbolSource.frame_starts), read from DWARF.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
+from stackmark.cli import llvm_json
+from stackmark.cli.llvm_json import UNKNOWN_FRAME, JsonFrame
 from stackmark.errors import StackmarkError
 from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module, SourceFrame
@@ -56,8 +63,10 @@ from stackmark.plain import Record
 if TYPE_CHECKING:
     import argparse
 
+    from stackmark.dwarf.locals import Local
     from stackmark.dwarf.reader import DwarfReader
     from stackmark.symbols.by_path import ModuleProblem, ModulesByPath
+    from stackmark.symbols.elf_source import FrameStart
     from stackmark.symbols.symbolizer import Symbolizer
 
 ANSWERS_KEPT = 1 << 16
@@ -68,6 +77,7 @@ PROGRAM = "llvm-symbolizer-stackmark"
 COMMANDS = ("CODE", "DATA", "FRAME")
 OPTIONS_VARIABLE = "LLVM_SYMBOLIZER_OPTS"
 
+BUILD_ID_NOT_FOUND = "could not find build ID"  # llvm's words
 UNKNOWN_CODE = "??\n??:0:0\n"
 UNKNOWN_DATA = "??\n0 0\n??:?\n"
 NO_LOCALS = "??\n"  # a FRAME answer without locals
@@ -95,12 +105,12 @@ def parser() -> argparse.ArgumentParser:
         f"{PROGRAM})), or a command\nthat symbolizes addresses in a file.",
         epilog=(
             "requests (stdin, one a line, or ADDRESS arguments):\n"
-            "  [CODE|DATA|FRAME] ADDRESS            with --obj\n"
+            "  [CODE|DATA|FRAME] ADDRESS            with --obj or --build-id\n"
             '  [CODE|DATA|FRAME] "MODULE" ADDRESS   without (MODULE may end in :ARCH)\n'
             "answers end with an empty line; ?? means unknown.\n\n"
             f"Options in ${OPTIONS_VARIABLE} are read before the command line's (a\n"
-            "sanitizer starts this program with its own). Exit status: 0, or 2 for a\n"
-            "usage error."
+            "sanitizer starts this program with its own). Exit status: 0, 1 when the\n"
+            "--obj file cannot be read (--output-style=JSON only), or 2 for a usage error."
         ),
     )
     parser.add_argument("addresses", nargs="*", metavar="ADDRESS", help="requests to answer")
@@ -111,6 +121,13 @@ def parser() -> argparse.ArgumentParser:
         "-e",
         metavar="FILE",
         help="the file the addresses are in (requests then carry no module name)",
+    )
+    where.add_argument(
+        "--build-id",
+        type=_build_id,
+        metavar="HEX",
+        help="the module with this build ID, found as its debug file is (requests then "
+        "carry no module name; not with --obj)",
     )
     add_debuginfod_arguments(parser)
     out = parser.add_argument_group("output")
@@ -133,7 +150,17 @@ def parser() -> argparse.ArgumentParser:
         "--print-address", "--addresses", "-a", action="store_true", help="echo each address"
     )
     out.add_argument(
-        "--pretty-print", "-p", action="store_true", help="FUNCTION at FILE:LINE:COLUMN"
+        "--pretty-print",
+        "-p",
+        action="store_true",
+        help="FUNCTION at FILE:LINE:COLUMN (JSON: indented)",
+    )
+    out.add_argument(
+        "--output-style",
+        choices=["LLVM", "JSON"],
+        default="LLVM",
+        help="LLVM: lines, as below (the default); JSON: llvm's JSON, an object a line per "
+        "request (one array for ADDRESS arguments), each frame with its function's start",
     )
     out.add_argument(
         "--default-arch",
@@ -141,6 +168,16 @@ def parser() -> argparse.ArgumentParser:
         help="accepted as compiler-rt passes it; an ELF file has one architecture",
     )
     return parser
+
+
+def _build_id(text: str) -> str:
+    """A build ID in hex (lower case), as --build-id takes it."""
+    digits = text.lower()
+    if not digits or len(digits) % 2 or any(c not in "0123456789abcdef" for c in digits):
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"expected a build ID in hex, but got {text!r}")
+    return digits
 
 
 class Request(Record):
@@ -157,7 +194,20 @@ class Request(Record):
         self.address = address
 
 
-def parse_request(line: str, with_obj: bool) -> Request | str:
+class BadRequest(Record):
+    """A line that is no request: `reason` for a person, and the module it named, if any
+    (llvm's JSON answer still names it)."""
+
+    __slots__ = _fields = ("module", "reason")
+    module: str | None
+    reason: str
+
+    def __init__(self, module: str | None, reason: str) -> None:
+        self.module = module
+        self.reason = reason
+
+
+def parse_request(line: str, with_obj: bool) -> Request | BadRequest:
     """A request line as llvm-symbolizer reads it, or why it is not one."""
     text = line.strip()
     command = "CODE"
@@ -169,16 +219,16 @@ def parse_request(line: str, with_obj: bool) -> Request | str:
         if text[:1] in ('"', "'"):
             end = text.find(text[0], 1)
             if end < 0:
-                return f"unterminated module name in {line.strip()!r}"
+                return BadRequest(None, f"unterminated module name in {line.strip()!r}")
             module, text = text[1:end], text[end + 1 :].lstrip()
         else:
             module, _, text = text.partition(" ")
             text = text.lstrip()
         if not module:
-            return "no module name (give --obj, or a module before the address)"
+            return BadRequest(None, "no module name (give --obj, or a module before the address)")
     address = parse_address(text)
     if address is None:
-        return f"{text!r}: expected a number as module offset"
+        return BadRequest(module, f"{text!r}: expected a number as module offset")
     return Request(command, module, address)
 
 
@@ -210,8 +260,10 @@ class Answerer:
         inlines: bool = True,
         print_address: bool = False,
         pretty: bool = False,
+        build_id: str | None = None,
         warn: Callable[[str], None] = lambda message: None,
     ) -> None:
+        """`build_id`: every request is about the module with this build ID (--build-id)."""
         from stackmark.symbols.by_path import ModulesByPath
 
         self.symbolizer = symbolizer
@@ -221,14 +273,16 @@ class Answerer:
         self.pretty = pretty
         self.warn = warn
         self.modules: ModulesByPath = ModulesByPath()
+        # llvm names the module of --build-id by its build ID, in upper case.
+        self.by_build_id = Module(0, build_id.upper(), build_id) if build_id is not None else None
         self._warned: set[str] = set()
+        self._failed: set[str] = set()  # modules whose JSON error is out
         self._readers: dict[str, DwarfReader | None] = {}
 
-    def answer(self, request: Request | str, obj: str | None) -> str:
-        """The whole answer to one request, ending with its empty line."""
-        if isinstance(request, str):
-            self._warn_once(request, request)
-            return self._header(None) + UNKNOWN_CODE + "\n"
+    def module_of(self, request: Request, obj: str | None) -> tuple[str, Module | ModuleProblem]:
+        """The name llvm gives the module of `request`, and the module (or why none)."""
+        if self.by_build_id is not None:
+            return self.by_build_id.name, self.by_build_id
         name = obj if obj is not None else request.module
         assert name is not None
         found = self.modules.module(name)
@@ -236,6 +290,14 @@ class Answerer:
             # The named file is the module (as with --obj): its symbols, and the
             # DWARF of its debug file when it has none, as llvm-symbolizer pairs them.
             self.symbolizer.add_object(found.path)
+        return name, found
+
+    def answer(self, request: Request | BadRequest, obj: str | None) -> str:
+        """The whole answer to one request, ending with its empty line."""
+        if isinstance(request, BadRequest):
+            self._warn_once(request.reason, request.reason)
+            return self._header(None) + UNKNOWN_CODE + "\n"
+        _, found = self.module_of(request, obj)
         head = self._header(request.address)
         if not isinstance(found, Module):
             self._problem(found)
@@ -247,13 +309,62 @@ class Answerer:
                 body = self._data(found, request.address)
             else:
                 body = self._locals(found, request.address)
-        except StackmarkError as exc:  # it names the file and the offset
-            self._warn_once(f"{found.path}:error", str(exc))
-            body = unknown(request.command)
-        except OSError as exc:
-            self._warn_once(f"{found.path}:error", f"{found.path}: {exc.strerror or exc}")
+        except (StackmarkError, OSError) as exc:
+            self._lookup_failed(found, exc)
             body = unknown(request.command)
         return head + body + "\n"
+
+    def answer_json(self, request: Request | BadRequest, obj: str | None) -> llvm_json.Record:
+        """The answer to one request as llvm's JSON record (stackmark.cli.llvm_json)."""
+        if isinstance(request, BadRequest):
+            self._warn_once(request.reason, request.reason)
+            name = self.by_build_id.name if self.by_build_id is not None else obj
+            name = name if name is not None else request.module or ""
+            return llvm_json.code(name, None, [UNKNOWN_FRAME])
+        name, found = self.module_of(request, obj)
+        address = request.address
+        if not isinstance(found, Module):
+            self._problem(found)
+            if name not in self._failed:
+                self._failed.add(name)
+                return llvm_json.error(name, address, llvm_message(found))
+            return self._empty_json(request.command, name, address, [])
+        if found is self.by_build_id and self.symbolizer.resolve(found).binary is None:
+            self._check_resolution(found)
+            return llvm_json.error(name, address, BUILD_ID_NOT_FOUND)
+        try:
+            if request.command == "CODE":
+                return llvm_json.code(name, address, self._code_json(found, address))
+            if request.command == "DATA":
+                symbol = self.symbolizer.data(found, address).symbol
+                self._check_resolution(found)
+                if symbol is None:
+                    return llvm_json.data(name, address, "", 0, 0)
+                data_name = self.naming.data(symbol)
+                return llvm_json.data(name, address, data_name, symbol.start, symbol.size)
+            return llvm_json.frame(name, address, self._frame_locals(found, address))
+        except (StackmarkError, OSError) as exc:
+            self._lookup_failed(found, exc)
+            return self._empty_json(request.command, name, address, [UNKNOWN_FRAME])
+
+    @staticmethod
+    def _empty_json(
+        command: str, name: str, address: int, code_frames: list[JsonFrame]
+    ) -> llvm_json.Record:
+        """An answer with nothing in it (`code_frames`: what a CODE answer lists then)."""
+        if command == "CODE":
+            return llvm_json.code(name, address, code_frames)
+        if command == "DATA":
+            return llvm_json.data(name, address, "", 0, 0)
+        return llvm_json.frame(name, address, [])
+
+    def _lookup_failed(self, module: Module, exc: StackmarkError | OSError) -> None:
+        """Say once per file why its lookups fail (a StackmarkError names the file and
+        the offset)."""
+        if isinstance(exc, StackmarkError):
+            self._warn_once(f"{module.path}:error", str(exc))
+        else:
+            self._warn_once(f"{module.path}:error", f"{module.path}: {exc.strerror or exc}")
 
     # --- the three answers -------------------------------------------------------
 
@@ -272,6 +383,48 @@ class Answerer:
             )
             return self._frames_text([one])
         return self._frames_text([self._frame(frame) for frame in frames])
+
+    def _code_json(self, module: Module, address: int) -> list[JsonFrame]:
+        """The frames of a CODE answer with llvm's JSON fields (`_code`'s, plus starts)."""
+        from stackmark.symbols.elf_source import ElfSymbolSource
+
+        lookup = self.symbolizer.code(module, address)
+        self._check_resolution(module)
+        frames = lookup.frames
+        if not frames:
+            return [UNKNOWN_FRAME]
+        source = self.symbolizer.source(module)
+        starts = (
+            source.frame_starts(address, inlines=self.inlines)
+            if isinstance(source, ElfSymbolSource)
+            else []
+        )
+        basenames = self.naming.options.paths == "basename"
+        if not self.inlines:
+            start = starts[0] if starts else None
+            one = JsonFrame(
+                self.naming.pc_function(frames),
+                self.naming.file(frames[0]),
+                frames[0].line,
+                frames[0].column,
+            )
+            return [self._with_start(one, start, basenames)]
+        out: list[JsonFrame] = []
+        for index, frame in enumerate(frames):
+            name, file, line, column = self._frame(frame)
+            start = starts[index] if index < len(starts) else None
+            out.append(self._with_start(JsonFrame(name, file, line, column), start, basenames))
+        return out
+
+    @staticmethod
+    def _with_start(frame: JsonFrame, start: FrameStart | None, basenames: bool) -> JsonFrame:
+        if start is not None:
+            frame.start_address = start.address
+            frame.start_line = start.line
+            frame.discriminator = start.discriminator
+            file = start.file
+            frame.start_file = os.path.basename(file) if file and basenames else file
+        return frame
 
     def _frame(self, frame: SourceFrame) -> tuple[str | None, str | None, int, int]:
         return (self.naming.function(frame), self.naming.file(frame), frame.line, frame.column)
@@ -300,12 +453,15 @@ class Answerer:
         where = f"{place[0]}:{place[1]}" if place is not None else "??:?"
         return f"{self.naming.data(symbol)}\n{symbol.start} {symbol.size}\n{where}\n"
 
-    def _locals(self, module: Module, address: int) -> str:
+    def _frame_locals(self, module: Module, address: int) -> list[Local]:
         from stackmark.dwarf.locals import frame_locals
 
         binary = self.symbolizer.resolve(module).binary
         reader = self._dwarf(binary) if binary is not None else None
-        found = frame_locals(reader, address) if reader is not None else []
+        return frame_locals(reader, address) if reader is not None else []
+
+    def _locals(self, module: Module, address: int) -> str:
+        found = self._frame_locals(module, address)
         if not found:
             return NO_LOCALS
         lines: list[str] = []
@@ -356,6 +512,8 @@ class Answerer:
 
     def _check_resolution(self, module: Module) -> None:
         resolution = self.symbolizer.resolve(module)
+        if resolution.binary is None and module is self.by_build_id:
+            self._warn_once(module.name, f"{module.name}: {BUILD_ID_NOT_FOUND}")
         if resolution.binary is None and module.path is not None:
             self._warn_once(
                 module.path,
@@ -374,6 +532,20 @@ class Answerer:
             self.warn(message)
 
 
+def llvm_message(problem: ModuleProblem) -> str:
+    """The message llvm's JSON gives for a module it cannot read (ours when llvm's
+    would be about another object format)."""
+    from stackmark.symbols.by_path import NOT_ELF
+
+    if not os.path.exists(problem.path):
+        return os.strerror(errno.ENOENT)
+    if os.path.isdir(problem.path):
+        return os.strerror(errno.EISDIR)
+    if problem.reason == NOT_ELF:
+        return "The file was not recognized as a valid object file"
+    return f"{problem.path}: {problem.reason}"
+
+
 def _build(args: argparse.Namespace, warn: Callable[[str], None]) -> Answerer:
     from stackmark.cli import scale_args
     from stackmark.markup.stream import make_naming
@@ -384,7 +556,8 @@ def _build(args: argparse.Namespace, warn: Callable[[str], None]) -> Answerer:
         objects=[args.obj] if args.obj else [],
         symbol_paths=list(args.symbol_path),
         gsym_paths=list(args.gsym_path),
-        gsym_cache=args.gsym_cache,
+        # A GSYM cache entry keeps no function starts, which JSON answers carry.
+        gsym_cache="off" if args.output_style == "JSON" else args.gsym_cache,
         gsym_cache_dir=args.gsym_cache_dir,
         relative_names=args.relativenames,
         module_names=True,
@@ -401,15 +574,36 @@ def _build(args: argparse.Namespace, warn: Callable[[str], None]) -> Answerer:
         inlines=args.inlines,
         print_address=args.print_address,
         pretty=args.pretty_print,
+        build_id=args.build_id,
         warn=warn,
     )
 
 
 def serve(lines: Iterable[str], out: BinaryIO, answerer: Answerer, obj: str | None) -> None:
     """Answer each request line, flushing each answer (the asker waits for it)."""
+    alone = obj is not None or answerer.by_build_id is not None
     for line in lines:
-        text = answerer.answer(parse_request(line, obj is not None), obj)
+        text = answerer.answer(parse_request(line, alone), obj)
         out.write(text.encode("utf-8", "surrogateescape"))
+        out.flush()
+
+
+def serve_json(
+    lines: Iterable[str], out: BinaryIO, answerer: Answerer, obj: str | None, *, one_array: bool
+) -> None:
+    """`serve` in llvm's JSON: a record a line as each is answered, or (`one_array`, for
+    ADDRESS arguments) all of them as one array at the end, as llvm prints them."""
+    alone = obj is not None or answerer.by_build_id is not None
+    records = []
+    for line in lines:
+        record = answerer.answer_json(parse_request(line, alone), obj)
+        if one_array:
+            records.append(record)
+            continue
+        out.write(llvm_json.dumps(record, answerer.pretty).encode("utf-8", "surrogateescape"))
+        out.flush()
+    if one_array:
+        out.write(llvm_json.dumps(records, answerer.pretty).encode("utf-8", "surrogateescape"))
         out.flush()
 
 
@@ -429,18 +623,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{PROGRAM}: error: ${OPTIONS_VARIABLE}: {exc}", file=sys.stderr)
         return 2
-    args = parser().parse_args([*from_environment, *arguments])
+    command_line = parser()
+    args = command_line.parse_args([*from_environment, *arguments])
+    if args.obj is not None and args.build_id is not None:
+        command_line.error("give --obj or --build-id, not both")
 
     def warn(message: str) -> None:
         sys.stderr.write(f"{PROGRAM}: warning: {message}\n")
         sys.stderr.flush()
 
+    json_style = args.output_style == "JSON"
     answerer = _build(args, warn)
-    if args.obj is not None and not os.path.isfile(args.obj):
+    if args.obj is not None and json_style:
+        found = answerer.modules.module(args.obj)
+        if not isinstance(found, Module):  # llvm reads --obj first, and stops there
+            record = llvm_json.error(args.obj, 0, llvm_message(found))
+            sys.stdout.write(llvm_json.dumps(record, args.pretty_print))
+            answerer.symbolizer.close()
+            return 1
+    elif args.obj is not None and not os.path.isfile(args.obj):
         warn(f"{args.obj}: no such file")
     lines = args.addresses or _stdin_lines(sys.stdin.buffer)
     try:
-        serve(lines, sys.stdout.buffer, answerer, args.obj)
+        if json_style:
+            one_array = bool(args.addresses)
+            serve_json(lines, sys.stdout.buffer, answerer, args.obj, one_array=one_array)
+        else:
+            serve(lines, sys.stdout.buffer, answerer, args.obj)
     except BrokenPipeError:
         # The asker went away (a sanitizer exits once its report is out).
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -100,6 +100,7 @@ DW_AT_GNU_dwo_id = 0x2131
 DW_AT_GNU_ranges_base = 0x2132
 DW_AT_GNU_addr_base = 0x2133
 DW_AT_GNU_pubnames = 0x2134
+DW_AT_GNU_discriminator = 0x2136
 
 # -- forms (7.5.6) ------------------------------------------------------------------
 DW_FORM_addr = 0x01

@@ -255,6 +255,25 @@ class Function:
         unit, _, values, attr = found
         return unit.file_name(_int(values.get(attr)))
 
+    def start_file(self, *, relative: bool = False) -> str | None:
+        """`decl_file` as llvm-symbolizer 19 reports it (DILineInfo's StartFileName): None
+        when the attribute's form is DW_FORM_implicit_const, whose value llvm 19 keeps
+        without its unit and so cannot resolve to a file. `relative`: without the
+        compilation directory (llvm's --relativenames)."""
+        found = find_recursively(self.unit, self._abbrev, self._values, (C.DW_AT_decl_file,))
+        if not found:
+            return None
+        unit, abbrev, values, attr = found
+        if any(a == attr and form == C.DW_FORM_implicit_const for a, form, _ in abbrev.specs):
+            return None
+        return unit.file_name(_int(values.get(attr)), relative=relative)
+
+    @property
+    def call_discriminator(self) -> int:
+        """DW_AT_GNU_discriminator of an inlined call (gcc writes it when one line holds
+        several calls): the discriminator of the frame that made the call; 0 without."""
+        return _int(self._values.get(C.DW_AT_GNU_discriminator)) if self.is_inlined else 0
+
     @property
     def call_file_name(self) -> str | None:
         """`call_file` resolved in the unit's line table (inlined calls only)."""

@@ -53,6 +53,10 @@ ARCHITECTURE_NAMES = frozenset(
 and llvm's spellings of the same machines."""
 
 
+NOT_ELF = "not an ELF file"
+"""The `ModuleProblem.reason` of a file that is no ELF file."""
+
+
 class ModuleProblem(Record):
     """Why a path gives no module: `path` as asked, `reason` for a person."""
 
@@ -85,7 +89,7 @@ class ModulesByPath:
         if not os.path.isfile(path):
             return ModuleProblem(path, "not a regular file")
         if not is_elf(path):
-            return ModuleProblem(path, "not an ELF file")
+            return ModuleProblem(path, NOT_ELF)
         try:
             with ElfFile.open(path) as elf:
                 build_id = elf.build_id or ""

@@ -19,6 +19,13 @@ Code addresses are answered the way llvm-symbolizer 19 answers them
 With `relative_paths`, files are named as llvm's `--relativenames` names
 them: without the compilation directory.
 
+`frame_starts` gives, frame for frame, what llvm's JSON output adds to each
+(DILineInfo's StartAddress, StartFileName, StartLine and Discriminator): the
+subroutine's DW_AT_low_pc (the symbol's start for the outermost frame when
+the symbol table has one), its DW_AT_decl_file and DW_AT_decl_line, and the
+line-table row's discriminator for the innermost frame, the inlined call's
+for the others.
+
 The symbol table is the *binary's* (llvm reads it from the object it was
 asked about, and DWARF from the debug file next to it); `.dynsym` stands
 in when `.symtab` was stripped.
@@ -31,11 +38,30 @@ from typing import TYPE_CHECKING
 from stackmark.elf import ET_REL, ElfFile
 from stackmark.elf_relocations import code_section_at
 from stackmark.model import DataSymbol, SourceFrame
+from stackmark.plain import Record
 from stackmark.symbols.source import ModuleFiles
 from stackmark.symbols.symtab import SymbolTable
 
 if TYPE_CHECKING:
     from stackmark.dwarf.reader import DwarfReader
+
+
+class FrameStart(Record):
+    """Where a frame's subroutine starts, and its discriminator (see the module docstring).
+
+    `address` and `file` are None when unknown, `line` and `discriminator` 0."""
+
+    __slots__ = _fields = __match_args__ = ("address", "file", "line", "discriminator")
+    address: int | None
+    file: str | None
+    line: int
+    discriminator: int
+
+    def __init__(self, address: int | None, file: str | None, line: int, discriminator: int):
+        self.address = address
+        self.file = file
+        self.line = line
+        self.discriminator = discriminator
 
 
 class ElfSymbolSource:
@@ -145,6 +171,45 @@ class ElfSymbolSource:
                 function.call_column,
             )
         return frames
+
+    def frame_starts(self, address: int, *, inlines: bool = True) -> list[FrameStart]:
+        """One `FrameStart` per frame of `frames_at(address)`, in the same order; without
+        `inlines`, the one start of llvm's --no-inlines frame (the innermost
+        subroutine's, with the symbol's start when there is a symbol)."""
+        starts = self._dwarf_starts(address) if self._has_dwarf else []
+        if not inlines:
+            starts = starts[:1]
+        symbol = self.symtab.at(address)
+        if symbol is None:
+            return starts
+        if not starts:
+            return [FrameStart(symbol.address, None, 0, 0)]
+        last = starts[-1]
+        starts[-1] = FrameStart(symbol.address, last.file, last.line, last.discriminator)
+        return starts
+
+    def _dwarf_starts(self, address: int) -> list[FrameStart]:
+        """The chain `_dwarf_frames` walks, read for its starts (llvm's
+        getInliningInfoForAddress fills both at once)."""
+        dwarf = self.dwarf
+        assert dwarf is not None
+        unit = dwarf.unit_for_address(address)
+        if unit is None:
+            return []
+        chain = unit.code_unit.inline_chain(address)
+        table = unit.line_table()
+        section = code_section_at(self._binary, address) if self._binary.e_type == ET_REL else None
+        row = table.lookup(address, section) if table is not None else None
+        found = row is not None and table is not None and table.has_file(row.file)
+        discriminator = row.discriminator if row is not None and found else 0
+        if not chain:
+            return [FrameStart(None, None, 0, discriminator)] if found else []
+        starts: list[FrameStart] = []
+        for function in chain:
+            file = function.start_file(relative=self._relative)
+            starts.append(FrameStart(function.low_pc, file, function.decl_line, discriminator))
+            discriminator = function.call_discriminator
+        return starts
 
     def data_at(self, address: int) -> DataSymbol | None:
         """llvm's answer, except that an initialized TLS variable's image is named

@@ -107,6 +107,32 @@ def stripped_with_debuglink(*flags: str) -> tuple[Path, Path]:
     return binary, binary.with_name(binary.name + ".debug")
 
 
+def inlined_call_discriminators(directory: Path) -> Path:
+    """sym_inline.c (-g -O2) with DW_AT_GNU_discriminator 3 on every inlined call.
+
+    gcc 12 and clang 19 do not write the attribute (the discriminator of the
+    frame that made an inlined call), so gcc's assembly is changed: each
+    DW_TAG_inlined_subroutine abbreviation gains it as a DW_FORM_implicit_const,
+    which keeps every DIE (and every offset) as it was."""
+    assembly = directory / "sym_inline.s"
+    run(["gcc", "-g", "-O2", "-S", "-dA", SOURCES / C_SOURCE, "-o", assembly])
+    lines = assembly.read_text().split("\n")
+    out: list[str] = []
+    in_abbrev = False
+    for index, line in enumerate(lines):
+        if "(TAG: DW_TAG_inlined_subroutine)" in line:
+            in_abbrev = True
+        ends = line.strip() == ".byte\t0" and lines[index + 1].strip() == ".byte\t0"
+        if in_abbrev and ends:  # the (0, 0) pair that ends its attribute list
+            out += ["\t.uleb128 0x2136", "\t.uleb128 0x21", "\t.sleb128 3"]
+            in_abbrev = False
+        out.append(line)
+    assembly.write_text("\n".join(out))
+    program = directory / "sym_inline_discriminators"
+    run(["gcc", "-g", assembly, "-o", program])
+    return program
+
+
 def split_dwarf(source: str, *flags: str, directory: Path | None = None) -> Path:
     """`source` compiled with -gsplit-dwarf, cached under build/test-fixtures (or built
     afresh in `directory`, for tests that change the files).

@@ -18,9 +18,15 @@ EXTRAS = ("starlette", "uvicorn", "prometheus_client", "dask", "distributed", "a
 def core_modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(stackmark.__path__, "stackmark."):
-        if not info.name.startswith(FRONT_ENDS) and not info.name.endswith("__main__"):
+        if not info.name.startswith(FRONT_ENDS) and info.name != "stackmark.__main__":
             names.append(info.name)
     return names
+
+
+def test_no_core_package_is_a_command() -> None:
+    """`python -m stackmark` is the CLI's entry; a `__main__` in a core package would be
+    a front end living in the core, beside the command users run."""
+    assert [name for name in core_modules() if name.endswith("__main__")] == []
 
 
 def test_importing_every_core_module_loads_no_extra() -> None:
