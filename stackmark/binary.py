@@ -6,8 +6,12 @@ running past the end of its data is found in one way and reported as a
 `FormatError` naming the source and the offset, never an IndexError or a
 struct.error. This module imports nothing of stackmark but `errors`.
 
+    RecordLayout        a fixed-size record declared once, beside its spec, as
+                        (spec field name, struct code) pairs: size, offsets
+                        and compiled structs for both byte orders, for the
+                        reader, the writer and the test that pins the size.
     Cursor              sequential reads of data[pos:end]: u8/u16/u32/u64,
-                        uint, sint, uleb/sleb, bytes, sub. A format keeps its
+                        uint, sint, uleb/sleb, bytes, unpack, sub. A format keeps its
                         own error texts by overriding `overrun` (GSYM's
                         `RecordCursor`, CFI's entry cursor, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
@@ -39,7 +43,8 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any, ClassVar, Self, TypeAlias
 
 from stackmark.errors import FormatError
@@ -52,6 +57,53 @@ _U64_MASK = 0xFFFFFFFFFFFFFFFF
 U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
 U32 = {True: struct.Struct("<I"), False: struct.Struct(">I")}
 U64 = {True: struct.Struct("<Q"), False: struct.Struct(">Q")}
+
+
+# --- fixed-size records ---------------------------------------------------------------
+
+
+class RecordLayout:
+    """A fixed-size record of a spec: (spec field name, struct code) pairs in
+    file order, packed (no padding), in either byte order. Reserved bytes are
+    a named field too ("12s"), so that names and values pair one to one.
+
+    Its structs are compiled once, for both byte orders, when the layout is
+    declared (at the import of the spec module that declares it)."""
+
+    __slots__ = ("_structs", "c_name", "fields", "format", "names", "offsets", "size", "sizes")
+
+    def __init__(self, c_name: str, *fields: tuple[str, str]) -> None:
+        self.c_name = c_name  # the record's name in its spec (a C struct, a table)
+        self.fields = fields
+        self.names = tuple(name for name, _ in fields)
+        self.format = "".join(code for _, code in fields)
+        self.size = struct.calcsize("<" + self.format)
+        self.sizes = {name: struct.calcsize("<" + code) for name, code in fields}
+        offsets: dict[str, int] = {}
+        at = 0
+        for name, size in self.sizes.items():
+            offsets[name] = at
+            at += size
+        self.offsets = offsets
+        self._structs = {endian: struct.Struct(endian + self.format) for endian in "<>"}
+
+    def compiled(self, endian: str) -> struct.Struct:
+        """The compiled struct for byte order `endian` ("<" or ">")."""
+        return self._structs[endian]
+
+    def picker(self, *names: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+        """A function taking the named fields, in the order asked, from a tuple
+        this layout's struct unpacked (a C-level `itemgetter`: no per-record cost)."""
+        indexes = [self.names.index(name) for name in names]
+        if len(indexes) == 1:
+            (index,) = indexes
+            return lambda values: (values[index],)
+        return itemgetter(*indexes)
+
+    def pack(self, endian: str, values: Mapping[str, int | bytes]) -> bytes:
+        """The record's bytes; `values` gives each field by name (extra names are
+        ignored, so one mapping can serve the layouts of several versions)."""
+        return self._structs[endian].pack(*(values[name] for name in self.names))
 
 
 # --- the sequential cursor ------------------------------------------------------------
@@ -199,6 +251,14 @@ class Cursor:
             result &= _U64_MASK
             return result - (1 << 64) if result >> 63 else result
         return result
+
+    def unpack(self, layout: struct.Struct, what: str) -> tuple[Any, ...]:
+        """The values of `layout` (a record, or a run of equal values) read here."""
+        pos = self.pos
+        if pos + layout.size > self.end:
+            raise self.overrun(what, pos, layout.size)
+        self.pos = pos + layout.size
+        return layout.unpack_from(self.data, pos)
 
     def rest(self) -> bytes:
         """The bytes from here to the end (the cursor stays)."""

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Callable, Mapping
-from operator import itemgetter
 
+from stackmark.binary import RecordLayout
 from stackmark.elf import EM_AARCH64, EM_S390, EM_X86_64
 from stackmark.unwind_rules import Arch
 
@@ -39,48 +38,6 @@ MAGIC = 0xDEE2
 
 VERSION_1, VERSION_2, VERSION_3 = 1, 2, 3
 SUPPORTED_VERSIONS = (VERSION_1, VERSION_2, VERSION_3)
-
-
-class RecordLayout:
-    """A fixed-size record of the spec: (spec field name, struct code) pairs in
-    file order, packed (no padding), in the byte order `sfh_abi_arch` gives.
-
-    Its structs are compiled once, for both byte orders, when the module loads."""
-
-    __slots__ = ("_structs", "c_name", "fields", "format", "names", "offsets", "size", "sizes")
-
-    def __init__(self, c_name: str, *fields: tuple[str, str]) -> None:
-        self.c_name = c_name  # the struct's name in include/sframe.h
-        self.fields = fields
-        self.names = tuple(name for name, _ in fields)
-        self.format = "".join(code for _, code in fields)
-        self.size = struct.calcsize("<" + self.format)
-        self.sizes = {name: struct.calcsize("<" + code) for name, code in fields}
-        offsets: dict[str, int] = {}
-        at = 0
-        for name, size in self.sizes.items():
-            offsets[name] = at
-            at += size
-        self.offsets = offsets
-        self._structs = {endian: struct.Struct(endian + self.format) for endian in "<>"}
-
-    def compiled(self, endian: str) -> struct.Struct:
-        """The compiled struct for byte order `endian` ("<" or ">")."""
-        return self._structs[endian]
-
-    def picker(self, *names: str) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
-        """A function taking the named fields, in the order asked, from a tuple
-        this layout's struct unpacked (a C-level `itemgetter`: no per-record cost)."""
-        indexes = [self.names.index(name) for name in names]
-        if len(indexes) == 1:
-            (index,) = indexes
-            return lambda values: (values[index],)
-        return itemgetter(*indexes)
-
-    def pack(self, endian: str, values: Mapping[str, int]) -> bytes:
-        """The record's bytes; `values` gives each field by name (extra names are
-        ignored, so one mapping can serve the layouts of several versions)."""
-        return self._structs[endian].pack(*(values[name] for name in self.names))
 
 
 # The preamble (`sfh_preamble`, the same in every version) and the header.
