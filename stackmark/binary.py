@@ -11,7 +11,7 @@ struct.error. This module imports nothing of stackmark but `errors`.
                         and compiled structs for both byte orders, for the
                         reader, the writer and the test that pins the size.
     Cursor              sequential reads of data[pos:end]: u8/u16/u32/u64,
-                        uint, sint, uleb/sleb, bytes, unpack, sub. A format keeps its
+                        uint, sint, uleb/sleb, bytes, unpack, record, sub. A format keeps its
                         own error texts by overriding `overrun` (GSYM's
                         `RecordCursor`, CFI's entry cursor, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
@@ -259,6 +259,11 @@ class Cursor:
             raise self.overrun(what, pos, layout.size)
         self.pos = pos + layout.size
         return layout.unpack_from(self.data, pos)
+
+    def record(self, layout: RecordLayout, what: str) -> dict[str, Any]:
+        """The fields of `layout`, by their spec names, read here in the cursor's byte order."""
+        values = self.unpack(layout.compiled("<" if self.little else ">"), what)
+        return dict(zip(layout.names, values, strict=True))
 
     def rest(self) -> bytes:
         """The bytes from here to the end (the cursor stays)."""
