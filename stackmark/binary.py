@@ -1,10 +1,13 @@
-"""Bounds-checked reads and LEB128, written once for every binary format.
+"""Bounds-checked reads, record layouts and LEB128, written once for every binary format.
 
-The readers of GSYM, DWARF and its CFI, ELF and its relocations, Mach-O
-and the Compact Image Map read through this module, so that a value
-running past the end of its data is found in one way and reported as a
-`FormatError` naming the source and the offset, never an IndexError or a
-struct.error. This module imports nothing of stackmark but `errors`.
+The readers of GSYM and its extras, DWARF's CFI and DWP index, ELF and its
+relocations, Mach-O and the Compact Image Map read through this module, so
+that a value running past the end of its data is found in one way and
+reported as a `FormatError` naming the source and the offset, never an
+IndexError or a struct.error. Fixed-size records (GSYM's and the extras'
+headers, SFrame's header and FDEs, the DWP index header, Mach-O's load
+commands) are declared as `RecordLayout`s. This module imports nothing of
+stackmark but `errors`.
 
     RecordLayout        a fixed-size record declared once, beside its spec, as
                         (spec field name, struct code) pairs: size, offsets
@@ -28,15 +31,22 @@ struct.error. This module imports nothing of stackmark but `errors`.
     uleb_bytes          encoders; `uleb_bytes(value, width)` pads to a fixed
     sleb_bytes          width, as an assembler leaves room for a relocation.
 
-Readers that check a whole region once and then unpack inside it keep that
-shape, for speed: DWARF sections (`dwarf/sections.py`: `Section.check` on
-section-relative offsets, and `guarded` around the unchecked LEB128 loops),
-SFrame's sub-sections (`formats/sframe/reader.py`), the DWP index
-(`dwarf/dwp.py`) and CBF's instruction loop, which returns errors as values
-(`formats/cbf.py`). The compiled kernels in `stackmark._native` decode
-LEB128 in C; their differential tests (tests/unit/test_native*.py) keep
-them equal to these. tests/unit/test_leb128_written_once.py fails on a
-LEB128 decoder or encoder anywhere else in the package.
+Readers that check a whole region once and then read inside it keep that
+shape, for speed; each module says why: DWARF's sections (`dwarf/sections.py`:
+`Section.check` on section-relative offsets, and `guarded` around the
+unchecked LEB128 loops of DIEs and line programs, on the measured
+first-answer path), SFrame's FDE and FRE sub-sections
+(`formats/sframe/reader.py`: a `Cursor` there cost 13% more instructions per
+parse) and CBF's instruction loop, which returns errors as values
+(`formats/cbf.py`: 1.9 times the instructions through a `Cursor`).
+`dwarf/cfi_ranges.py`, which reads only the FDE ranges for the debuggers,
+still checks its fixed-size reads with its own `uint` and guards its LEB128s
+by catching IndexError per entry.
+
+The compiled kernels in `stackmark._native` decode LEB128 in C; their
+differential tests (tests/unit/test_native*.py) keep them equal to these.
+tests/unit/test_leb128_written_once.py fails on a LEB128 decoder or encoder
+anywhere else in the package.
 """
 
 from __future__ import annotations
