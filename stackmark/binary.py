@@ -1,13 +1,13 @@
 """Bounds-checked reads, record layouts and LEB128, written once for every binary format.
 
-The readers of GSYM and its extras, DWARF's CFI and DWP index, ELF and its
-relocations, Mach-O and the Compact Image Map read through this module, so
-that a value running past the end of its data is found in one way and
-reported as a `FormatError` naming the source and the offset, never an
-IndexError or a struct.error. Fixed-size records (GSYM's and the extras'
-headers, SFrame's header and FDEs, the DWP index header, Mach-O's load
-commands) are declared as `RecordLayout`s. This module imports nothing of
-stackmark but `errors`.
+The readers of GSYM and its extras, DWARF's CFI (and the FDE ranges the
+debuggers ask for) and DWP index, ELF and its relocations, Mach-O and the
+Compact Image Map read through this module, so that a value running past
+the end of its data is found in one way and reported as a `FormatError`
+naming the source and the offset, never an IndexError or a struct.error.
+Fixed-size records (GSYM's and the extras' headers, SFrame's header and
+FDEs, the DWP index header, Mach-O's load commands) are declared as
+`RecordLayout`s. This module imports nothing of stackmark but `errors`.
 
     RecordLayout        a fixed-size record declared once, beside its spec, as
                         (spec field name, struct code) pairs: size, offsets
@@ -39,9 +39,6 @@ first-answer path), SFrame's FDE and FRE sub-sections
 (`formats/sframe/reader.py`: a `Cursor` there cost 13% more instructions per
 parse) and CBF's instruction loop, which returns errors as values
 (`formats/cbf.py`: 1.9 times the instructions through a `Cursor`).
-`dwarf/cfi_ranges.py`, which reads only the FDE ranges for the debuggers,
-still checks its fixed-size reads with its own `uint` and guards its LEB128s
-by catching IndexError per entry.
 
 The compiled kernels in `stackmark._native` decode LEB128 in C; their
 differential tests (tests/unit/test_native*.py) keep them equal to these.
