@@ -1,22 +1,25 @@
 """Bounds-checked reads, record layouts and LEB128, written once for every binary format.
 
-The readers of GSYM and its extras, DWARF's CFI (and the FDE ranges the
-debuggers ask for) and DWP index, ELF and its relocations, Mach-O and the
-Compact Image Map read through this module, so that a value running past
-the end of its data is found in one way and reported as a `FormatError`
-naming the source and the offset, never an IndexError or a struct.error.
-Fixed-size records (GSYM's and the extras' headers, SFrame's header and
-FDEs, the DWP index header, Mach-O's load commands) are declared as
-`RecordLayout`s. This module imports nothing of stackmark but `errors`.
+The readers of GSYM and its extras, DWARF's headers, CFI (and the FDE
+ranges the debuggers ask for) and DWP index, ELF and its relocations,
+Mach-O and the Compact Image Map read through this module, so that a value
+running past the end of its data is found in one way and reported as a
+`FormatError` naming the source and the offset, never an IndexError or a
+struct.error. Fixed-size records (GSYM's and the extras' headers, SFrame's
+header and FDEs, the DWP index header, Mach-O's load commands) are
+declared as `RecordLayout`s. This module imports nothing of stackmark but
+`errors`.
 
     RecordLayout        a fixed-size record declared once, beside its spec, as
                         (spec field name, struct code) pairs: size, offsets
                         and compiled structs for both byte orders, for the
                         reader, the writer and the test that pins the size.
     Cursor              sequential reads of data[pos:end]: u8/u16/u32/u64,
-                        uint, sint, uleb/sleb, bytes, unpack, record, sub. A format keeps its
-                        own error texts by overriding `overrun` (GSYM's
-                        `RecordCursor`, CFI's entry cursor, the image map's).
+                        uint, sint, uleb/sleb, bytes, unpack, record, sub.
+                        A format keeps its own error texts by overriding
+                        `overrun` (GSYM's `RecordCursor`, DWARF's
+                        `SectionCursor`, CFI's entry cursor, the FDE
+                        ranges', the DWP index's, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
                         (headers and table entries read at random).
     U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
@@ -32,13 +35,13 @@ FDEs, the DWP index header, Mach-O's load commands) are declared as
     sleb_bytes          width, as an assembler leaves room for a relocation.
 
 Readers that check a whole region once and then read inside it keep that
-shape, for speed; each module says why: DWARF's sections (`dwarf/sections.py`:
-`Section.check` on section-relative offsets, and `guarded` around the
-unchecked LEB128 loops of DIEs and line programs, on the measured
-first-answer path), SFrame's FDE and FRE sub-sections
-(`formats/sframe/reader.py`: a `Cursor` there cost 13% more instructions per
-parse) and CBF's instruction loop, which returns errors as values
-(`formats/cbf.py`: 1.9 times the instructions through a `Cursor`).
+shape, for speed; each module says why: DWARF's DIE and line-program loops
+(`dwarf/sections.py`: `Section.check` on section-relative offsets, and
+`guarded` around the unchecked LEB128 loops, on the measured first-answer
+path; DWARF's headers read through `Section.cursor`), SFrame's FDE and FRE
+sub-sections (`formats/sframe/reader.py`: a `Cursor` there cost 13% more
+instructions per parse) and CBF's instruction loop, which returns errors as
+values (`formats/cbf.py`: 1.9 times the instructions through a `Cursor`).
 
 The compiled kernels in `stackmark._native` decode LEB128 in C; their
 differential tests (tests/unit/test_native*.py) keep them equal to these.
