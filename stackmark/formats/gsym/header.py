@@ -19,6 +19,8 @@ encoder and the dump all go through it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stackmark.binary import Buffer, RecordLayout
 from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.plain import Record
@@ -126,6 +128,13 @@ def check_header(header: Header, source: str | None) -> None:
         raise bad(f"invalid UUID size {len(header.uuid)}", 7)
 
 
+def raw_fields(data: Buffer, little: bool, at: int = 0) -> dict[str, Any]:
+    """The header's fields at `data[at]` by spec name, as stored (`UUID` all 20
+    bytes) and unchecked: the caller made sure that HEADER_SIZE bytes are there."""
+    values = HEADER_LAYOUT.compiled("<" if little else ">").unpack_from(data, at)
+    return dict(zip(HEADER_LAYOUT.names, values, strict=True))
+
+
 def decode_header(cur: RecordCursor) -> Header:
     """Read and check a version-1 header at the cursor."""
     if cur.remaining < HEADER_SIZE:
@@ -134,13 +143,7 @@ def decode_header(cur: RecordCursor) -> Header:
             offset=cur.pos,
             source=cur.source,
         )
-    fields = dict(
-        zip(
-            HEADER_LAYOUT.names,
-            HEADER_LAYOUT.compiled("<" if cur.little else ">").unpack_from(cur.data, cur.pos),
-            strict=True,
-        )
-    )
+    fields = raw_fields(cur.data, cur.little, cur.pos)
     cur.pos += HEADER_SIZE
     uuid_size = fields["UUIDSize"]
     if uuid_size > MAX_UUID_SIZE:
