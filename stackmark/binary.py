@@ -1,21 +1,28 @@
-"""Bounds-checked reads and LEB128, written once for every binary format.
+"""Bounds-checked reads, record layouts and LEB128, written once for every binary format.
 
-The readers of GSYM, DWARF and its CFI, ELF and its relocations, Mach-O
-and the Compact Image Map read through this module, so that a value
+The readers of GSYM and its extras, DWARF's headers, CFI (and the FDE
+ranges the debuggers ask for) and DWP index, ELF and its relocations,
+Mach-O and the Compact Image Map read through this module, so that a value
 running past the end of its data is found in one way and reported as a
 `FormatError` naming the source and the offset, never an IndexError or a
-struct.error. This module imports nothing of stackmark but `errors`.
+struct.error. Fixed-size records (ELF's, Mach-O's load commands, GSYM's
+and the extras' headers, SFrame's header and FDEs, the DWP index header)
+are declared as `RecordLayout`s. This module imports nothing of stackmark but
+`errors`.
 
+    RecordLayout        a fixed-size record declared once, beside its spec, as
+                        (spec field name, struct code) pairs: size, offsets
+                        and structs compiled on first use, for the reader,
+                        the writer and the test that pins the size.
     Cursor              sequential reads of data[pos:end]: u8/u16/u32/u64,
-                        uint, sint, uleb/sleb, bytes, sub. A format keeps its
-                        own error texts by overriding `overrun` (GSYM's
-                        `RecordCursor`, CFI's entry cursor, the image map's).
+                        uint, sint, uleb/sleb, bytes, unpack, record, sub.
+                        A format keeps its own error texts by overriding
+                        `overrun` (GSYM's `RecordCursor`, DWARF's
+                        `SectionCursor`, CFI's entry cursor, the FDE
+                        ranges', the DWP index's, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
                         (headers and table entries read at random).
     U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
-    RecordLayout        a fixed-size record declared once as (spec field name,
-                        struct code) pairs: sizes, offsets, compiled structs
-                        (SFrame's records, ELF's).
 
     LEB128 (DWARF 5 section 7.6; LLVM's llvm/Support/LEB128.h):
     read_uleb           (value, next position) at buf[pos], unchecked: the
@@ -27,15 +34,19 @@ struct.error. This module imports nothing of stackmark but `errors`.
     uleb_bytes          encoders; `uleb_bytes(value, width)` pads to a fixed
     sleb_bytes          width, as an assembler leaves room for a relocation.
 
-Readers that check a whole region once and then unpack inside it keep that
-shape, for speed: DWARF sections (`dwarf/sections.py`: `Section.check` on
-section-relative offsets, and `guarded` around the unchecked LEB128 loops),
-SFrame's sub-sections (`formats/sframe/reader.py`), the DWP index
-(`dwarf/dwp.py`) and CBF's instruction loop, which returns errors as values
-(`formats/cbf.py`). The compiled kernels in `stackmark._native` decode
-LEB128 in C; their differential tests (tests/unit/test_native*.py) keep
-them equal to these. tests/unit/test_leb128_written_once.py fails on a
-LEB128 decoder or encoder anywhere else in the package.
+Readers that check a whole region once and then read inside it keep that
+shape, for speed; each module says why: DWARF's DIE and line-program loops
+(`dwarf/sections.py`: `Section.check` on section-relative offsets, and
+`guarded` around the unchecked LEB128 loops, on the measured first-answer
+path; DWARF's headers read through `Section.cursor`), SFrame's FDE and FRE
+sub-sections (`formats/sframe/reader.py`: a `Cursor` there cost 13% more
+instructions per parse) and CBF's instruction loop, which returns errors as
+values (`formats/cbf.py`: 1.9 times the instructions through a `Cursor`).
+
+The compiled kernels in `stackmark._native` decode LEB128 in C; their
+differential tests (tests/unit/test_native*.py) keep them equal to these.
+tests/unit/test_leb128_written_once.py fails on a LEB128 decoder or encoder
+anywhere else in the package.
 """
 
 from __future__ import annotations
@@ -204,6 +215,19 @@ class Cursor:
             return result - (1 << 64) if result >> 63 else result
         return result
 
+    def unpack(self, layout: struct.Struct, what: str) -> tuple[Any, ...]:
+        """The values of `layout` (a record, or a run of equal values) read here."""
+        pos = self.pos
+        if pos + layout.size > self.end:
+            raise self.overrun(what, pos, layout.size)
+        self.pos = pos + layout.size
+        return layout.unpack_from(self.data, pos)
+
+    def record(self, layout: RecordLayout, what: str) -> dict[str, Any]:
+        """The fields of `layout`, by their spec names, read here in the cursor's byte order."""
+        values = self.unpack(layout.compiled("<" if self.little else ">"), what)
+        return dict(zip(layout.names, values, strict=True))
+
     def rest(self) -> bytes:
         """The bytes from here to the end (the cursor stays)."""
         return bytes(self.data[self.pos : self.end])
@@ -232,8 +256,10 @@ class Cursor:
 class RecordLayout:
     """A fixed-size record of a spec: (spec field name, struct code) pairs in
     file order, packed (no padding but what a field declares), in either byte
-    order. The SFrame records (`formats/sframe/spec.py`) and ELF's (`elf.py`)
-    are declared this way.
+    order. Every format declares its fixed-size records this way: SFrame's
+    (`formats/sframe/spec.py`), ELF's (`elf.py`), Mach-O's (`macho.py`), GSYM's
+    header and its extras' (`formats/gsym/header.py`, `extras.py`) and the DWP
+    index header (`dwarf/dwp.py`); `Cursor.record` reads one by its field names.
 
     A field whose code ends in "x" is padding the spec leaves implicit (C's
     alignment): it has a size and an offset, no value, and is not in `names`.

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from stackmark.binary import unpack_at
+from stackmark.binary import RecordLayout, unpack_at
 from stackmark.errors import FormatError
 
 # -- magics -----------------------------------------------------------------------
@@ -82,17 +82,19 @@ N_STAB, N_TYPE = 0xE0, 0x0E
 N_UNDF, N_ABS, N_INDR, N_SECT = 0x0, 0x2, 0xA, 0xE
 
 
-def _layout(*fields: tuple[str, str]) -> tuple[tuple[str, ...], str]:
-    """(field names, struct codes) of a record declared as (name, code) pairs."""
-    return tuple(name for name, _ in fields), "".join(code for _, code in fields)
-
-
-# Each record once, as (spec field name, struct code), in file order.
-FAT_HEADER = _layout(("magic", "I"), ("nfat_arch", "I"))
-FAT_ARCH = _layout(
-    ("cputype", "i"), ("cpusubtype", "i"), ("offset", "I"), ("size", "I"), ("align", "I")
+# Each record once, as (spec field name, struct code), in file order, with the
+# names of <mach-o/loader.h>, <mach-o/fat.h> and <mach-o/nlist.h>.
+FAT_HEADER = RecordLayout("fat_header", ("magic", "I"), ("nfat_arch", "I"))
+FAT_ARCH = RecordLayout(
+    "fat_arch",
+    ("cputype", "i"),
+    ("cpusubtype", "i"),
+    ("offset", "I"),
+    ("size", "I"),
+    ("align", "I"),
 )
-FAT_ARCH_64 = _layout(
+FAT_ARCH_64 = RecordLayout(
+    "fat_arch_64",
     ("cputype", "i"),
     ("cpusubtype", "i"),
     ("offset", "Q"),
@@ -100,7 +102,8 @@ FAT_ARCH_64 = _layout(
     ("align", "I"),
     ("reserved", "I"),
 )
-MACH_HEADER = _layout(
+MACH_HEADER = RecordLayout(
+    "mach_header",
     ("magic", "I"),
     ("cputype", "i"),
     ("cpusubtype", "i"),
@@ -109,7 +112,8 @@ MACH_HEADER = _layout(
     ("sizeofcmds", "I"),
     ("flags", "I"),
 )
-MACH_HEADER_64 = _layout(
+MACH_HEADER_64 = RecordLayout(
+    "mach_header_64",
     ("magic", "I"),
     ("cputype", "i"),
     ("cpusubtype", "i"),
@@ -119,8 +123,9 @@ MACH_HEADER_64 = _layout(
     ("flags", "I"),
     ("reserved", "I"),
 )
-LOAD_COMMAND = _layout(("cmd", "I"), ("cmdsize", "I"))
-SEGMENT_COMMAND = _layout(
+LOAD_COMMAND = RecordLayout("load_command", ("cmd", "I"), ("cmdsize", "I"))
+SEGMENT_COMMAND = RecordLayout(
+    "segment_command",
     ("cmd", "I"),
     ("cmdsize", "I"),
     ("segname", "16s"),
@@ -133,7 +138,8 @@ SEGMENT_COMMAND = _layout(
     ("nsects", "I"),
     ("flags", "I"),
 )
-SEGMENT_COMMAND_64 = _layout(
+SEGMENT_COMMAND_64 = RecordLayout(
+    "segment_command_64",
     ("cmd", "I"),
     ("cmdsize", "I"),
     ("segname", "16s"),
@@ -146,7 +152,8 @@ SEGMENT_COMMAND_64 = _layout(
     ("nsects", "I"),
     ("flags", "I"),
 )
-SECTION = _layout(
+SECTION = RecordLayout(
+    "section",
     ("sectname", "16s"),
     ("segname", "16s"),
     ("addr", "I"),
@@ -159,7 +166,8 @@ SECTION = _layout(
     ("reserved1", "I"),
     ("reserved2", "I"),
 )
-SECTION_64 = _layout(
+SECTION_64 = RecordLayout(
+    "section_64",
     ("sectname", "16s"),
     ("segname", "16s"),
     ("addr", "Q"),
@@ -173,7 +181,8 @@ SECTION_64 = _layout(
     ("reserved2", "I"),
     ("reserved3", "I"),
 )
-SYMTAB_COMMAND = _layout(
+SYMTAB_COMMAND = RecordLayout(
+    "symtab_command",
     ("cmd", "I"),
     ("cmdsize", "I"),
     ("symoff", "I"),
@@ -181,17 +190,13 @@ SYMTAB_COMMAND = _layout(
     ("stroff", "I"),
     ("strsize", "I"),
 )
-UUID_COMMAND = _layout(("cmd", "I"), ("cmdsize", "I"), ("uuid", "16s"))
-NLIST = _layout(
-    ("n_strx", "I"), ("n_type", "B"), ("n_sect", "B"), ("n_desc", "h"), ("n_value", "I")
+UUID_COMMAND = RecordLayout("uuid_command", ("cmd", "I"), ("cmdsize", "I"), ("uuid", "16s"))
+NLIST = RecordLayout(
+    "nlist", ("n_strx", "I"), ("n_type", "B"), ("n_sect", "B"), ("n_desc", "h"), ("n_value", "I")
 )
-NLIST_64 = _layout(
-    ("n_strx", "I"), ("n_type", "B"), ("n_sect", "B"), ("n_desc", "h"), ("n_value", "Q")
+NLIST_64 = RecordLayout(
+    "nlist_64", ("n_strx", "I"), ("n_type", "B"), ("n_sect", "B"), ("n_desc", "h"), ("n_value", "Q")
 )
-
-
-def _struct(endian: str, layout: tuple[tuple[str, ...], str]) -> struct.Struct:
-    return struct.Struct(endian + layout[1])
 
 
 def _fixed_name(raw: bytes) -> str:
@@ -357,7 +362,7 @@ def fat_magic(data: bytes | mmap.mmap) -> int | None:
     """FAT_MAGIC or FAT_MAGIC_64 when `data` starts a universal file, else None."""
     if len(data) < 8:
         return None
-    magic, count = struct.unpack_from(">II", data, 0)
+    magic, count = FAT_HEADER.compiled(">").unpack_from(data, 0)  # big-endian, always
     if magic in (FAT_MAGIC, FAT_MAGIC_64) and count < _MAX_FAT_ARCHS:
         return int(magic)
     return None
@@ -369,11 +374,11 @@ def parse_universal(data: bytes | mmap.mmap, source: str) -> list[FatArch]:
     if magic is None:
         return []
     layout = FAT_ARCH_64 if magic == FAT_MAGIC_64 else FAT_ARCH
-    fmt = _struct(">", layout)
-    _, count = struct.unpack_from(">II", data, 0)
+    fmt = layout.compiled(">")
+    _, count = FAT_HEADER.compiled(">").unpack_from(data, 0)
     arches = []
     for i in range(count):
-        at = 8 + i * fmt.size
+        at = FAT_HEADER.size + i * fmt.size
         cputype, cpusubtype, offset, size, align, *_ = _unpack(
             data, fmt, at, f"fat_arch {i}", source, len(data)
         )
@@ -530,15 +535,15 @@ class MachOFile:
             )
         self.is_64 = magic in (MH_MAGIC_64, MH_CIGAM_64)
         layout = MACH_HEADER_64 if self.is_64 else MACH_HEADER
-        fields = self._read(_struct(self.endian, layout), 0, "mach_header")
-        header = dict(zip(layout[0], fields, strict=True))
+        fields = self._read(layout.compiled(self.endian), 0, "mach_header")
+        header = dict(zip(layout.names, fields, strict=True))
         self.cputype = int(header["cputype"])
         self.cpusubtype = int(header["cpusubtype"])
         self.filetype = int(header["filetype"])
         self.ncmds = int(header["ncmds"])
         self.sizeofcmds = int(header["sizeofcmds"])
         self.flags = int(header["flags"])
-        self.header_size = struct.calcsize(layout[1])
+        self.header_size = layout.size
         if self.header_size + self.sizeofcmds > self.size:
             raise FormatError(
                 f"load commands ({self.sizeofcmds} bytes) run past the end of the file",
@@ -559,7 +564,7 @@ class MachOFile:
     # -- load commands --------------------------------------------------------------
 
     def _parse_load_commands(self) -> None:
-        command = _struct(self.endian, LOAD_COMMAND)
+        command = LOAD_COMMAND.compiled(self.endian)
         offset = self.header_size
         end = self.header_size + self.sizeofcmds
         for i in range(self.ncmds):
@@ -584,15 +589,13 @@ class MachOFile:
                 self._parse_symtab(offset, cmdsize, i)
             elif cmd == LC_UUID:
                 self._need(cmdsize, UUID_COMMAND, offset, i)
-                _, _, uuid = self._read(_struct(self.endian, UUID_COMMAND), offset, "LC_UUID")
+                _, _, uuid = self._read(UUID_COMMAND.compiled(self.endian), offset, "LC_UUID")
                 assert isinstance(uuid, bytes)
                 self.uuid = uuid
             offset += cmdsize
 
-    def _need(
-        self, cmdsize: int, layout: tuple[tuple[str, ...], str], offset: int, index: int
-    ) -> None:
-        size = struct.calcsize("<" + layout[1])
+    def _need(self, cmdsize: int, layout: RecordLayout, offset: int, index: int) -> None:
+        size = layout.size
         if cmdsize < size:
             raise FormatError(
                 f"load command {index} is {cmdsize} bytes, shorter than its {size}-byte structure",
@@ -604,10 +607,10 @@ class MachOFile:
         layout = SEGMENT_COMMAND_64 if is_64 else SEGMENT_COMMAND
         section_layout = SECTION_64 if is_64 else SECTION
         self._need(cmdsize, layout, offset, index)
-        fmt = _struct(self.endian, layout)
-        values = dict(zip(layout[0], self._read(fmt, offset, "segment command"), strict=True))
+        fmt = layout.compiled(self.endian)
+        values = dict(zip(layout.names, self._read(fmt, offset, "segment command"), strict=True))
         nsects = int(values["nsects"])
-        section_fmt = _struct(self.endian, section_layout)
+        section_fmt = section_layout.compiled(self.endian)
         if fmt.size + nsects * section_fmt.size > cmdsize:
             raise FormatError(
                 f"segment command {index} claims {nsects} sections, more than its "
@@ -638,7 +641,9 @@ class MachOFile:
         for j in range(nsects):
             at = offset + fmt.size + j * section_fmt.size
             fields = dict(
-                zip(section_layout[0], self._read(section_fmt, at, "section header"), strict=True)
+                zip(
+                    section_layout.names, self._read(section_fmt, at, "section header"), strict=True
+                )
             )
             sectname, segname = fields["sectname"], fields["segname"]
             assert isinstance(sectname, bytes) and isinstance(segname, bytes)
@@ -686,11 +691,11 @@ class MachOFile:
     def _parse_symtab(self, offset: int, cmdsize: int, index: int) -> None:
         self._need(cmdsize, SYMTAB_COMMAND, offset, index)
         _, _, symoff, nsyms, stroff, strsize = self._read(
-            _struct(self.endian, SYMTAB_COMMAND), offset, "LC_SYMTAB"
+            SYMTAB_COMMAND.compiled(self.endian), offset, "LC_SYMTAB"
         )
         assert isinstance(symoff, int) and isinstance(nsyms, int)
         assert isinstance(stroff, int) and isinstance(strsize, int)
-        entry = struct.calcsize("<" + (NLIST_64 if self.is_64 else NLIST)[1])
+        entry = (NLIST_64 if self.is_64 else NLIST).size
         if symoff + nsyms * entry > self.size:
             raise FormatError(
                 f"symbol table ({nsyms} entries at 0x{symoff:x}) runs past the end of the file",
@@ -779,7 +784,7 @@ class MachOFile:
             return
         symoff, nsyms, stroff, _, _ = self._symtab
         layout = NLIST_64 if self.is_64 else NLIST
-        fmt = _struct(self.endian, layout)
+        fmt = layout.compiled(self.endian)
         data = self._data
         for i in range(nsyms):
             strx, n_type, n_sect, n_desc, n_value = self._read(

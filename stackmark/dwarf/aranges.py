@@ -19,6 +19,9 @@ from heapq import heappop, heappush
 
 from stackmark.dwarf.sections import Section
 
+# address_size (u8) and segment_selector_size (u8), side by side in a set's header.
+_ADDRESS_AND_SEGMENT_SIZE = struct.Struct("BB")
+
 ArangeSet = tuple[int, Sequence[int], Sequence[int]]
 """(unit offset, range starts, range lengths): one unit's address ranges (arrays as read:
 a first lookup looks at few of them, so they are not turned into lists)."""
@@ -27,36 +30,31 @@ a first lookup looks at few of them, so they are not turned into lists)."""
 def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
     """Every set of .debug_aranges, in section order (zero-length ranges included)."""
     sets: list[ArangeSet] = []
-    u16 = struct.Struct(endian + "H")
-    u32 = struct.Struct(endian + "I")
-    u64 = struct.Struct(endian + "Q")
     buf = section.buf
     base = section.start
     native = endian == ("<" if sys.byteorder == "little" else ">")
-    offset = 0
     size = section.size
-    while offset < size:
-        (length,) = section.unpack(u32, offset, "address range set length")
-        pos = offset + 4
+    cursor = section.cursor(0, endian)
+    while cursor.offset < size:
+        offset = cursor.offset
+        length = cursor.u32("address range set length")
         offset_size = 4
         if length == 0xFFFFFFFF:
-            (length,) = section.unpack(u64, pos, "address range set length")
-            pos += 8
+            length = cursor.u64("address range set length")
             offset_size = 8
-        set_end = pos + length
+        set_end = cursor.offset + length
         if set_end > size:
             raise section.error(
                 f"address range set at 0x{offset:x} runs past the end of the section", offset
             )
-        (version,) = section.unpack(u16, pos, "address range set version")
+        version = cursor.u16("address range set version")
         if version != 2:
             raise section.error(
                 f"address range set at 0x{offset:x} has unsupported version {version}", offset
             )
-        unit_offset = section.uint(pos + 2, offset_size, endian, "unit offset")
-        pos += 2 + offset_size
-        addr_size, seg_size = section.unpack(struct.Struct("BB"), pos, "address size")
-        pos += 2
+        unit_offset = cursor.uint(offset_size, "unit offset")
+        addr_size, seg_size = cursor.unpack(_ADDRESS_AND_SEGMENT_SIZE, "address size")
+        pos = cursor.offset
         if addr_size not in (2, 4, 8) or seg_size != 0:
             raise section.error(
                 f"address range set at 0x{offset:x} has address size {addr_size} and "
@@ -73,7 +71,7 @@ def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
         if not native:
             words.byteswap()
         sets.append((unit_offset, words[0::2], words[1::2]))
-        offset = set_end
+        cursor.pos = base + set_end
     return sets
 
 

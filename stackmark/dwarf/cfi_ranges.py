@@ -38,9 +38,8 @@ initial locations of linked x86-64 and AArch64 code and are refused).
 from __future__ import annotations
 
 import bisect
-import struct
 
-from stackmark.binary import read_sleb, read_uleb
+from stackmark.binary import Cursor
 from stackmark.elf import ElfFile
 from stackmark.errors import FormatError
 
@@ -102,15 +101,16 @@ class CfiRanges:
         return i >= 0 and address < self.ranges[i][1]
 
 
-class _Reader:
-    """Walks one section's entries (see the module docstring)."""
+class _Reader(Cursor):
+    """The shared `Cursor` over one section, walking its entries (see the module
+    docstring); a read past the section's end names what it reads and where."""
+
+    __slots__ = ("address", "cies", "is_eh", "name", "pointer_size")
 
     def __init__(self, data: bytes, address: int, name: str, elf: ElfFile):
-        self.data = data
+        super().__init__(data, little=elf.endian == "<", source=elf.name)
         self.address = address
         self.name = name
-        self.source = elf.name
-        self.little = elf.endian == "<"
         self.pointer_size = elf.pointer_size
         self.is_eh = name == ".eh_frame"
         self.cies: dict[int, tuple[int, int]] = {}  # offset -> (FDE encoding, address size)
@@ -118,53 +118,47 @@ class _Reader:
     def error(self, message: str, offset: int) -> FormatError:
         return FormatError(f"{self.name}: {message}", offset=offset, source=self.source)
 
-    def uint(self, pos: int, size: int, what: str) -> int:
-        if pos + size > len(self.data):
-            raise self.error(f"{what} runs past the end of the section", pos)
-        return int.from_bytes(self.data[pos : pos + size], "little" if self.little else "big")
+    def overrun(self, what: str, at: int, size: int | None) -> FormatError:
+        return self.error(f"{what} runs past the end of the section", at)
 
     def fde_ranges(self) -> list[tuple[int, int]]:
         ranges = []
-        pos = 0
-        size = len(self.data)
-        while pos + 4 <= size:
-            entry = pos
-            length = self.uint(pos, 4, "entry length")
-            pos += 4
+        self.pos = 0
+        while self.pos + 4 <= self.end:
+            entry = self.pos
+            length = self.u32("entry length")
             offset_size = 4
             if length == 0xFFFFFFFF:
-                length = self.uint(pos, 8, "64-bit entry length")
-                pos += 8
+                length = self.u64("64-bit entry length")
                 offset_size = 8
             if length == 0:
                 if self.is_eh:
                     break  # the terminator
                 continue
-            end = pos + length
-            if end > size:
+            end = self.pos + length
+            if end > self.end:
                 raise self.error(f"entry of {length} bytes runs past the end of the section", entry)
-            id_pos = pos
-            cie_id = self.uint(pos, offset_size, "CIE id")
-            pos += offset_size
+            id_pos = self.pos
+            cie_id = self.uint(offset_size, "CIE id")
             is_cie = cie_id == 0 if self.is_eh else cie_id == (1 << (8 * offset_size)) - 1
             if not is_cie:
                 cie = id_pos - cie_id if self.is_eh else cie_id
-                found = self._fde_range(pos, end, cie, entry)
+                found = self._fde_range(end, cie, entry)
                 if found is not None:
                     ranges.append(found)
-            pos = end
+            self.pos = end
         return ranges
 
-    def _fde_range(self, pos: int, end: int, cie: int, entry: int) -> tuple[int, int] | None:
+    def _fde_range(self, end: int, cie: int, entry: int) -> tuple[int, int] | None:
+        """The range of the FDE whose initial location is at the cursor."""
+        at = self.pos
         encoding, address_size = self._cie(cie, entry)
         if encoding == _DW_EH_PE_OMIT:
             return None
-        try:
-            start, pos = self._pointer(pos, encoding, address_size, entry)
-            span, pos = self._pointer(pos, encoding & 0x0F, address_size, entry)
-        except IndexError:
-            raise self.error("FDE truncated", entry) from None
-        if pos > end:
+        self.pos = at
+        start = self._pointer(encoding, address_size, entry, "FDE initial location")
+        span = self._pointer(encoding & 0x0F, address_size, entry, "FDE address range")
+        if self.pos > end:
             raise self.error("FDE runs past its length", entry)
         return start, start + span
 
@@ -173,72 +167,65 @@ class _Reader:
         known = self.cies.get(offset)
         if known is not None:
             return known
-        if not 0 <= offset < len(self.data):
+        if not 0 <= offset < self.end:
             raise self.error(f"FDE names a CIE at 0x{offset:x}, outside the section", fde)
-        try:
-            parsed = self._parse_cie(offset)
-        except (IndexError, struct.error):
-            raise self.error("CIE truncated", offset) from None
+        parsed = self._parse_cie(offset)
         self.cies[offset] = parsed
         return parsed
 
     def _parse_cie(self, offset: int) -> tuple[int, int]:
-        length = self.uint(offset, 4, "CIE length")
-        pos = offset + 4
+        self.pos = offset
         offset_size = 4
-        if length == 0xFFFFFFFF:
-            pos += 8
+        if self.u32("CIE length") == 0xFFFFFFFF:
+            self.pos += 8
             offset_size = 8
-        pos += offset_size  # the CIE id
-        version = self.data[pos]
-        pos += 1
-        nul = self.data.index(b"\0", pos)
-        augmentation = self.data[pos:nul].decode("ascii", "replace")
-        pos = nul + 1
+        self.pos += offset_size  # the CIE id
+        version = self.u8("CIE version")
+        nul = self.data.find(b"\0", self.pos, self.end)
+        if nul < 0:
+            raise self.error("CIE augmentation string runs past the end of the section", self.pos)
+        augmentation = self.bytes(nul - self.pos, "CIE augmentation").decode("ascii", "replace")
+        self.pos = nul + 1
         address_size = self.pointer_size
         if version >= 4:
-            address_size = self.data[pos]
-            pos += 2  # address_size, segment_selector_size
+            address_size = self.u8("CIE address size")
+            self.u8("CIE segment selector size")
         if augmentation.startswith("eh"):  # GCC 2's eh_ptr: an address-sized field
-            pos += self.pointer_size
-        _code_alignment, pos = read_uleb(self.data, pos)
-        _data_alignment, pos = read_sleb(self.data, pos)
+            self.pos += self.pointer_size
+        self.uleb("code alignment factor")
+        self.sleb("data alignment factor")
         if version == 1:
-            pos += 1
+            self.pos += 1  # a u8 return address register
         else:
-            _return_register, pos = read_uleb(self.data, pos)
+            self.uleb("return address register")
         encoding = 0  # absptr
         if augmentation.startswith("z"):
-            _aug_length, pos = read_uleb(self.data, pos)
+            self.uleb("augmentation data length")
             for letter in augmentation[1:]:
                 if letter == "R":
-                    encoding = self.data[pos]
-                    pos += 1
+                    encoding = self.u8("FDE pointer encoding")
                 elif letter == "P":
-                    personality = self.data[pos]  # skipped: only its size matters
-                    _value, pos = self._pointer(pos + 1, personality & 0x0F, address_size, offset)
+                    personality = self.u8("personality encoding")  # skipped: only its size matters
+                    self._pointer(personality & 0x0F, address_size, offset, "personality")
                 elif letter == "L":
-                    pos += 1
+                    self.pos += 1  # the LSDA encoding
                 elif letter not in "SB":
                     break  # an extension we do not know: the 'R' letter comes first anyway
         return encoding, address_size
 
-    def _pointer(self, pos: int, encoding: int, address_size: int, entry: int) -> tuple[int, int]:
-        """(value, next position) of a pointer in DW_EH_PE `encoding` at `pos`."""
+    def _pointer(self, encoding: int, address_size: int, entry: int, what: str) -> int:
+        """The pointer in DW_EH_PE `encoding` at the cursor."""
         form = encoding & 0x0F
-        field_address = self.address + pos
+        field_address = self.address + self.pos
         if form == 0x01:
-            value, after = read_uleb(self.data, pos)
+            value = self.uleb(what)
         elif form == 0x09:
-            value, after = read_sleb(self.data, pos)
+            value = self.sleb(what)
         else:
             size = address_size if form == 0x00 else _FIXED_SIZES.get(form)
             if size is None:
                 raise self.error(f"unknown pointer encoding 0x{encoding:02x}", entry)
-            value = self.uint(pos, size, "pointer")
-            if form in _SIGNED and value >= 1 << (8 * size - 1):
-                value -= 1 << (8 * size)
-            after = pos + size
+            value = self.sint(size, what) if form in _SIGNED else self.uint(size, what)
         application = encoding & 0x70
         if application == _DW_EH_PE_PCREL:
             value += field_address
@@ -246,4 +233,4 @@ class _Reader:
             raise self.error(f"unsupported pointer encoding 0x{encoding:02x}", entry)
         if encoding & _DW_EH_PE_INDIRECT:
             raise self.error(f"unsupported indirect pointer encoding 0x{encoding:02x}", entry)
-        return value & ((1 << (8 * max(address_size, 4))) - 1), after
+        return value & ((1 << (8 * max(address_size, 4))) - 1)

@@ -119,56 +119,51 @@ class LineProgramHeader:
         self.program_end = 0
 
 
+# DWARF 5 line table headers: address_size (u8) and segment_selector_size (u8).
+_ADDRESS_AND_SEGMENT_SIZE = struct.Struct("BB")
+
+
 def _read_header(
     reader: "ReaderView[Any]", section: Section, offset: int, unit_addr_size: int
 ) -> LineProgramHeader:
     h = LineProgramHeader()
     h.offset = offset
     endian = reader.endian
-    u16 = struct.Struct(endian + "H")
-    (length,) = section.unpack(struct.Struct(endian + "I"), offset, "line table length")
-    pos = offset + 4
+    cursor = section.cursor(offset, endian)
+    length = cursor.u32("line table length")
     if length == 0xFFFFFFFF:
-        (length,) = section.unpack(struct.Struct(endian + "Q"), pos, "line table length")
-        pos += 8
+        length = cursor.u64("line table length")
         h.offset_size = 8
-    h.program_end = pos + length
+    h.program_end = cursor.offset + length
     if h.program_end > section.size:
         raise section.error(
             f"line table at 0x{offset:x} claims {length} bytes, past the end of the section",
             offset,
         )
-    (h.version,) = section.unpack(u16, pos, "line table version")
-    pos += 2
+    h.version = cursor.u16("line table version")
     if not 2 <= h.version <= 5:
         raise section.error(
             f"line table at 0x{offset:x} has unsupported version {h.version}", offset
         )
     h.address_size = unit_addr_size
     if h.version >= 5:
-        h.address_size, _seg = section.unpack(struct.Struct("BB"), pos, "line table address size")
-        pos += 2
-    header_length = section.uint(pos, h.offset_size, endian, "line table header length")
-    pos += h.offset_size
-    h.header_end = pos + header_length
+        h.address_size, _seg = cursor.unpack(_ADDRESS_AND_SEGMENT_SIZE, "line table address size")
+    header_length = cursor.uint(h.offset_size, "line table header length")
+    h.header_end = cursor.offset + header_length
     if h.header_end > h.program_end:
         raise section.error(f"line table header at 0x{offset:x} is longer than the table", offset)
+    h.min_inst_length = cursor.u8("minimum_instruction_length")
+    if h.version >= 4:
+        h.max_ops_per_inst = cursor.u8("maximum_operations_per_instruction")
+    h.default_is_stmt = cursor.u8("default_is_stmt") != 0
+    h.line_base = cursor.sint(1, "line_base")
+    h.line_range = cursor.u8("line_range")
+    h.opcode_base = cursor.u8("opcode_base")
+    count = max(h.opcode_base - 1, 0)
+    h.standard_opcode_lengths = list(cursor.bytes(count, "standard opcode lengths"))
     buf = section.buf
     base = section.start
-    p = section.check(pos, 4, "line table header") - base
-    h.min_inst_length = buf[base + p]
-    p += 1
-    if h.version >= 4:
-        h.max_ops_per_inst = buf[base + p]
-        p += 1
-    h.default_is_stmt = buf[base + p] != 0
-    h.line_base = struct.unpack_from("b", buf, base + p + 1)[0]
-    h.line_range = buf[base + p + 2]
-    h.opcode_base = buf[base + p + 3]
-    p += 4
-    count = max(h.opcode_base - 1, 0)
-    h.standard_opcode_lengths = list(section.bytes_at(p, count, "standard opcode lengths"))
-    p += count
+    p = cursor.offset
     try:
         if h.version >= 5:
             enc = Encoding(5, h.address_size, h.offset_size, endian)

@@ -41,7 +41,6 @@ files are asked of `load_split`. Relocatable objects (.o,
 from __future__ import annotations
 
 import os
-import struct
 from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any
@@ -173,26 +172,24 @@ class DwarfReader:
         the rest of its header when the unit is asked for (`unit_at`)."""
         if self._unit_offsets is None:
             offsets = []
-            offset = 0
             section = self.info
             size = section.size
-            u32 = struct.Struct(self.endian + "I")
-            u64 = struct.Struct(self.endian + "Q")
-            while offset < size:
-                (length,) = section.unpack(u32, offset, "unit length")
-                end = offset + 4 + length
+            cursor = section.cursor(0, self.endian)
+            while cursor.offset < size:
+                offset = cursor.offset
+                length = cursor.u32("unit length")
                 if length == 0xFFFFFFFF:
-                    (length,) = section.unpack(u64, offset + 4, "64-bit unit length")
-                    end = offset + 12 + length
+                    length = cursor.u64("64-bit unit length")
                 elif length >= 0xFFFFFFF0:
                     raise section.error(f"reserved unit length 0x{length:x}", offset)
+                end = cursor.offset + length
                 if end > size:
                     raise section.error(
                         f"unit at 0x{offset:x} claims {length} bytes, past the end of the section",
                         offset,
                     )
                 offsets.append(offset)
-                offset = end
+                cursor.pos = cursor.base + end
             self._unit_offsets = offsets
         return self._unit_offsets
 

@@ -6,6 +6,10 @@ decompressed bytes), read in place: DWARF offsets are section-relative and
 readers use are `stackmark.binary`'s unchecked ones over (buf, pos), because
 they sit in every hot loop; `guarded` turns the IndexError of a value cut by
 the end of the buffer into a FormatError naming the section.
+
+Headers (units, line tables, address range sets) are read field by field
+through `Section.cursor`, a `binary.Cursor` that fails as `Section.check`
+does; the DIE and line-program loops keep `check` and `guarded`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import struct
 from collections.abc import Callable
 from typing import Literal, Protocol, TypeAlias, TypeVar
 
+from stackmark.binary import Cursor
 from stackmark.errors import FormatError
 
 Buffer: TypeAlias = bytes | mmap.mmap
@@ -97,6 +102,10 @@ class Section:
             raise self.error(f"string at 0x{offset:x} is not NUL-terminated", offset)
         return self.buf[pos:nul].decode("utf-8", "surrogateescape")
 
+    def cursor(self, offset: int, endian: str) -> SectionCursor:
+        """A `Cursor` reading this section from section `offset`, in byte order `endian`."""
+        return SectionCursor(self, offset, endian)
+
     def unpack(self, fmt: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
         pos = self.check(offset, fmt.size, what)
         return fmt.unpack_from(self.buf, pos)
@@ -104,6 +113,47 @@ class Section:
     def uint(self, offset: int, size: int, endian: str, what: str) -> int:
         pos = self.check(offset, size, what)
         return int.from_bytes(self.buf[pos : pos + size], byteorder(endian))
+
+
+class SectionCursor(Cursor):
+    """The shared `Cursor` over one section: positions are in the buffer, and
+    `offset` gives the section-relative one; a read past the section's end
+    raises the error `Section.check` raises, at the section-relative offset."""
+
+    __slots__ = ("section",)
+
+    def __init__(self, section: Section, offset: int, endian: str):
+        super().__init__(
+            section.buf,
+            section.start + offset,
+            section.end,
+            little=endian == "<",
+            source=section.source,
+            base=section.start,
+        )
+        self.section = section
+
+    @property
+    def offset(self) -> int:
+        """The section-relative position."""
+        return self.pos - self.base
+
+    def overrun(self, what: str, at: int, size: int | None) -> FormatError:
+        offset = at - self.base
+        span = "a LEB128" if size is None else f"+{size}"
+        return self.section.error(
+            f"{what} at 0x{offset:x} ({span}) lies outside the section ({self.section.size} bytes)",
+            offset,
+        )
+
+    def sub(self, size: int, what: str) -> SectionCursor:
+        pos = self.pos
+        if pos + size > self.end:
+            raise self.overrun(what, pos, size)
+        self.pos = pos + size
+        cursor = SectionCursor(self.section, pos - self.base, "<" if self.little else ">")
+        cursor.end = pos + size
+        return cursor
 
 
 def guarded(section: Section, offset: int, what: str) -> Callable[[BaseException], FormatError]:

@@ -39,6 +39,10 @@ STRX_FORMS = frozenset(
     }
 )
 """The forms of an index into the unit's part of .debug_str_offsets."""
+
+# DWARF 5 unit headers: unit_type (u8) and address_size (u8), side by side.
+_UNIT_TYPE_AND_ADDRESS_SIZE = struct.Struct("BB")
+
 _ADDRX_FORMS = frozenset(
     {
         C.DW_FORM_addrx,
@@ -85,55 +89,44 @@ class UnitHeader:
 
     def __init__(self, section: Section, offset: int, endian: str):
         """Parse the header at section `offset` (raises FormatError)."""
-        u32 = struct.Struct(endian + "I")
-        u64 = struct.Struct(endian + "Q")
-        u16 = struct.Struct(endian + "H")
-        (length,) = section.unpack(u32, offset, "unit length")
-        pos = offset + 4
+        cursor = section.cursor(offset, endian)
+        length = cursor.u32("unit length")
         self.offset_size = 4
         if length == 0xFFFFFFFF:
-            (length,) = section.unpack(u64, pos, "64-bit unit length")
-            pos += 8
+            length = cursor.u64("64-bit unit length")
             self.offset_size = 8
         elif length >= 0xFFFFFFF0:
             raise section.error(f"reserved unit length 0x{length:x}", offset)
         self.offset = offset
-        self.end = pos + length
+        self.end = cursor.offset + length
         if self.end > section.size:
             raise section.error(
                 f"unit at 0x{offset:x} claims {length} bytes, past the end of the section",
                 offset,
             )
-        (self.version,) = section.unpack(u16, pos, "unit version")
-        pos += 2
+        self.version = cursor.u16("unit version")
         if not 2 <= self.version <= 5:
             raise section.error(
                 f"unit at 0x{offset:x} has unsupported version {self.version}", offset
             )
-        off = u32 if self.offset_size == 4 else u64
         self.dwo_id: int | None = None
         self.type_signature: int | None = None
         self.type_offset: int | None = None
         if self.version >= 5:
-            self.unit_type, self.addr_size = section.unpack(
-                struct.Struct("BB"), pos, "unit type and address size"
+            self.unit_type, self.addr_size = cursor.unpack(
+                _UNIT_TYPE_AND_ADDRESS_SIZE, "unit type and address size"
             )
-            pos += 2
-            (self.abbrev_offset,) = section.unpack(off, pos, "abbreviation offset")
-            pos += self.offset_size
+            self.abbrev_offset = cursor.uint(self.offset_size, "abbreviation offset")
             if self.unit_type in (C.DW_UT_skeleton, C.DW_UT_split_compile):
-                (self.dwo_id,) = section.unpack(u64, pos, "DWO id")
-                pos += 8
+                self.dwo_id = cursor.u64("DWO id")
             elif self.unit_type in (C.DW_UT_type, C.DW_UT_split_type):
-                (self.type_signature,) = section.unpack(u64, pos, "type signature")
-                (self.type_offset,) = section.unpack(off, pos + 8, "type offset")
-                pos += 8 + self.offset_size
+                self.type_signature = cursor.u64("type signature")
+                self.type_offset = cursor.uint(self.offset_size, "type offset")
         else:
             self.unit_type = C.DW_UT_compile
-            (self.abbrev_offset,) = section.unpack(off, pos, "abbreviation offset")
-            pos += self.offset_size
-            (self.addr_size,) = section.unpack(struct.Struct("B"), pos, "address size")
-            pos += 1
+            self.abbrev_offset = cursor.uint(self.offset_size, "abbreviation offset")
+            self.addr_size = cursor.u8("address size")
+        pos = cursor.offset
         if self.addr_size not in (2, 4, 8):
             raise section.error(
                 f"unit at 0x{offset:x} has unsupported address size {self.addr_size}", offset

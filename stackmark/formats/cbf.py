@@ -33,7 +33,13 @@ exceeds 1 << 20 is rejected, as Swift's decoder does since PR #90842, and
 
 The decoder fills two parallel lists (kinds and values) instead of building
 a `BacktraceFrame` per frame: that keeps it above a million frames per
-second; `DecodedBacktrace.frames` builds the objects when asked.
+second; `DecodedBacktrace.frames` builds the objects when asked. For the same
+reason its instruction loop indexes the bytes itself, checking each
+instruction's length once, rather than reading through `binary.Cursor`: a
+`Cursor` subclass whose `overrun` became the error value gave the same
+results on every truncation and on 3,000 damaged blobs, but executed 1.9
+times the instructions (930 million against 488 million per decode of a
+100,000-frame backtrace, cachegrind).
 """
 
 from __future__ import annotations

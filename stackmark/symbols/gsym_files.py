@@ -24,7 +24,12 @@ from __future__ import annotations
 import os
 
 from stackmark.errors import FormatError, StackmarkError
-from stackmark.formats.gsym.header import HEADER_SIZE, MAX_UUID_SIZE, detect_byte_order
+from stackmark.formats.gsym.header import (
+    HEADER_SIZE,
+    MAX_UUID_SIZE,
+    detect_byte_order,
+    raw_fields,
+)
 from stackmark.model import DataSymbol, SourceFrame
 from stackmark.symbols.source import ModuleFiles
 
@@ -48,13 +53,14 @@ def gsym_uuid(path: str) -> str | None:
         little = detect_byte_order(head, path)
     except FormatError:
         return None
-    version = int.from_bytes(head[4:6], "little" if little else "big")
-    if version != 1:
+    fields = raw_fields(head, little)
+    if fields["Version"] != 1:
         return None
-    size = head[7]
+    size = fields["UUIDSize"]
     if not 0 < size <= MAX_UUID_SIZE:
         return None
-    return head[28 : 28 + size].hex()
+    uuid: bytes = fields["UUID"][:size]
+    return uuid.hex()
 
 
 class GsymDirectories:

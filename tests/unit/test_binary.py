@@ -13,6 +13,7 @@ import pytest
 
 from stackmark.binary import (
     Cursor,
+    RecordLayout,
     read_sleb,
     read_sleb_lenient,
     read_uleb,
@@ -104,6 +105,28 @@ def test_a_subclass_keeps_its_own_error_text() -> None:
     with pytest.raises(FormatError, match=r"^offset 0x0: leb/0/None$"):
         Named(b"\x80\x80").uleb("leb")
     assert isinstance(Named(b"\x00\x00").sub(1, "record"), Named)
+
+
+def test_a_record_layout_gives_sizes_and_offsets_from_its_codes() -> None:
+    layout = RecordLayout("demo", ("magic", "4s"), ("count", "H"), ("base", "Q"))
+    # 4 + 2 + 8 = 14: packed, no alignment padding before the u64.
+    assert layout.size == 14
+    assert layout.offsets == {"magic": 0, "count": 4, "base": 6}
+    values = {"magic": b"DEMO", "count": 0x0102, "base": 3, "other": 9}
+    assert layout.pack(">", values) == b"DEMO\x01\x02" + bytes(7) + b"\x03"
+    assert layout.picker("base", "magic")((b"DEMO", 1, 3)) == (3, b"DEMO")
+
+
+def test_cursor_reads_a_record_by_its_field_names_and_checks_its_size() -> None:
+    layout = RecordLayout("pair", ("first", "H"), ("second", "B"))
+    cursor = Cursor(b"\x00\x01\x02\x03\x04\x05", 1, little=False)
+    assert cursor.record(layout, "pair") == {"first": 0x0102, "second": 0x03}
+    assert cursor.pos == 4
+    with pytest.raises(FormatError) as caught:
+        cursor.record(layout, "second pair")
+    assert caught.value.offset == 4
+    assert "second pair" in str(caught.value)
+    assert cursor.unpack(struct.Struct("<H"), "half") == (0x0504,)
 
 
 # --- cursor: LEB128 ---------------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import struct
 from collections.abc import Callable
 
 import pytest
@@ -304,13 +303,19 @@ def test_creator_layout_by_hand() -> None:
 def test_header_layout_is_the_specs_48_bytes_at_llvms_offsets() -> None:
     # Header.h: Magic 4, Version 2, AddrOffSize 1, UUIDSize 1, BaseAddress 8,
     # NumAddresses 4, StrtabOffset 4, StrtabSize 4, UUID 20 = 48 bytes, no padding.
-    offsets, at = [], 0
-    for _, code in HEADER_LAYOUT:
-        offsets.append(at)
-        at += struct.calcsize("<" + code)
-    assert [name for name, _ in HEADER_LAYOUT][4] == "BaseAddress"
-    assert offsets == [0, 4, 6, 7, 8, 16, 20, 24, 28]
-    assert HEADER_SIZE == at == 48
+    assert HEADER_LAYOUT.offsets == {
+        "Magic": 0,
+        "Version": 4,
+        "AddrOffSize": 6,
+        "UUIDSize": 7,
+        "BaseAddress": 8,
+        "NumAddresses": 16,
+        "StrtabOffset": 20,
+        "StrtabSize": 24,
+        "UUID": 28,
+    }
+    assert list(HEADER_LAYOUT.offsets) == list(HEADER_LAYOUT.names)  # in file order
+    assert HEADER_SIZE == HEADER_LAYOUT.size == 48
 
 
 def test_header_bytes_by_hand() -> None:

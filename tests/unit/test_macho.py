@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stackmark import macho
+from stackmark.binary import RecordLayout
 from stackmark.errors import FormatError
 from stackmark.macho import MachOFile, parse_universal
 from tests.conftest import require_tool
@@ -20,6 +21,7 @@ from tests.hostile.tiny_macho import MH_DSYM, TEXT_ADDRESS, Nlist, TinyMachO
     ("layout", "size"),
     [
         # <mach-o/fat.h>, <mach-o/loader.h>, <mach-o/nlist.h>: sizeof of each struct.
+        (macho.FAT_HEADER, 8),
         (macho.FAT_ARCH, 20),
         (macho.FAT_ARCH_64, 32),
         (macho.MACH_HEADER, 28),
@@ -29,16 +31,15 @@ from tests.hostile.tiny_macho import MH_DSYM, TEXT_ADDRESS, Nlist, TinyMachO
         (macho.SECTION, 68),
         (macho.SECTION_64, 80),
         (macho.SYMTAB_COMMAND, 24),
+        (macho.LOAD_COMMAND, 8),
         (macho.UUID_COMMAND, 24),
         (macho.NLIST, 12),
         (macho.NLIST_64, 16),
     ],
 )
-def test_records_have_the_sizes_apples_headers_give(
-    layout: tuple[tuple[str, ...], str], size: int
-) -> None:
-    assert struct.calcsize("<" + layout[1]) == size
-    assert len(layout[0]) == len(struct.Struct("<" + layout[1]).unpack(bytes(size)))
+def test_records_have_the_sizes_apples_headers_give(layout: RecordLayout, size: int) -> None:
+    assert layout.size == size
+    assert len(layout.names) == len(layout.compiled("<").unpack(bytes(size)))
 
 
 def test_arch_names_are_llvms() -> None:

@@ -145,7 +145,7 @@ def test_damaged_extras(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     shutil.copyfile(entry.gsym, gsym)
     data = bytearray(entry.extras.read_bytes())
     rng = random.Random(seed)
-    header = extras_module._HEADER.size
+    header = extras_module.HEADER_SIZE
     for _ in range(1 + seed):
         at = rng.randrange(header, len(data))
         data[at] = rng.choice((0, 0xFF, rng.getrandbits(8)))

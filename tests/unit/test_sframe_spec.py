@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from stackmark.binary import RecordLayout
 from stackmark.formats.sframe import spec
-from stackmark.formats.sframe.spec import RecordLayout
 
 # C type -> (bytes, signed)
 C_TYPES = {

@@ -8,22 +8,22 @@ costs hundreds of microseconds in Python on large functions. The extras
 file holds both what is missing and a flat address index, so that a warm
 lookup is one binary search:
 
-    header (64 bytes, little-endian)
-      0  4  magic "SMGX"
-      4  2  version (2)
-      6  2  zero
-      8  8  size of the paired GSYM file
-     16  4  CRC-32 of the paired GSYM file
-     20  4  number of functions (= the GSYM's NumAddresses)
-     24  4  number of nodes
-     28  4  number of address bounds
-     32  4  number of states
-     36  4  number of path entries
-     40  4  number of paths
-     44  4  string table size
-     48  4  CRC-32 of everything after the header (version 2: a damaged
-            file must not name the wrong functions)
-     52 12  zero
+    header (64 bytes, little-endian; `HEADER_LAYOUT` declares it once)
+      0  4  magic             "SMGX"
+      4  2  version           2
+      6  2  padding           zero
+      8  8  gsym_size         size of the paired GSYM file
+     16  4  gsym_crc          CRC-32 of the paired GSYM file
+     20  4  num_functions     (= the GSYM's NumAddresses)
+     24  4  num_nodes
+     28  4  num_bounds        address bounds
+     32  4  num_states
+     36  4  num_path_entries
+     40  4  num_paths
+     44  4  strtab_size       string table size
+     48  4  body_crc          CRC-32 of everything after the header (version 2:
+                              a damaged file must not name the wrong functions)
+     52 12  reserved          zero
     u32 first_node[functions + 1]  nodes of function i: first_node[i]..first_node[i+1]
     u32 linkage[nodes]              string offset + 1 (0: none)
     u32 name[nodes]                 string offset + 1 (0: none)
@@ -50,16 +50,15 @@ and DWARF column in effect there, and the inline calls holding it.
 
 from __future__ import annotations
 
-import struct
 import sys
 import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from stackmark._native import load
-from stackmark.binary import Buffer
+from stackmark.binary import Buffer, RecordLayout, unpack_at
 from stackmark.formats.gsym.codec import RecordError
 from stackmark.formats.gsym.function_info import FunctionInfo
 from stackmark.formats.gsym.inline_info import InlineInfo
@@ -69,7 +68,26 @@ MAGIC = b"SMGX"
 VERSION = 2
 NO_COLUMN = 0xFFFFFFFF
 NO_STATE = 0xFFFFFFFF
-_HEADER = struct.Struct("<4sHHQIIIIIIIII12x")
+# The header, (field name, struct code) in file order: the writer, the reader and
+# tests/unit/test_gsym_extras_format.py go through it.
+HEADER_LAYOUT = RecordLayout(
+    "GSYM extras header",
+    ("magic", "4s"),
+    ("version", "H"),
+    ("padding", "H"),
+    ("gsym_size", "Q"),
+    ("gsym_crc", "I"),
+    ("num_functions", "I"),
+    ("num_nodes", "I"),
+    ("num_bounds", "I"),
+    ("num_states", "I"),
+    ("num_path_entries", "I"),
+    ("num_paths", "I"),
+    ("strtab_size", "I"),
+    ("body_crc", "I"),
+    ("reserved", "12s"),
+)
+HEADER_SIZE = HEADER_LAYOUT.size  # 64
 _LITTLE_HOST = sys.byteorder == "little"
 
 _native = load("_gsym_extras")
@@ -456,31 +474,35 @@ class ExtrasBuilder:
             parts.append(copy.tobytes())
         parts.append(bytes(self._strtab))
         body = b"".join(parts)
-        header = _HEADER.pack(
-            MAGIC,
-            VERSION,
-            0,
-            size,
-            crc,
-            len(self.first_node) - 1,
-            len(self.linkage),
-            len(self.bound_address),
-            len(states[0]),
-            len(self.path_node),
-            len(self.path_first) - 1,
-            len(self._strtab),
-            zlib.crc32(body) & 0xFFFFFFFF,
+        header = HEADER_LAYOUT.pack(
+            "<",
+            {
+                "magic": MAGIC,
+                "version": VERSION,
+                "padding": 0,
+                "gsym_size": size,
+                "gsym_crc": crc,
+                "num_functions": len(self.first_node) - 1,
+                "num_nodes": len(self.linkage),
+                "num_bounds": len(self.bound_address),
+                "num_states": len(states[0]),
+                "num_path_entries": len(self.path_node),
+                "num_paths": len(self.path_first) - 1,
+                "strtab_size": len(self._strtab),
+                "body_crc": zlib.crc32(body) & 0xFFFFFFFF,
+                "reserved": bytes(12),
+            },
         )
         return header + body
 
 
 def _check_body(data: Buffer, body_crc: int, source: str) -> None:
     """The tables and strings are the ones written (CRC-32 in the header)."""
-    with memoryview(data) as whole, whole[_HEADER.size :] as body:
+    with memoryview(data) as whole, whole[HEADER_SIZE:] as body:
         actual = zlib.crc32(body) & 0xFFFFFFFF
     if actual != body_crc:
         raise RecordError(
-            "extras file is damaged (CRC mismatch)", offset=_HEADER.size, source=source
+            "extras file is damaged (CRC mismatch)", offset=HEADER_SIZE, source=source
         )
 
 
@@ -492,39 +514,57 @@ def _pairs_with(gsym: Buffer, size: int, crc: int, checksums: bool) -> bool:
     return (size, crc) == gsym_fingerprint(gsym)
 
 
+def _checked_header(data: Buffer, gsym: Buffer, source: str, checksums: bool) -> dict[str, Any]:
+    """The header's fields by name, after checking magic, version, pairing with
+    `gsym`, the size its counts imply and (with `checksums`) the body's CRC-32."""
+
+    def short(what: str, at: int, size: int) -> RecordError:
+        return RecordError("extras file is shorter than its header", offset=0, source=source)
+
+    header = dict(
+        zip(
+            HEADER_LAYOUT.names,
+            unpack_at(HEADER_LAYOUT.compiled("<"), data, 0, len(data), "header", short),
+            strict=True,
+        )
+    )
+    at = HEADER_LAYOUT.offsets
+    if header["magic"] != MAGIC:
+        raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
+    if header["version"] != VERSION:
+        raise RecordError(
+            f"unsupported extras version {header['version']}", offset=at["version"], source=source
+        )
+    if not _pairs_with(gsym, header["gsym_size"], header["gsym_crc"], checksums):
+        raise RecordError(
+            "extras file belongs to another GSYM file", offset=at["gsym_size"], source=source
+        )
+    need = (
+        4 * (header["num_functions"] + 1)
+        + 20 * header["num_nodes"]
+        + 12 * header["num_bounds"]
+        + 20 * header["num_states"]
+        + 4 * (header["num_paths"] + 1)
+        + 4 * header["num_path_entries"]
+        + header["strtab_size"]
+    )
+    if HEADER_SIZE + need != len(data):
+        raise RecordError(
+            f"extras file has {len(data)} bytes, its header implies {HEADER_SIZE + need}",
+            offset=HEADER_SIZE,
+            source=source,
+        )
+    if checksums:
+        _check_body(data, header["body_crc"], source)
+    return header
+
+
 def check_extras_header(
     data: Buffer, gsym: Buffer, source: str = "<extras>", *, checksums: bool = True
 ) -> None:
     """Check magic, version, size, CRC and pairing with `gsym` without loading the tables
     (`checksums` False: everything but the two CRC-32 passes over the files' bytes)."""
-    if len(data) < _HEADER.size:
-        raise RecordError("extras file is shorter than its header", offset=0, source=source)
-    fields = _HEADER.unpack_from(data, 0)
-    magic, version, _, size, crc, nfuncs, nnodes, nbounds, nstates, nentries, npaths = fields[:11]
-    strsize, body_crc = fields[11:]
-    if magic != MAGIC:
-        raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
-    if version != VERSION:
-        raise RecordError(f"unsupported extras version {version}", offset=4, source=source)
-    if not _pairs_with(gsym, size, crc, checksums):
-        raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
-    need = (
-        4 * (nfuncs + 1)
-        + 20 * nnodes
-        + 12 * nbounds
-        + 20 * nstates
-        + 4 * (npaths + 1)
-        + 4 * nentries
-        + strsize
-    )
-    if _HEADER.size + need != len(data):
-        raise RecordError(
-            f"extras file has {len(data)} bytes, its header implies {_HEADER.size + need}",
-            offset=_HEADER.size,
-            source=source,
-        )
-    if checksums:
-        _check_body(data, body_crc, source)
+    _checked_header(data, gsym, source, checksums)
 
 
 class Extras:
@@ -535,47 +575,15 @@ class Extras:
     ):
         """`checksums` False skips the CRC-32 passes (a pair the cache knows is intact)."""
         self.source = source
-        if len(data) < _HEADER.size:
-            raise RecordError("extras file is shorter than its header", offset=0, source=source)
-        (
-            magic,
-            version,
-            _,
-            size,
-            crc,
-            nfuncs,
-            nnodes,
-            nbounds,
-            nstates,
-            npath_nodes,
-            npaths,
-            strsize,
-            body_crc,
-        ) = _HEADER.unpack_from(data, 0)
-        if magic != MAGIC:
-            raise RecordError("not a stackmark GSYM extras file", offset=0, source=source)
-        if version != VERSION:
-            raise RecordError(f"unsupported extras version {version}", offset=4, source=source)
-        if not _pairs_with(gsym, size, crc, checksums):
-            raise RecordError("extras file belongs to another GSYM file", offset=8, source=source)
-        pos = _HEADER.size
-        need = (
-            4 * (nfuncs + 1)
-            + 20 * nnodes
-            + 12 * nbounds
-            + 20 * nstates
-            + 4 * (npaths + 1)
-            + 4 * npath_nodes
-            + strsize
-        )
-        if pos + need != len(data):
-            raise RecordError(
-                f"extras file has {len(data)} bytes, its header implies {pos + need}",
-                offset=pos,
-                source=source,
-            )
-        if checksums:
-            _check_body(data, body_crc, source)
+        header = _checked_header(data, gsym, source, checksums)
+        nfuncs = header["num_functions"]
+        nnodes = header["num_nodes"]
+        nbounds = header["num_bounds"]
+        nstates = header["num_states"]
+        npath_nodes = header["num_path_entries"]
+        npaths = header["num_paths"]
+        strsize = header["strtab_size"]
+        pos = HEADER_SIZE
 
         # On a little-endian host the tables are views into `data` (an mmap
         # in the cache): nothing is copied at open, and only the pages a
@@ -628,7 +636,7 @@ class Extras:
         self.num_nodes = nnodes
 
     def corrupt(self, what: str) -> RecordError:
-        return RecordError(f"extras {what}", offset=_HEADER.size, source=self.source)
+        return RecordError(f"extras {what}", offset=HEADER_SIZE, source=self.source)
 
     def string(self, ref: int) -> str | None:
         found = self._strings.get(ref, "")

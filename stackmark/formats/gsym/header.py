@@ -19,9 +19,9 @@ encoder and the dump all go through it.
 
 from __future__ import annotations
 
-import struct
+from typing import Any
 
-from stackmark.binary import Buffer
+from stackmark.binary import Buffer, RecordLayout
 from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.plain import Record
 
@@ -31,7 +31,8 @@ MAX_UUID_SIZE = 20
 ADDR_OFF_SIZES = (1, 2, 4, 8)
 
 # (spec field name, struct code), in file order.
-HEADER_LAYOUT: tuple[tuple[str, str], ...] = (
+HEADER_LAYOUT = RecordLayout(
+    "Header",
     ("Magic", "I"),
     ("Version", "H"),
     ("AddrOffSize", "B"),
@@ -42,9 +43,7 @@ HEADER_LAYOUT: tuple[tuple[str, str], ...] = (
     ("StrtabSize", "I"),
     ("UUID", f"{MAX_UUID_SIZE}s"),
 )
-_CODES = "".join(code for _, code in HEADER_LAYOUT)
-HEADER_STRUCTS = {True: struct.Struct("<" + _CODES), False: struct.Struct(">" + _CODES)}
-HEADER_SIZE = HEADER_STRUCTS[True].size  # 48 (tests/unit/test_gsym_format.py)
+HEADER_SIZE = HEADER_LAYOUT.size  # 48 (tests/unit/test_gsym_format.py)
 
 
 class Header(Record):
@@ -129,6 +128,13 @@ def check_header(header: Header, source: str | None) -> None:
         raise bad(f"invalid UUID size {len(header.uuid)}", 7)
 
 
+def raw_fields(data: Buffer, little: bool, at: int = 0) -> dict[str, Any]:
+    """The header's fields at `data[at]` by spec name, as stored (`UUID` all 20
+    bytes) and unchecked: the caller made sure that HEADER_SIZE bytes are there."""
+    values = HEADER_LAYOUT.compiled("<" if little else ">").unpack_from(data, at)
+    return dict(zip(HEADER_LAYOUT.names, values, strict=True))
+
+
 def decode_header(cur: RecordCursor) -> Header:
     """Read and check a version-1 header at the cursor."""
     if cur.remaining < HEADER_SIZE:
@@ -137,13 +143,7 @@ def decode_header(cur: RecordCursor) -> Header:
             offset=cur.pos,
             source=cur.source,
         )
-    fields = dict(
-        zip(
-            (name for name, _ in HEADER_LAYOUT),
-            HEADER_STRUCTS[cur.little].unpack_from(cur.data, cur.pos),
-            strict=True,
-        )
-    )
+    fields = raw_fields(cur.data, cur.little, cur.pos)
     cur.pos += HEADER_SIZE
     uuid_size = fields["UUIDSize"]
     if uuid_size > MAX_UUID_SIZE:
@@ -182,23 +182,23 @@ def encode_header(w: Writer, header: Header) -> None:
     20 bytes, and each number cut to its field's width as `Writer` does."""
     values = spec_fields(header) | {"Magic": GSYM_MAGIC}
     packed: list[int | bytes] = []
-    for name, code in HEADER_LAYOUT:
+    for name in HEADER_LAYOUT.names:
         value = values[name]
         if isinstance(value, int):
-            value &= (1 << 8 * struct.calcsize(code)) - 1
+            value &= (1 << 8 * HEADER_LAYOUT.sizes[name]) - 1
         packed.append(value)
-    w.raw(HEADER_STRUCTS[w.little].pack(*packed))
+    w.raw(HEADER_LAYOUT.compiled("<" if w.little else ">").pack(*packed))
 
 
 def header_text(header: Header) -> str:
     """The header block as llvm-gsymutil prints it (no trailing blank line)."""
     values = spec_fields(header)
     lines = ["Header:"]
-    for name, code in HEADER_LAYOUT:
+    for name in HEADER_LAYOUT.names:
         value = values[name]
         if isinstance(value, bytes):
             shown = value.hex()
         else:
-            shown = f"0x{value:0{2 * struct.calcsize(code)}x}"
+            shown = f"0x{value:0{2 * HEADER_LAYOUT.sizes[name]}x}"
         lines.append(f"  {name:<12} = {shown}")
     return "\n".join(lines) + "\n"

@@ -45,6 +45,7 @@ from stackmark.formats.gsym.function_info import (
     merged_records,
 )
 from stackmark.formats.gsym.header import (
+    HEADER_LAYOUT,
     HEADER_SIZE,
     Header,
     decode_header,
@@ -82,12 +83,13 @@ class GsymReader:
         self.source = source
         self.size = len(data)
         self.little = detect_byte_order(data, source)
-        version = int.from_bytes(bytes(data[4:6]), "little" if self.little else "big")
+        at, width = HEADER_LAYOUT.offsets["Version"], HEADER_LAYOUT.sizes["Version"]
+        version = int.from_bytes(bytes(data[at : at + width]), "little" if self.little else "big")
         if version == 2:
             raise FormatError(
                 "GSYM version 2 (LLVM 23 layout) is not supported; convert it with "
                 "`llvm-gsymutil --output-version=1`",
-                offset=4,
+                offset=at,
                 source=source,
             )
         self.header: Header = decode_header(self._cursor(0, self.size))
