@@ -28,7 +28,16 @@ from pygls.lsp.server import LanguageServer
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.markup.naming import NameOptions, Naming
 from stackmark.model import Module
-from stackmark_lsp import __version__, navigation, outline, problems, split, tokens, view
+from stackmark_lsp import (
+    __version__,
+    capabilities,
+    navigation,
+    outline,
+    problems,
+    split,
+    tokens,
+    view,
+)
 from stackmark_lsp.document import PositionCodec
 from stackmark_lsp.head import Head, parse_head
 from stackmark_lsp.hints import inlay_hints
@@ -91,31 +100,6 @@ class StackmarkServer(LanguageServer):
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
-
-    # -- capabilities ------------------------------------------------------------------
-
-    @property
-    def capabilities(self) -> types.ClientCapabilities:
-        return self.client_capabilities
-
-    def supports_markdown(self) -> bool:
-        hover = self.capabilities.text_document and self.capabilities.text_document.hover
-        formats = hover.content_format if hover else None
-        return not formats or types.MarkupKind.Markdown in formats
-
-    def supports_links(self) -> bool:
-        definition = self.capabilities.text_document and self.capabilities.text_document.definition
-        return bool(definition and definition.link_support)
-
-    def supports_show_document(self) -> bool:
-        window = self.capabilities.window
-        return bool(window and window.show_document and window.show_document.support)
-
-    def workspace_flag(self, name: str) -> bool:
-        """Whether the client can be asked to refresh `name` (inlay hints, code lenses...)."""
-        workspace = self.capabilities.workspace
-        part = getattr(workspace, name, None) if workspace else None
-        return bool(part and getattr(part, "refresh_support", False))
 
     # -- settings and the symbolizer --------------------------------------------------
 
@@ -261,7 +245,7 @@ class StackmarkServer(LanguageServer):
         for log in self.logs.values():
             self.publish(log)
         for name in ("inlay_hint", "code_lens", "semantic_tokens"):
-            if self.workspace_flag(name):
+            if capabilities.refreshes(self.client_capabilities, name):
                 request = getattr(self, f"workspace_{name}_refresh")
                 request(None)
 
@@ -423,9 +407,7 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
 async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> None:
     encoding = ls.workspace.position_encoding
     ls.codec.encoding = str(getattr(encoding, "value", encoding) or "utf-16")
-    workspace = ls.capabilities.workspace
-    content = workspace.text_document_content if workspace else None
-    if content is not None and content.dynamic_registration:
+    if capabilities.content_registration(ls.client_capabilities):
         try:
             await ls.client_register_capability_async(
                 types.RegistrationParams(
@@ -560,7 +542,7 @@ async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover |
     if target is None:
         return None
     built = await HoverBuilder(log, ls.service, ls.naming, ls.messages, ls.settings).build(target)
-    if ls.supports_markdown():
+    if capabilities.markdown_hovers(ls.client_capabilities):
         contents = types.MarkupContent(kind=types.MarkupKind.Markdown, value=built.markdown())
     else:
         contents = types.MarkupContent(kind=types.MarkupKind.PlainText, value=built.plaintext())
@@ -580,7 +562,7 @@ async def definition(
         return None
     line, column = log.to_index(params.position)
     found = await navigation.Navigator(log, ls.navigation).definition(target, line, column)
-    if ls.supports_links():
+    if capabilities.location_links(ls.client_capabilities):
         return found
     return [
         types.Location(uri=link.target_uri, range=link.target_selection_range) for link in found
@@ -637,8 +619,7 @@ async def document_link(
     log = _log(ls, params.text_document.uri)
     if log is None or ls.sources is None:
         return []
-    links = ls.capabilities.text_document and ls.capabilities.text_document.document_link
-    tooltips = bool(links and links.tooltip_support)
+    tooltips = capabilities.link_tooltips(ls.client_capabilities)
     return navigation.links(log, ls.sources.local, ls.messages, tooltips)
 
 
@@ -672,7 +653,7 @@ async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, A
     await ls.ready.wait()
     uri, line = _command_arguments(arguments)
     result = await ls.symbolize(uri, line, with_text=False)
-    if ls.content_registered and ls.supports_show_document():
+    if ls.content_registered and capabilities.show_document(ls.client_capabilities):
         ls.refresh_view_now(uri)  # an edit still waiting to be announced: before showing
         position = types.Position(line=result["line"], character=0)
         await ls.window_show_document_async(
