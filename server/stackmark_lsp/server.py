@@ -38,6 +38,7 @@ from stackmark_lsp import (
     tokens,
     view,
 )
+from stackmark_lsp.configuration import Configuration
 from stackmark_lsp.document import PositionCodec
 from stackmark_lsp.head import Head, parse_head
 from stackmark_lsp.hints import inlay_hints
@@ -45,9 +46,7 @@ from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
 from stackmark_lsp.memory import quiet_gc, release_closed
 from stackmark_lsp.messages import Messages
-from stackmark_lsp.navigation_service import NavigationService, SourceFinder, SymbolTables
 from stackmark_lsp.progress import ClientProgress
-from stackmark_lsp.settings import Problem, Settings, parse
 from stackmark_lsp.symbolization import SymbolService
 from stackmark_lsp.transport import HeadFirstInput, StackmarkProtocol, widen_pipe
 
@@ -75,13 +74,8 @@ class StackmarkServer(LanguageServer):
         )
         self.logs: dict[str, OpenLog] = {}
         self.messages = Messages()
-        self.initialization_options: object = None
-        self.configuration: object = None
-        self.root: str | None = None
-        self.settings = Settings()
         self.codec = PositionCodec()
         self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
-        self.service: SymbolService | None = None
         self.reporter: ClientProgress | None = None
         self.records: dict[str, problems.ModuleRecords] = {}
         self.views: dict[str, view.View] = {}
@@ -90,9 +84,6 @@ class StackmarkServer(LanguageServer):
         self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
         self.resolving: set[str] = set()
         self.content_registered = False
-        self.sources: SourceFinder | None = None
-        self.navigation: NavigationService | None = None
-        self.symbol_tables = SymbolTables()
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
         # The last diagnostics published for each log.
@@ -100,37 +91,11 @@ class StackmarkServer(LanguageServer):
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
-
-    # -- settings and the symbolizer --------------------------------------------------
-
-    def apply_settings(self) -> list[Problem]:
-        """(Re)build the symbolizer when the settings changed; the problems found."""
-        settings, found = parse([self.initialization_options, self.configuration], self.root)
-        if self.service is not None and settings == self.settings:
-            return found
-        self.settings = settings
-        old = self.service
-        assert self.reporter is not None
-        self.service = SymbolService(
-            settings, self.reporter, self.messages, report=self.show_warning
-        )
-        self.sources = SourceFinder(settings, self.service)
-        self.navigation = NavigationService(self.service, self.sources, self.symbol_tables)
-        self.views.clear()
-        self.resolving.clear()
-        if old is not None:
-            old.close()
-        return found
-
-    def show_warning(self, message: str) -> None:
-        """A message for the user, from any thread."""
-        text = self.messages("settings.debuginfod", reason=message)
-        self.loop_call(
-            self.window_show_message,
-            types.ShowMessageParams(type=types.MessageType.Warning, message=text),
-        )
+        self.configuration = Configuration(self)
+        self.configuration.rebuilt += [self.views.clear, self.resolving.clear]
 
     def loop_call(self, function: Callable[..., object], *args: object) -> None:
+        """Call `function` on the event loop: now if this is its thread, else soon."""
         try:
             asyncio.get_running_loop()
             function(*args)
@@ -142,41 +107,17 @@ class StackmarkServer(LanguageServer):
         assert self.reporter is not None
         return self.reporter.loop
 
-    def report_problems(self, found: list[Problem]) -> None:
-        for problem in found:
-            self.window_show_message(
-                types.ShowMessageParams(
-                    type=types.MessageType.Warning,
-                    message=self.messages(f"settings.{problem.reason}", key=problem.key),
-                )
-            )
-
-    async def pull_configuration(self) -> None:
-        """Ask the client for the `stackmark` section (clients that cannot answer are fine)."""
-        try:
-            answer = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section="stackmark")])
-                ),
-                timeout=10,
-            )
-        except Exception:  # no configuration support, or an error: keep what we have
-            logger.debug("workspace/configuration failed", exc_info=True)
-            return
-        if answer:
-            self.configuration = answer[0]
-
     # -- diagnostics -------------------------------------------------------------------
 
     def diagnostics_of(
         self, log: OpenLog, preview: split.Preview | None = None
     ) -> tuple[list[types.Diagnostic], list[Module]]:
         """(the log's diagnostics, modules whose binary was not looked for yet)."""
-        assert self.service is not None
+        assert self.configuration.service is not None
         found = problems.markup_diagnostics(log, self.messages, preview)
         records = self.records.setdefault(log.uri, problems.ModuleRecords())
         missing, unknown = problems.module_diagnostics(
-            log, records, self.service, self.messages, preview
+            log, records, self.configuration.service, self.messages, preview
         )
         return found + missing, unknown
 
@@ -184,7 +125,7 @@ class StackmarkServer(LanguageServer):
         """Publish the log's diagnostics (from `preview` while its index is being read)."""
         if not self.ready.is_set():
             return  # `initialized` publishes every open log once the settings are known
-        assert self.service is not None
+        assert self.configuration.service is not None
         diagnostics, unknown = self.diagnostics_of(log, preview)
         self.published[log.uri] = diagnostics
         self.text_document_publish_diagnostics(
@@ -192,7 +133,7 @@ class StackmarkServer(LanguageServer):
                 uri=log.uri, diagnostics=diagnostics, version=log.version
             )
         )
-        self._look_for(unknown, self.service)
+        self._look_for(unknown, self.configuration.service)
 
     def publish_head(self, head: Head) -> None:
         """Publish the diagnostics of the first crash reports of a large log whose
@@ -200,7 +141,7 @@ class StackmarkServer(LanguageServer):
         start being looked for now."""
         if not self.ready.is_set() or head.uri in self.logs:
             return
-        assert self.service is not None
+        assert self.configuration.service is not None
         started = time.perf_counter()
         log = OpenLog(head.uri, head.text, head.version, self.codec)
         lines = len(log.document) - 1
@@ -208,7 +149,7 @@ class StackmarkServer(LanguageServer):
             return  # a multi-line element runs on past the cut
         found = problems.markup_diagnostics(log, self.messages)
         missing, unknown = problems.module_diagnostics(
-            log, problems.ModuleRecords(), self.service, self.messages
+            log, problems.ModuleRecords(), self.configuration.service, self.messages
         )
         logger.info(
             "%s: diagnostics of the first %d lines made in %.3f s, published before the "
@@ -222,7 +163,7 @@ class StackmarkServer(LanguageServer):
                 uri=head.uri, diagnostics=found + missing, version=head.version
             )
         )
-        self._look_for(unknown, self.service)
+        self._look_for(unknown, self.configuration.service)
 
     def _look_for(self, unknown: list[Module], service: SymbolService) -> None:
         """Look for the binaries of `unknown` modules in the background, then publish the
@@ -236,7 +177,7 @@ class StackmarkServer(LanguageServer):
 
     async def _resolve_then_publish(self, modules: list[Any], service: SymbolService) -> None:
         await asyncio.gather(*(service.run(service.resolve, m) for m in modules))
-        if service is not self.service:
+        if service is not self.configuration.service:
             return  # the settings changed meanwhile; the new service starts over
         for log in list(self.logs.values()):
             self.publish(log)
@@ -274,8 +215,8 @@ class StackmarkServer(LanguageServer):
         return await asyncio.shield(running)
 
     async def _render(self, log: OpenLog) -> view.View:
-        assert self.service is not None and self.reporter is not None
-        service, progress = self.service, self.reporter
+        assert self.configuration.service is not None and self.reporter is not None
+        service, progress = self.configuration.service, self.reporter
         pieces, version = [chunk.text for chunk in log.document.chunks], log.version
         handle = progress.begin(self.messages("progress.symbolize", name=log.name))
 
@@ -389,8 +330,8 @@ def _log(ls: StackmarkServer, uri: str) -> OpenLog | None:
 @server.feature(types.INITIALIZE)
 def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
     ls.messages = Messages(params.locale)
-    ls.initialization_options = params.initialization_options
-    ls.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
+    ls.configuration.initialization_options = params.initialization_options
+    ls.configuration.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
     window = params.capabilities.window
     ls.reporter = ClientProgress(
         ls,
@@ -398,7 +339,7 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
         bool(window and window.work_done_progress),
         ls.messages("progress.done"),
     )
-    ls.report_problems(ls.apply_settings())
+    ls.configuration.apply()
     # A client that never says `initialized` still gets answers, with these settings.
     asyncio.get_event_loop().call_later(30, ls.ready.set)
 
@@ -425,9 +366,8 @@ async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> N
             ls.content_registered = True
         except Exception:
             logger.warning("the client refused the symbolized view's scheme", exc_info=True)
-    await ls.pull_configuration()
-    found = ls.apply_settings()
-    ls.report_problems(found)
+    await ls.configuration.pull()
+    ls.configuration.apply()
     ls.ready.set()
     ls.republish_all()
 
@@ -436,20 +376,15 @@ async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> N
 async def configuration_changed(
     ls: StackmarkServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    settings = params.settings
-    if isinstance(settings, dict) and isinstance(settings.get("stackmark"), dict):
-        ls.configuration = settings["stackmark"]  # pushed along (older clients)
-    await ls.pull_configuration()
-    before = ls.service
-    ls.report_problems(ls.apply_settings())
-    if ls.service is not before:
+    ls.configuration.pushed(params.settings)  # older clients push the section along
+    await ls.configuration.pull()
+    if ls.configuration.apply():
         ls.republish_all()
 
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: StackmarkServer, params: None) -> None:
-    if ls.service is not None:
-        ls.service.close()
+    ls.configuration.close()
     ls.render_pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -535,13 +470,14 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 @guarded(lambda: None)
 async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover | None:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.service is None:
+    log, service = _log(ls, params.text_document.uri), ls.configuration.service
+    if log is None or service is None:
         return None
     target = log.target(params.position)
     if target is None:
         return None
-    built = await HoverBuilder(log, ls.service, ls.naming, ls.messages, ls.settings).build(target)
+    settings = ls.configuration.settings
+    built = await HoverBuilder(log, service, ls.naming, ls.messages, settings).build(target)
     if capabilities.markdown_hovers(ls.client_capabilities):
         contents = types.MarkupContent(kind=types.MarkupKind.Markdown, value=built.markdown())
     else:
@@ -554,14 +490,14 @@ async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover |
 async def definition(
     ls: StackmarkServer, params: types.DefinitionParams
 ) -> list[types.LocationLink] | list[types.Location] | None:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.navigation is None:
+    log, lookups = _log(ls, params.text_document.uri), ls.configuration.navigation
+    if log is None or lookups is None:
         return None
     target = log.target(params.position)
     if target is None:
         return None
     line, column = log.to_index(params.position)
-    found = await navigation.Navigator(log, ls.navigation).definition(target, line, column)
+    found = await navigation.Navigator(log, lookups).definition(target, line, column)
     if capabilities.location_links(ls.client_capabilities):
         return found
     return [
@@ -572,11 +508,11 @@ async def definition(
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
 @guarded(lambda: [])
 async def inlay_hint(ls: StackmarkServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.service is None:
+    log, service = _log(ls, params.text_document.uri), ls.configuration.service
+    if log is None or service is None:
         return []
     first, stop = params.range.start.line, params.range.end.line + 1
-    return await inlay_hints(log, ls.service, ls.naming, first, stop)
+    return await inlay_hints(log, service, ls.naming, first, stop)
 
 
 @server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, tokens.LEGEND)
@@ -616,11 +552,11 @@ async def document_symbol(
 async def document_link(
     ls: StackmarkServer, params: types.DocumentLinkParams
 ) -> list[types.DocumentLink]:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.sources is None:
+    log, sources = _log(ls, params.text_document.uri), ls.configuration.sources
+    if log is None or sources is None:
         return []
     tooltips = capabilities.link_tooltips(ls.client_capabilities)
-    return navigation.links(log, ls.sources.local, ls.messages, tooltips)
+    return navigation.links(log, sources.local, ls.messages, tooltips)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
