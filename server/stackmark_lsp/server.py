@@ -27,27 +27,25 @@ from pygls.lsp.server import LanguageServer
 
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark.model import Module
 from stackmark_lsp import (
     __version__,
     capabilities,
     navigation,
     outline,
-    problems,
     split,
     tokens,
     view,
 )
 from stackmark_lsp.configuration import Configuration
 from stackmark_lsp.document import PositionCodec
-from stackmark_lsp.head import Head, parse_head
+from stackmark_lsp.head import parse_head
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
 from stackmark_lsp.memory import quiet_gc, release_closed
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.progress import ClientProgress
-from stackmark_lsp.symbolization import SymbolService
+from stackmark_lsp.publishing import Publisher
 from stackmark_lsp.transport import HeadFirstInput, StackmarkProtocol, widen_pipe
 
 logger = logging.getLogger("stackmark_lsp")
@@ -77,22 +75,18 @@ class StackmarkServer(LanguageServer):
         self.codec = PositionCodec()
         self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
         self.reporter: ClientProgress | None = None
-        self.records: dict[str, problems.ModuleRecords] = {}
         self.views: dict[str, view.View] = {}
         self.rendering: dict[str, tuple[int, asyncio.Future[view.View]]] = {}
         self.render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-view")
         self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
-        self.resolving: set[str] = set()
         self.content_registered = False
         self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
-        self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
-        # The last diagnostics published for each log.
-        self.published: dict[str, list[types.Diagnostic]] = {}
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
         self.configuration = Configuration(self)
-        self.configuration.rebuilt += [self.views.clear, self.resolving.clear]
+        self.publisher = Publisher(self)
+        self.configuration.rebuilt += [self.views.clear, self.publisher.forget_lookups]
 
     def loop_call(self, function: Callable[..., object], *args: object) -> None:
         """Call `function` on the event loop: now if this is its thread, else soon."""
@@ -106,89 +100,6 @@ class StackmarkServer(LanguageServer):
     def _loop(self) -> asyncio.AbstractEventLoop:
         assert self.reporter is not None
         return self.reporter.loop
-
-    # -- diagnostics -------------------------------------------------------------------
-
-    def diagnostics_of(
-        self, log: OpenLog, preview: split.Preview | None = None
-    ) -> tuple[list[types.Diagnostic], list[Module]]:
-        """(the log's diagnostics, modules whose binary was not looked for yet)."""
-        assert self.configuration.service is not None
-        found = problems.markup_diagnostics(log, self.messages, preview)
-        records = self.records.setdefault(log.uri, problems.ModuleRecords())
-        missing, unknown = problems.module_diagnostics(
-            log, records, self.configuration.service, self.messages, preview
-        )
-        return found + missing, unknown
-
-    def publish(self, log: OpenLog, preview: split.Preview | None = None) -> None:
-        """Publish the log's diagnostics (from `preview` while its index is being read)."""
-        if not self.ready.is_set():
-            return  # `initialized` publishes every open log once the settings are known
-        assert self.configuration.service is not None
-        diagnostics, unknown = self.diagnostics_of(log, preview)
-        self.published[log.uri] = diagnostics
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=log.uri, diagnostics=diagnostics, version=log.version
-            )
-        )
-        self._look_for(unknown, self.configuration.service)
-
-    def publish_head(self, head: Head) -> None:
-        """Publish the diagnostics of the first crash reports of a large log whose
-        `didOpen` is still arriving (head.py); the whole log's replace them. Its modules
-        start being looked for now."""
-        if not self.ready.is_set() or head.uri in self.logs:
-            return
-        assert self.configuration.service is not None
-        started = time.perf_counter()
-        log = OpenLog(head.uri, head.text, head.version, self.codec)
-        lines = len(log.document) - 1
-        if not log.index.opens_cleanly(lines):
-            return  # a multi-line element runs on past the cut
-        found = problems.markup_diagnostics(log, self.messages)
-        missing, unknown = problems.module_diagnostics(
-            log, problems.ModuleRecords(), self.configuration.service, self.messages
-        )
-        logger.info(
-            "%s: diagnostics of the first %d lines made in %.3f s, published before the "
-            "rest of the didOpen message",
-            head.uri,
-            lines,
-            time.perf_counter() - started,
-        )
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=head.uri, diagnostics=found + missing, version=head.version
-            )
-        )
-        self._look_for(unknown, self.configuration.service)
-
-    def _look_for(self, unknown: list[Module], service: SymbolService) -> None:
-        """Look for the binaries of `unknown` modules in the background, then publish the
-        diagnostics of every open log again."""
-        pending = [m for m in unknown if m.build_id not in self.resolving]
-        if pending:
-            self.resolving.update(m.build_id for m in pending)
-            task = asyncio.ensure_future(self._resolve_then_publish(pending, service))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _resolve_then_publish(self, modules: list[Any], service: SymbolService) -> None:
-        await asyncio.gather(*(service.run(service.resolve, m) for m in modules))
-        if service is not self.configuration.service:
-            return  # the settings changed meanwhile; the new service starts over
-        for log in list(self.logs.values()):
-            self.publish(log)
-
-    def republish_all(self) -> None:
-        for log in self.logs.values():
-            self.publish(log)
-        for name in ("inlay_hint", "code_lens", "semantic_tokens"):
-            if capabilities.refreshes(self.client_capabilities, name):
-                request = getattr(self, f"workspace_{name}_refresh")
-                request(None)
 
     def complete_later(self, log: OpenLog) -> None:
         """Fill in the entries the opening pass left out (index.py), a few chunks at a
@@ -369,7 +280,7 @@ async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> N
     await ls.configuration.pull()
     ls.configuration.apply()
     ls.ready.set()
-    ls.republish_all()
+    ls.publisher.republish_all()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -379,7 +290,7 @@ async def configuration_changed(
     ls.configuration.pushed(params.settings)  # older clients push the section along
     await ls.configuration.pull()
     if ls.configuration.apply():
-        ls.republish_all()
+        ls.publisher.republish_all()
 
 
 @server.feature(types.SHUTDOWN)
@@ -409,13 +320,13 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
             halves.read_second_half(log.index)  # the child's half is not to be used
     ls.logs[document.uri] = log
     indexed = time.perf_counter()
-    ls.publish(log, preview)
+    ls.publisher.publish(log, preview)
     if halves is not None and preview is not None:  # the child read the second half
         with quiet_gc():
             halves.read_second_half(log.index)
-        if ls.ready.is_set() and ls.diagnostics_of(log)[0] != ls.published.get(log.uri):
+        if ls.publisher.outdated(log):
             logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
-            ls.publish(log)
+            ls.publisher.publish(log)
     published = time.perf_counter()
     asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
     shown = view.view_uri(document.uri)
@@ -450,7 +361,7 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
                 logger.exception("the index could not follow an edit of %s", log.uri)
                 log.index.rebuild()
     ls.view_changed(log)
-    ls.publish(log)
+    ls.publisher.publish(log)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -458,10 +369,8 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
     uri = params.text_document.uri
     ls.logs.pop(uri, None)
     ls.views.pop(uri, None)
-    ls.records.pop(uri, None)
-    ls.published.pop(uri, None)
+    ls.publisher.closed(uri)
     release_closed()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 # -- features ------------------------------------------------------------------------------
@@ -628,4 +537,4 @@ def _head_arrived(start: bytes) -> None:
     """The first bytes of a large message (on the reading thread): if it opens a log,
     have the loop publish its first crash reports' diagnostics."""
     if server.ready.is_set() and (head := parse_head(start)) is not None:
-        server.loop_call(server.publish_head, head)
+        server.loop_call(server.publisher.publish_head, head)

@@ -17,16 +17,7 @@ from lsprotocol import types
 from stackmark_lsp.configuration import Configuration
 from stackmark_lsp.messages import Messages
 
-
-class SilentProgress:
-    def begin(self, title: str) -> object:
-        return title
-
-    def report(self, handle: object, message: str, percentage: int | None = None) -> None:
-        pass
-
-    def end(self, handle: object) -> None:
-        pass
+from tests.lsp.silent_progress import SilentProgress
 
 
 class Host:
