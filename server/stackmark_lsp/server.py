@@ -19,7 +19,6 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 from lsprotocol import types
@@ -47,6 +46,7 @@ from stackmark_lsp.messages import Messages
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.publishing import Publisher
 from stackmark_lsp.transport import HeadFirstInput, StackmarkProtocol, widen_pipe
+from stackmark_lsp.views import Views
 
 logger = logging.getLogger("stackmark_lsp")
 
@@ -75,18 +75,13 @@ class StackmarkServer(LanguageServer):
         self.codec = PositionCodec()
         self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
         self.reporter: ClientProgress | None = None
-        self.views: dict[str, view.View] = {}
-        self.rendering: dict[str, tuple[int, asyncio.Future[view.View]]] = {}
-        self.render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-view")
-        self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
-        self.content_registered = False
-        self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
         self.configuration = Configuration(self)
         self.publisher = Publisher(self)
-        self.configuration.rebuilt += [self.views.clear, self.publisher.forget_lookups]
+        self.views = Views(self)
+        self.configuration.rebuilt += [self.views.forget_all, self.publisher.forget_lookups]
 
     def loop_call(self, function: Callable[..., object], *args: object) -> None:
         """Call `function` on the event loop: now if this is its thread, else soon."""
@@ -113,88 +108,16 @@ class StackmarkServer(LanguageServer):
         if more:
             asyncio.get_running_loop().call_later(COMPLETION_PAUSE, self.complete_later, log)
 
-    # -- the symbolized view ---------------------------------------------------------
-
-    async def view_of(self, log: OpenLog) -> view.View:
-        known = self.views.get(log.uri)
-        if known is not None and known.version == log.version:
-            return known
-        version, running = self.rendering.get(log.uri, (None, None))
-        if running is None or version != log.version or running.done():
-            running = asyncio.ensure_future(self._render(log))
-            self.rendering[log.uri] = (log.version, running)
-        return await asyncio.shield(running)
-
-    async def _render(self, log: OpenLog) -> view.View:
-        assert self.configuration.service is not None and self.reporter is not None
-        service, progress = self.configuration.service, self.reporter
-        pieces, version = [chunk.text for chunk in log.document.chunks], log.version
-        handle = progress.begin(self.messages("progress.symbolize", name=log.name))
-
-        def report(done: int, total: int) -> None:
-            message = self.messages("progress.lines", done=done, total=total)
-            progress.report(handle, message, int(100 * done / max(total, 1)))
-
-        try:
-            loop = asyncio.get_running_loop()
-            rendered = await loop.run_in_executor(
-                self.render_pool,
-                functools.partial(view.render, pieces, version, service, self.naming, report),
-            )
-        finally:
-            progress.end(handle)
-        if log.version == version and self.logs.get(log.uri) is log:
-            self.views[log.uri] = rendered
-        return rendered
-
-    def view_changed(self, log: OpenLog) -> None:
-        """After an edit: the view is stale; tell a client showing it, once things settle."""
-        self.views.pop(log.uri, None)
-        uri = view.view_uri(log.uri)
-        if uri not in self.view_uris or not self.content_registered:
-            return
-        handle = self._refresh_handles.pop(log.uri, None)
-        if handle is not None:
-            handle.cancel()
-        self._refresh_handles[log.uri] = asyncio.get_running_loop().call_later(
-            0.5, self.refresh_view_now, log.uri
-        )
-
-    def refresh_view_now(self, log_uri: str) -> None:
-        """Send the refresh `view_changed` scheduled for the log's view, now (the timer's
-        end, or the view is about to be shown: a client that still holds the old text
-        would show it, one edit behind)."""
-        handle = self._refresh_handles.pop(log_uri, None)
-        if handle is None:
-            return  # nothing pending: the client was told, or nothing changed
-        handle.cancel()
-        self.workspace_text_document_content_refresh(
-            types.TextDocumentContentRefreshParams(uri=view.view_uri(log_uri))
-        )
-
-    def log_for_view(self, uri: str) -> OpenLog | None:
-        original = self.view_uris.get(uri) or view.log_uri(uri)
-        if original is None:
-            return None
-        found = self.logs.get(original)
-        if found is not None:
-            return found
-        wanted = uri_to_path(original)
-        for log in self.logs.values():  # the same file, spelled differently
-            if wanted is not None and log.path == wanted:
-                return log
-        return None
-
     async def symbolize(self, uri: str, line: int, *, with_text: bool) -> dict[str, Any]:
         log = self.logs.get(uri)
         if log is None:
             raise ValueError(f"{uri} is not open")
-        shown = await self.view_of(log)
+        shown = await self.views.view_of(log)
         target = view.view_uri(uri)
-        self.view_uris[target] = uri
+        self.views.handed_out[target] = uri
         target_line = shown.line_for(line)
         result: dict[str, Any] = {"uri": target, "line": target_line}
-        if with_text or not self.content_registered:
+        if with_text or not self.views.registered:
             result["text"] = shown.large_text()
         return result
 
@@ -259,24 +182,7 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
 async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> None:
     encoding = ls.workspace.position_encoding
     ls.codec.encoding = str(getattr(encoding, "value", encoding) or "utf-16")
-    if capabilities.content_registration(ls.client_capabilities):
-        try:
-            await ls.client_register_capability_async(
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id="stackmark-symbolized-view",
-                            method=types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
-                            register_options=types.TextDocumentContentRegistrationOptions(
-                                schemes=[view.SCHEME]
-                            ),
-                        )
-                    ]
-                )
-            )
-            ls.content_registered = True
-        except Exception:
-            logger.warning("the client refused the symbolized view's scheme", exc_info=True)
+    await ls.views.register_scheme()
     await ls.configuration.pull()
     ls.configuration.apply()
     ls.ready.set()
@@ -296,7 +202,7 @@ async def configuration_changed(
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: StackmarkServer, params: None) -> None:
     ls.configuration.close()
-    ls.render_pool.shutdown(wait=False, cancel_futures=True)
+    ls.views.close()
 
 
 # -- documents -------------------------------------------------------------------------
@@ -329,13 +235,7 @@ def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> No
             ls.publisher.publish(log)
     published = time.perf_counter()
     asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
-    shown = view.view_uri(document.uri)
-    if ls.content_registered and shown in ls.view_uris:
-        # The client may hold the view of this log from before it was closed (or a
-        # request for it failed while it was closed): have it read the view again.
-        ls.workspace_text_document_content_refresh(
-            types.TextDocumentContentRefreshParams(uri=shown)
-        )
+    ls.views.opened(document.uri)
     logger.info(
         "opened %s: %d lines cut into chunks in %.3f s, indexed in %.3f s%s, "
         "diagnostics published in %.3f s",
@@ -360,7 +260,7 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
             except Exception:  # the text is right; read it again rather than stop serving
                 logger.exception("the index could not follow an edit of %s", log.uri)
                 log.index.rebuild()
-    ls.view_changed(log)
+    ls.views.changed(log)
     ls.publisher.publish(log)
 
 
@@ -368,7 +268,7 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
 def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.logs.pop(uri, None)
-    ls.views.pop(uri, None)
+    ls.views.closed(uri)
     ls.publisher.closed(uri)
     release_closed()
 
@@ -482,11 +382,7 @@ async def text_document_content(
     ls: StackmarkServer, params: types.TextDocumentContentParams
 ) -> dict[str, object]:
     await ls.ready.wait()
-    log = ls.log_for_view(params.uri)
-    if log is None:
-        raise ValueError(f"no open log for {params.uri}")
-    ls.view_uris[params.uri] = log.uri
-    shown = await ls.view_of(log)
+    shown = await ls.views.content(params.uri)
     # TextDocumentContentResult's shape, as a plain object: its text is written out
     # piece by piece when the answer is sent (`StackmarkProtocol._send_data`).
     return {"text": shown.large_text()}
@@ -498,8 +394,8 @@ async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, A
     await ls.ready.wait()
     uri, line = _command_arguments(arguments)
     result = await ls.symbolize(uri, line, with_text=False)
-    if ls.content_registered and capabilities.show_document(ls.client_capabilities):
-        ls.refresh_view_now(uri)  # an edit still waiting to be announced: before showing
+    if ls.views.registered and capabilities.show_document(ls.client_capabilities):
+        ls.views.refresh_now(uri)  # an edit still waiting to be announced: before showing
         position = types.Position(line=result["line"], character=0)
         await ls.window_show_document_async(
             types.ShowDocumentParams(
