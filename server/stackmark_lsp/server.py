@@ -17,7 +17,6 @@ import functools
 import io
 import logging
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -30,8 +29,8 @@ from stackmark_lsp import (
     __version__,
     capabilities,
     navigation,
+    opening,
     outline,
-    split,
     tokens,
     view,
 )
@@ -52,11 +51,6 @@ logger = logging.getLogger("stackmark_lsp")
 
 SYMBOLIZE_COMMAND = "stackmark.symbolize"
 SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
-# Background filling of the entries left out on open: chunks per turn (~0.4 ms each),
-# the pause between turns, and the wait before the first (the first hovers come then).
-COMPLETED_PER_TURN = 8
-COMPLETION_PAUSE = 0.005
-COMPLETION_DELAY = 1.0
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
@@ -95,18 +89,6 @@ class StackmarkServer(LanguageServer):
     def _loop(self) -> asyncio.AbstractEventLoop:
         assert self.reporter is not None
         return self.reporter.loop
-
-    def complete_later(self, log: OpenLog) -> None:
-        """Fill in the entries the opening pass left out (index.py), a few chunks at a
-        time with pauses between, so that requests and the worker threads (a hover's
-        lookup, the search for binaries) are not kept waiting meanwhile; whatever a
-        request needs before that is filled in on the spot."""
-        if self.logs.get(log.uri) is not log:
-            return  # closed, or opened again
-        with quiet_gc():
-            more = log.index.complete(COMPLETED_PER_TURN)
-        if more:
-            asyncio.get_running_loop().call_later(COMPLETION_PAUSE, self.complete_later, log)
 
     async def symbolize(self, uri: str, line: int, *, with_text: bool) -> dict[str, Any]:
         log = self.logs.get(uri)
@@ -210,42 +192,9 @@ def shutdown(ls: StackmarkServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> None:
-    document = params.text_document
-    started = time.perf_counter()
-    with quiet_gc():
-        halves = split.fork_second_half(document.uri, document.text)
-        stop = halves.offset if halves is not None else None
-        log = OpenLog(
-            document.uri, document.text, document.version, ls.codec, read=False, stop=stop
-        )
-        cut = time.perf_counter()
-        preview = None
-        if halves is None:
-            log.index.rebuild()
-        elif (preview := halves.read_first_half(log.index)) is None:
-            halves.read_second_half(log.index)  # the child's half is not to be used
-    ls.logs[document.uri] = log
-    indexed = time.perf_counter()
-    ls.publisher.publish(log, preview)
-    if halves is not None and preview is not None:  # the child read the second half
-        with quiet_gc():
-            halves.read_second_half(log.index)
-        if ls.publisher.outdated(log):
-            logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
-            ls.publisher.publish(log)
-    published = time.perf_counter()
-    asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
-    ls.views.opened(document.uri)
-    logger.info(
-        "opened %s: %d lines cut into chunks in %.3f s, indexed in %.3f s%s, "
-        "diagnostics published in %.3f s",
-        document.uri,
-        len(log.document),
-        cut - started,
-        indexed - cut,
-        " (two processes)" if preview is not None else "",
-        published - indexed,
-    )
+    log = opening.open_log(params.text_document, ls.codec, ls.logs, ls.publisher)
+    opening.complete_in_background(log, ls.logs)
+    ls.views.opened(log.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
