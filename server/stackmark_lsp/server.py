@@ -28,11 +28,11 @@ from stackmark.markup.naming import NameOptions, Naming
 from stackmark_lsp import (
     __version__,
     capabilities,
+    commands,
     navigation,
     opening,
     outline,
     tokens,
-    view,
 )
 from stackmark_lsp.configuration import Configuration
 from stackmark_lsp.document import PositionCodec
@@ -49,8 +49,6 @@ from stackmark_lsp.views import Views
 
 logger = logging.getLogger("stackmark_lsp")
 
-SYMBOLIZE_COMMAND = "stackmark.symbolize"
-SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
@@ -89,19 +87,6 @@ class StackmarkServer(LanguageServer):
     def _loop(self) -> asyncio.AbstractEventLoop:
         assert self.reporter is not None
         return self.reporter.loop
-
-    async def symbolize(self, uri: str, line: int, *, with_text: bool) -> dict[str, Any]:
-        log = self.logs.get(uri)
-        if log is None:
-            raise ValueError(f"{uri} is not open")
-        shown = await self.views.view_of(log)
-        target = view.view_uri(uri)
-        self.views.handed_out[target] = uri
-        target_line = shown.line_for(line)
-        result: dict[str, Any] = {"uri": target, "line": target_line}
-        if with_text or not self.views.registered:
-            result["text"] = shown.large_text()
-        return result
 
 
 server = StackmarkServer()
@@ -323,7 +308,7 @@ async def code_lens(ls: StackmarkServer, params: types.CodeLensParams) -> list[t
     log = _log(ls, params.text_document.uri)
     if log is None:
         return []
-    return outline.code_lenses(log, ls.messages, SYMBOLIZE_COMMAND)
+    return outline.code_lenses(log, ls.messages, commands.SYMBOLIZE)
 
 
 @server.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
@@ -337,38 +322,19 @@ async def text_document_content(
     return {"text": shown.large_text()}
 
 
-@server.command(SYMBOLIZE_COMMAND)
+@server.command(commands.SYMBOLIZE)
 async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """Open the symbolized view (at the backtrace of `line`): [uri, line?]."""
     await ls.ready.wait()
-    uri, line = _command_arguments(arguments)
-    result = await ls.symbolize(uri, line, with_text=False)
-    if ls.views.registered and capabilities.show_document(ls.client_capabilities):
-        ls.views.refresh_now(uri)  # an edit still waiting to be announced: before showing
-        position = types.Position(line=result["line"], character=0)
-        await ls.window_show_document_async(
-            types.ShowDocumentParams(
-                uri=result["uri"],
-                take_focus=True,
-                selection=types.Range(start=position, end=position),
-            )
-        )
-    return result
+    return await commands.symbolize(ls, *commands.arguments(arguments))
 
 
-@server.command(SYMBOLIZED_TEXT_COMMAND)
+@server.command(commands.SYMBOLIZED_TEXT)
 async def symbolized_text_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """The symbolized text of a log, for clients without virtual documents: [uri, line?]."""
     await ls.ready.wait()
-    uri, line = _command_arguments(arguments)
-    return await ls.symbolize(uri, line, with_text=True)
-
-
-def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
-    if not arguments or not isinstance(arguments[0], str):
-        raise ValueError("expected the log's URI as the first argument")
-    line = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], int) else 0
-    return arguments[0], line
+    uri, line = commands.arguments(arguments)
+    return await commands.symbolized(ls.logs, ls.views, uri, line, with_text=True)
 
 
 def serve() -> None:
