@@ -40,7 +40,7 @@ from stackmark_lsp.head import parse_head
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
-from stackmark_lsp.memory import quiet_gc, release_closed
+from stackmark_lsp.memory import release_closed
 from stackmark_lsp.messages import Messages
 from stackmark_lsp.progress import ClientProgress
 from stackmark_lsp.publishing import Publisher
@@ -187,13 +187,7 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
     log = ls.logs.get(params.text_document.uri)
     if log is None:
         return
-    with quiet_gc():
-        for change in params.content_changes:
-            try:
-                log.change(change, params.text_document.version)
-            except Exception:  # the text is right; read it again rather than stop serving
-                logger.exception("the index could not follow an edit of %s", log.uri)
-                log.index.rebuild()
+    log.edit(params.content_changes, params.text_document.version)
     ls.views.changed(log)
     ls.publisher.publish(log)
 
