@@ -1,13 +1,31 @@
-"""`stackmark lsp`: the language server for logs that carry symbolizer markup.
+"""`stackmark lsp`: the language server's handlers, its state, and `serve()`.
 
-Handlers are thin: each finds the open log, asks the module that knows
-(hover.py, navigation.py, hints.py, tokens.py, outline.py, problems.py,
-view.py) and converts the answer for LSP. The log's text and index live
-in `OpenLog` (logs.py); symbolization runs in worker threads
-(symbolization.py), so requests keep being answered while a binary is
-indexed or a view is rendered. How messages travel (document sync, large
-answers, the stdin pipe) is transport.py's; when the garbage collector
-runs is memory.py's.
+A handler finds the open log, asks the module that knows, and converts the
+answer for LSP (the shape of jedi-language-server's server.py). Where each
+thing is known:
+
+    the log         logs.py (`OpenLog`: text, index, positions, edits) over
+                    document.py (chunks), index.py and scan.py (what each line
+                    holds), epochs.py (each crash report's modules and mappings)
+    opening it      opening.py (`open_log`: one pass, or two halves at once,
+                    split.py; the entries left out filled in later), head.py
+                    (the first crash reports of a didOpen still arriving)
+    diagnostics     problems.py makes them; publishing.py (`Publisher`) sends
+                    them, and again once modules were looked for
+    settings        settings.py parses them; configuration.py (`Configuration`)
+                    keeps them and the symbol services made from them
+    symbols         symbolization.py (`SymbolService`, worker threads, so that
+                    requests are answered while a binary is indexed),
+                    navigation_service.py; the features ask lookups.py's protocols
+    features        hover.py, navigation.py (definitions, links), hints.py,
+                    tokens.py, outline.py (symbols, code lenses)
+    the view        view.py (one view's text), views.py (`Views`: kept per log,
+                    refreshed in the client), commands.py (the symbolize commands)
+    the client      capabilities.py (what it can do), progress.py (work-done
+                    progress), messages.py (English and Japanese)
+    plumbing        transport.py (how messages travel: document sync, large
+                    answers, the stdin pipe), memory.py (when the GC runs),
+                    command.py (the command line that calls `serve`)
 """
 
 from __future__ import annotations
@@ -53,7 +71,9 @@ _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
 class StackmarkServer(LanguageServer):
-    """The server's state: open logs, settings, the symbolizer, the views."""
+    """The server's state: the open logs and the parts that know (see the module
+    docstring), with what they share (the client's language, positions' encoding,
+    the naming of frames, progress, whether the settings are known yet)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -66,7 +86,7 @@ class StackmarkServer(LanguageServer):
         self.messages = Messages()
         self.codec = PositionCodec()
         self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
-        self.reporter: ClientProgress | None = None
+        self.reporter: ClientProgress | None = None  # made at `initialize`
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
