@@ -28,6 +28,12 @@ def link_tooltips(capabilities: types.ClientCapabilities) -> bool:
     return bool(links and links.tooltip_support)
 
 
+def work_done_progress(capabilities: types.ClientCapabilities) -> bool:
+    """Whether the server may start progress reports of its own (progress.py)."""
+    window = capabilities.window
+    return bool(window and window.work_done_progress)
+
+
 def show_document(capabilities: types.ClientCapabilities) -> bool:
     window = capabilities.window
     return bool(window and window.show_document and window.show_document.support)

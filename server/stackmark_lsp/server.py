@@ -153,11 +153,10 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
     ls.messages = Messages(params.locale)
     ls.configuration.initialization_options = params.initialization_options
     ls.configuration.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
-    window = params.capabilities.window
     ls.reporter = ClientProgress(
         ls,
         asyncio.get_event_loop(),
-        bool(window and window.work_done_progress),
+        capabilities.work_done_progress(params.capabilities),
         ls.messages("progress.done"),
     )
     ls.configuration.apply()

@@ -33,6 +33,7 @@ def test_an_absent_capability_is_one_the_client_lacks() -> None:
     assert not capabilities.location_links(nothing)
     assert not capabilities.link_tooltips(nothing)
     assert not capabilities.show_document(nothing)
+    assert not capabilities.work_done_progress(nothing)
     assert not capabilities.refreshes(nothing, "inlay_hint")
     assert not capabilities.content_registration(nothing)
 
@@ -40,7 +41,8 @@ def test_an_absent_capability_is_one_the_client_lacks() -> None:
 def test_each_question_reads_its_own_part_of_the_capabilities() -> None:
     given = types.ClientCapabilities(
         window=types.WindowClientCapabilities(
-            show_document=types.ShowDocumentClientCapabilities(support=True)
+            work_done_progress=True,
+            show_document=types.ShowDocumentClientCapabilities(support=True),
         ),
         text_document=types.TextDocumentClientCapabilities(
             definition=types.DefinitionClientCapabilities(link_support=True),
@@ -56,6 +58,7 @@ def test_each_question_reads_its_own_part_of_the_capabilities() -> None:
     assert capabilities.location_links(given)
     assert capabilities.link_tooltips(given)
     assert capabilities.show_document(given)
+    assert capabilities.work_done_progress(given)
     assert capabilities.refreshes(given, "inlay_hint")
     assert not capabilities.refreshes(given, "code_lens")
     assert capabilities.content_registration(given)
