@@ -106,7 +106,7 @@ class Configuration:
             types.ShowMessageParams(type=types.MessageType.Warning, message=text),
         )
 
-    def pushed(self, settings: object) -> None:
+    def take_pushed(self, settings: object) -> None:
         """Take the `stackmark` section from a `didChangeConfiguration` that carries it."""
         if isinstance(settings, dict) and isinstance(settings.get("stackmark"), dict):
             self.section = settings["stackmark"]

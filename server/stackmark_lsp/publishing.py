@@ -105,9 +105,9 @@ class Publisher:
     def outdated(self, log: OpenLog) -> bool:
         """Whether the diagnostics published last for `log` are not its index's (after a
         publication from a preview)."""
-        return self.host.ready.is_set() and self.diagnostics_of(log)[0] != self.published.get(
-            log.uri
-        )
+        if not self.host.ready.is_set():
+            return False
+        return self.diagnostics_of(log)[0] != self.published.get(log.uri)
 
     def publish_head(self, head: Head) -> None:
         """Publish the diagnostics of the first crash reports of a large log whose

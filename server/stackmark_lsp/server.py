@@ -179,7 +179,7 @@ async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> N
 async def configuration_changed(
     ls: StackmarkServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    ls.configuration.pushed(params.settings)  # older clients push the section along
+    ls.configuration.take_pushed(params.settings)  # older clients push the section along
     await ls.configuration.pull()
     if ls.configuration.apply():
         ls.publisher.republish_all()

@@ -88,9 +88,9 @@ def test_problems_in_the_settings_are_shown_each_time_they_are_applied(tmp_path:
 def test_the_pulled_section_replaces_the_pushed_one_and_a_failed_pull_keeps_it() -> None:
     host = Host()
     configuration = Configuration(host)
-    configuration.pushed({"stackmark": {"objects": ["/a"]}})
+    configuration.take_pushed({"stackmark": {"objects": ["/a"]}})
     assert configuration.section == {"objects": ["/a"]}
-    configuration.pushed({"other": {"objects": ["/b"]}})  # nothing of ours: kept
+    configuration.take_pushed({"other": {"objects": ["/b"]}})  # nothing of ours: kept
     assert configuration.section == {"objects": ["/a"]}
 
     host.answer = [{"objects": ["/c"]}]
