@@ -8,7 +8,7 @@ index takes as long again. The first lines of the message, though, arrive
 as soon as the client starts writing it. For a large message the server's
 reading loop (transport.py) hands its first bytes to `parse_head`, and the
 server publishes the diagnostics of the crash reports they hold right away
-(`StackmarkServer.publish_head`); the whole log's diagnostics replace them
+(`Publisher.publish_head`, publishing.py); the whole log's diagnostics replace them
 when the message is complete and read, as any later publication does.
 
 `parse_head` recognises the start of a `didOpen` whose text item lists `uri`,

@@ -8,7 +8,9 @@ decoded by the core, with the epoch in force where it stands.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
@@ -20,6 +22,9 @@ from stackmark.markup.syntax import Element
 from stackmark_lsp.document import Document, PositionCodec
 from stackmark_lsp.epochs import Epoch
 from stackmark_lsp.index import Index
+from stackmark_lsp.memory import quiet_gc
+
+logger = logging.getLogger("stackmark_lsp")  # the server's log lines keep one name
 
 
 def uri_to_path(uri: str) -> str | None:
@@ -61,6 +66,18 @@ class OpenLog:
         return os.path.basename(path) or self.uri
 
     # -- edits -----------------------------------------------------------------------
+
+    def edit(self, changes: Sequence[types.TextDocumentContentChangeEvent], version: int) -> None:
+        """Apply a `didChange`'s changes in order, with the garbage collector quiet
+        (memory.py). If the index cannot follow one, it is read again from the text,
+        which is right: the log keeps being served."""
+        with quiet_gc():
+            for change in changes:
+                try:
+                    self.change(change, version)
+                except Exception:
+                    logger.exception("the index could not follow an edit of %s", self.uri)
+                    self.index.rebuild()
 
     def change(self, change: types.TextDocumentContentChangeEvent, version: int) -> None:
         """Apply one content change (a range edit, or the whole text)."""

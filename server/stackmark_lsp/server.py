@@ -1,13 +1,31 @@
-"""`stackmark lsp`: the language server for logs that carry symbolizer markup.
+"""`stackmark lsp`: the language server's handlers, its state, and `serve()`.
 
-Handlers are thin: each finds the open log, asks the module that knows
-(hover.py, navigation.py, hints.py, tokens.py, outline.py, problems.py,
-view.py) and converts the answer for LSP. The log's text and index live
-in `OpenLog` (logs.py); symbolization runs in worker threads
-(symbolization.py), so requests keep being answered while a binary is
-indexed or a view is rendered. How messages travel (document sync, large
-answers, the stdin pipe) is transport.py's; when the garbage collector
-runs is memory.py's.
+A handler finds the open log, asks the module that knows, and converts the
+answer for LSP (the shape of jedi-language-server's server.py). Where each
+thing is known:
+
+    the log         logs.py (`OpenLog`: text, index, positions, edits) over
+                    document.py (chunks), index.py and scan.py (what each line
+                    holds), epochs.py (each crash report's modules and mappings)
+    opening it      opening.py (`open_log`: one pass, or two halves at once,
+                    split.py; the entries left out filled in later), head.py
+                    (the first crash reports of a didOpen still arriving)
+    diagnostics     problems.py makes them; publishing.py (`Publisher`) sends
+                    them, and again once modules were looked for
+    settings        settings.py parses them; configuration.py (`Configuration`)
+                    keeps them and the symbol services made from them
+    symbols         symbolization.py (`SymbolService`, worker threads, so that
+                    requests are answered while a binary is indexed),
+                    navigation_service.py; the features ask lookups.py's protocols
+    features        hover.py, navigation.py (definitions, links), hints.py,
+                    tokens.py, outline.py (symbols, code lenses)
+    the view        view.py (one view's text), views.py (`Views`: kept per log,
+                    refreshed in the client), commands.py (the symbolize commands)
+    the client      capabilities.py (what it can do), progress.py (work-done
+                    progress), messages.py (English and Japanese)
+    plumbing        transport.py (how messages travel: document sync, large
+                    answers, the stdin pipe), memory.py (when the GC runs),
+                    command.py (the command line that calls `serve`)
 """
 
 from __future__ import annotations
@@ -17,9 +35,7 @@ import functools
 import io
 import logging
 import sys
-import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 from lsprotocol import types
@@ -27,35 +43,37 @@ from pygls.lsp.server import LanguageServer
 
 from stackmark.demangle import demangle, demangle_symbol
 from stackmark.markup.naming import NameOptions, Naming
-from stackmark.model import Module
-from stackmark_lsp import __version__, navigation, outline, problems, split, tokens, view
+from stackmark_lsp import (
+    __version__,
+    capabilities,
+    commands,
+    navigation,
+    opening,
+    outline,
+    tokens,
+)
+from stackmark_lsp.configuration import Configuration
 from stackmark_lsp.document import PositionCodec
-from stackmark_lsp.head import Head, parse_head
+from stackmark_lsp.head import parse_head
 from stackmark_lsp.hints import inlay_hints
 from stackmark_lsp.hover import HoverBuilder
 from stackmark_lsp.logs import OpenLog, uri_to_path
-from stackmark_lsp.memory import quiet_gc, release_closed
+from stackmark_lsp.memory import release_closed
 from stackmark_lsp.messages import Messages
-from stackmark_lsp.navigation_service import NavigationService, SourceFinder
 from stackmark_lsp.progress import ClientProgress
-from stackmark_lsp.settings import Problem, Settings, parse
-from stackmark_lsp.symbolization import SymbolService
+from stackmark_lsp.publishing import Publisher
 from stackmark_lsp.transport import HeadFirstInput, StackmarkProtocol, widen_pipe
+from stackmark_lsp.views import Views
 
 logger = logging.getLogger("stackmark_lsp")
 
-SYMBOLIZE_COMMAND = "stackmark.symbolize"
-SYMBOLIZED_TEXT_COMMAND = "stackmark.symbolizedText"
-# Background filling of the entries left out on open: chunks per turn (~0.4 ms each),
-# the pause between turns, and the wait before the first (the first hovers come then).
-COMPLETED_PER_TURN = 8
-COMPLETION_PAUSE = 0.005
-COMPLETION_DELAY = 1.0
 _Handler = TypeVar("_Handler", bound=Callable[..., Awaitable[Any]])
 
 
 class StackmarkServer(LanguageServer):
-    """The server's state: open logs, settings, the symbolizer, the views."""
+    """The server's state: the open logs and the parts that know (see the module
+    docstring), with what they share (the client's language, positions' encoding,
+    the naming of frames, progress, whether the settings are known yet)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -66,86 +84,19 @@ class StackmarkServer(LanguageServer):
         )
         self.logs: dict[str, OpenLog] = {}
         self.messages = Messages()
-        self.initialization_options: object = None
-        self.configuration: object = None
-        self.root: str | None = None
-        self.settings = Settings()
         self.codec = PositionCodec()
         self.naming = Naming(NameOptions(), demangle_name=demangle_symbol, demangle_symbol=demangle)
-        self.service: SymbolService | None = None
-        self.reporter: ClientProgress | None = None
-        self.records: dict[str, problems.ModuleRecords] = {}
-        self.views: dict[str, view.View] = {}
-        self.rendering: dict[str, tuple[int, asyncio.Future[view.View]]] = {}
-        self.render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stackmark-view")
-        self.view_uris: dict[str, str] = {}  # view URI -> log URI, for the views handed out
-        self.resolving: set[str] = set()
-        self.content_registered = False
-        self.sources: SourceFinder | None = None
-        self.navigation: NavigationService | None = None
-        self._refresh_handles: dict[str, asyncio.TimerHandle] = {}
-        self.tasks: set[asyncio.Future[None]] = set()  # background work, kept alive
-        # The last diagnostics published for each log.
-        self.published: dict[str, list[types.Diagnostic]] = {}
+        self.reporter: ClientProgress | None = None  # made at `initialize`
         # Set once the client's configuration is known (requests wait for it, so that
         # nothing is answered with the defaults the settings are about to replace).
         self.ready = asyncio.Event()
-
-    # -- capabilities ------------------------------------------------------------------
-
-    @property
-    def capabilities(self) -> types.ClientCapabilities:
-        return self.client_capabilities
-
-    def supports_markdown(self) -> bool:
-        hover = self.capabilities.text_document and self.capabilities.text_document.hover
-        formats = hover.content_format if hover else None
-        return not formats or types.MarkupKind.Markdown in formats
-
-    def supports_links(self) -> bool:
-        definition = self.capabilities.text_document and self.capabilities.text_document.definition
-        return bool(definition and definition.link_support)
-
-    def supports_show_document(self) -> bool:
-        window = self.capabilities.window
-        return bool(window and window.show_document and window.show_document.support)
-
-    def workspace_flag(self, name: str) -> bool:
-        """Whether the client can be asked to refresh `name` (inlay hints, code lenses...)."""
-        workspace = self.capabilities.workspace
-        part = getattr(workspace, name, None) if workspace else None
-        return bool(part and getattr(part, "refresh_support", False))
-
-    # -- settings and the symbolizer --------------------------------------------------
-
-    def apply_settings(self) -> list[Problem]:
-        """(Re)build the symbolizer when the settings changed; the problems found."""
-        settings, found = parse([self.initialization_options, self.configuration], self.root)
-        if self.service is not None and settings == self.settings:
-            return found
-        self.settings = settings
-        old = self.service
-        assert self.reporter is not None
-        self.service = SymbolService(
-            settings, self.reporter, self.messages, report=self.show_warning
-        )
-        self.sources = SourceFinder(settings, self.service)
-        self.navigation = NavigationService(self.service, self.sources)
-        self.views.clear()
-        self.resolving.clear()
-        if old is not None:
-            old.close()
-        return found
-
-    def show_warning(self, message: str) -> None:
-        """A message for the user, from any thread."""
-        text = self.messages("settings.debuginfod", reason=message)
-        self.loop_call(
-            self.window_show_message,
-            types.ShowMessageParams(type=types.MessageType.Warning, message=text),
-        )
+        self.configuration = Configuration(self)
+        self.publisher = Publisher(self)
+        self.views = Views(self)
+        self.configuration.rebuilt += [self.views.forget_all, self.publisher.forget_lookups]
 
     def loop_call(self, function: Callable[..., object], *args: object) -> None:
+        """Call `function` on the event loop: now if this is its thread, else soon."""
         try:
             asyncio.get_running_loop()
             function(*args)
@@ -156,210 +107,6 @@ class StackmarkServer(LanguageServer):
     def _loop(self) -> asyncio.AbstractEventLoop:
         assert self.reporter is not None
         return self.reporter.loop
-
-    def report_problems(self, found: list[Problem]) -> None:
-        for problem in found:
-            self.window_show_message(
-                types.ShowMessageParams(
-                    type=types.MessageType.Warning,
-                    message=self.messages(f"settings.{problem.reason}", key=problem.key),
-                )
-            )
-
-    async def pull_configuration(self) -> None:
-        """Ask the client for the `stackmark` section (clients that cannot answer are fine)."""
-        try:
-            answer = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section="stackmark")])
-                ),
-                timeout=10,
-            )
-        except Exception:  # no configuration support, or an error: keep what we have
-            logger.debug("workspace/configuration failed", exc_info=True)
-            return
-        if answer:
-            self.configuration = answer[0]
-
-    # -- diagnostics -------------------------------------------------------------------
-
-    def diagnostics_of(
-        self, log: OpenLog, preview: split.Preview | None = None
-    ) -> tuple[list[types.Diagnostic], list[Module]]:
-        """(the log's diagnostics, modules whose binary was not looked for yet)."""
-        assert self.service is not None
-        found = problems.markup_diagnostics(log, self.messages, preview)
-        records = self.records.setdefault(log.uri, problems.ModuleRecords())
-        missing, unknown = problems.module_diagnostics(
-            log, records, self.service, self.messages, preview
-        )
-        return found + missing, unknown
-
-    def publish(self, log: OpenLog, preview: split.Preview | None = None) -> None:
-        """Publish the log's diagnostics (from `preview` while its index is being read)."""
-        if not self.ready.is_set():
-            return  # `initialized` publishes every open log once the settings are known
-        assert self.service is not None
-        diagnostics, unknown = self.diagnostics_of(log, preview)
-        self.published[log.uri] = diagnostics
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=log.uri, diagnostics=diagnostics, version=log.version
-            )
-        )
-        self._look_for(unknown, self.service)
-
-    def publish_head(self, head: Head) -> None:
-        """Publish the diagnostics of the first crash reports of a large log whose
-        `didOpen` is still arriving (head.py); the whole log's replace them. Its modules
-        start being looked for now."""
-        if not self.ready.is_set() or head.uri in self.logs:
-            return
-        assert self.service is not None
-        started = time.perf_counter()
-        log = OpenLog(head.uri, head.text, head.version, self.codec)
-        lines = len(log.document) - 1
-        if not log.index.opens_cleanly(lines):
-            return  # a multi-line element runs on past the cut
-        found = problems.markup_diagnostics(log, self.messages)
-        missing, unknown = problems.module_diagnostics(
-            log, problems.ModuleRecords(), self.service, self.messages
-        )
-        logger.info(
-            "%s: diagnostics of the first %d lines made in %.3f s, published before the "
-            "rest of the didOpen message",
-            head.uri,
-            lines,
-            time.perf_counter() - started,
-        )
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=head.uri, diagnostics=found + missing, version=head.version
-            )
-        )
-        self._look_for(unknown, self.service)
-
-    def _look_for(self, unknown: list[Module], service: SymbolService) -> None:
-        """Look for the binaries of `unknown` modules in the background, then publish the
-        diagnostics of every open log again."""
-        pending = [m for m in unknown if m.build_id not in self.resolving]
-        if pending:
-            self.resolving.update(m.build_id for m in pending)
-            task = asyncio.ensure_future(self._resolve_then_publish(pending, service))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _resolve_then_publish(self, modules: list[Any], service: SymbolService) -> None:
-        await asyncio.gather(*(service.run(service.resolve, m) for m in modules))
-        if service is not self.service:
-            return  # the settings changed meanwhile; the new service starts over
-        for log in list(self.logs.values()):
-            self.publish(log)
-
-    def republish_all(self) -> None:
-        for log in self.logs.values():
-            self.publish(log)
-        for name in ("inlay_hint", "code_lens", "semantic_tokens"):
-            if self.workspace_flag(name):
-                request = getattr(self, f"workspace_{name}_refresh")
-                request(None)
-
-    def complete_later(self, log: OpenLog) -> None:
-        """Fill in the entries the opening pass left out (index.py), a few chunks at a
-        time with pauses between, so that requests and the worker threads (a hover's
-        lookup, the search for binaries) are not kept waiting meanwhile; whatever a
-        request needs before that is filled in on the spot."""
-        if self.logs.get(log.uri) is not log:
-            return  # closed, or opened again
-        with quiet_gc():
-            more = log.index.complete(COMPLETED_PER_TURN)
-        if more:
-            asyncio.get_running_loop().call_later(COMPLETION_PAUSE, self.complete_later, log)
-
-    # -- the symbolized view ---------------------------------------------------------
-
-    async def view_of(self, log: OpenLog) -> view.View:
-        known = self.views.get(log.uri)
-        if known is not None and known.version == log.version:
-            return known
-        version, running = self.rendering.get(log.uri, (None, None))
-        if running is None or version != log.version or running.done():
-            running = asyncio.ensure_future(self._render(log))
-            self.rendering[log.uri] = (log.version, running)
-        return await asyncio.shield(running)
-
-    async def _render(self, log: OpenLog) -> view.View:
-        assert self.service is not None and self.reporter is not None
-        service, progress = self.service, self.reporter
-        pieces, version = [chunk.text for chunk in log.document.chunks], log.version
-        handle = progress.begin(self.messages("progress.symbolize", name=log.name))
-
-        def report(done: int, total: int) -> None:
-            message = self.messages("progress.lines", done=done, total=total)
-            progress.report(handle, message, int(100 * done / max(total, 1)))
-
-        try:
-            loop = asyncio.get_running_loop()
-            rendered = await loop.run_in_executor(
-                self.render_pool,
-                functools.partial(view.render, pieces, version, service, self.naming, report),
-            )
-        finally:
-            progress.end(handle)
-        if log.version == version and self.logs.get(log.uri) is log:
-            self.views[log.uri] = rendered
-        return rendered
-
-    def view_changed(self, log: OpenLog) -> None:
-        """After an edit: the view is stale; tell a client showing it, once things settle."""
-        self.views.pop(log.uri, None)
-        uri = view.view_uri(log.uri)
-        if uri not in self.view_uris or not self.content_registered:
-            return
-        handle = self._refresh_handles.pop(log.uri, None)
-        if handle is not None:
-            handle.cancel()
-        self._refresh_handles[log.uri] = asyncio.get_running_loop().call_later(
-            0.5, self.refresh_view_now, log.uri
-        )
-
-    def refresh_view_now(self, log_uri: str) -> None:
-        """Send the refresh `view_changed` scheduled for the log's view, now (the timer's
-        end, or the view is about to be shown: a client that still holds the old text
-        would show it, one edit behind)."""
-        handle = self._refresh_handles.pop(log_uri, None)
-        if handle is None:
-            return  # nothing pending: the client was told, or nothing changed
-        handle.cancel()
-        self.workspace_text_document_content_refresh(
-            types.TextDocumentContentRefreshParams(uri=view.view_uri(log_uri))
-        )
-
-    def log_for_view(self, uri: str) -> OpenLog | None:
-        original = self.view_uris.get(uri) or view.log_uri(uri)
-        if original is None:
-            return None
-        found = self.logs.get(original)
-        if found is not None:
-            return found
-        wanted = uri_to_path(original)
-        for log in self.logs.values():  # the same file, spelled differently
-            if wanted is not None and log.path == wanted:
-                return log
-        return None
-
-    async def symbolize(self, uri: str, line: int, *, with_text: bool) -> dict[str, Any]:
-        log = self.logs.get(uri)
-        if log is None:
-            raise ValueError(f"{uri} is not open")
-        shown = await self.view_of(log)
-        target = view.view_uri(uri)
-        self.view_uris[target] = uri
-        target_line = shown.line_for(line)
-        result: dict[str, Any] = {"uri": target, "line": target_line}
-        if with_text or not self.content_registered:
-            result["text"] = shown.large_text()
-        return result
 
 
 server = StackmarkServer()
@@ -404,16 +151,15 @@ def _log(ls: StackmarkServer, uri: str) -> OpenLog | None:
 @server.feature(types.INITIALIZE)
 def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
     ls.messages = Messages(params.locale)
-    ls.initialization_options = params.initialization_options
-    ls.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
-    window = params.capabilities.window
+    ls.configuration.initialization_options = params.initialization_options
+    ls.configuration.root = uri_to_path(params.root_uri) if params.root_uri else params.root_path
     ls.reporter = ClientProgress(
         ls,
         asyncio.get_event_loop(),
-        bool(window and window.work_done_progress),
+        capabilities.work_done_progress(params.capabilities),
         ls.messages("progress.done"),
     )
-    ls.report_problems(ls.apply_settings())
+    ls.configuration.apply()
     # A client that never says `initialized` still gets answers, with these settings.
     asyncio.get_event_loop().call_later(30, ls.ready.set)
 
@@ -422,52 +168,27 @@ def initialize(ls: StackmarkServer, params: types.InitializeParams) -> None:
 async def initialized(ls: StackmarkServer, params: types.InitializedParams) -> None:
     encoding = ls.workspace.position_encoding
     ls.codec.encoding = str(getattr(encoding, "value", encoding) or "utf-16")
-    workspace = ls.capabilities.workspace
-    content = workspace.text_document_content if workspace else None
-    if content is not None and content.dynamic_registration:
-        try:
-            await ls.client_register_capability_async(
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id="stackmark-symbolized-view",
-                            method=types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
-                            register_options=types.TextDocumentContentRegistrationOptions(
-                                schemes=[view.SCHEME]
-                            ),
-                        )
-                    ]
-                )
-            )
-            ls.content_registered = True
-        except Exception:
-            logger.warning("the client refused the symbolized view's scheme", exc_info=True)
-    await ls.pull_configuration()
-    found = ls.apply_settings()
-    ls.report_problems(found)
+    await ls.views.register_scheme()
+    await ls.configuration.pull()
+    ls.configuration.apply()
     ls.ready.set()
-    ls.republish_all()
+    ls.publisher.republish_all()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def configuration_changed(
     ls: StackmarkServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    settings = params.settings
-    if isinstance(settings, dict) and isinstance(settings.get("stackmark"), dict):
-        ls.configuration = settings["stackmark"]  # pushed along (older clients)
-    await ls.pull_configuration()
-    before = ls.service
-    ls.report_problems(ls.apply_settings())
-    if ls.service is not before:
-        ls.republish_all()
+    ls.configuration.take_pushed(params.settings)  # older clients push the section along
+    await ls.configuration.pull()
+    if ls.configuration.apply():
+        ls.publisher.republish_all()
 
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: StackmarkServer, params: None) -> None:
-    if ls.service is not None:
-        ls.service.close()
-    ls.render_pool.shutdown(wait=False, cancel_futures=True)
+    ls.configuration.close()
+    ls.views.close()
 
 
 # -- documents -------------------------------------------------------------------------
@@ -475,48 +196,9 @@ def shutdown(ls: StackmarkServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: StackmarkServer, params: types.DidOpenTextDocumentParams) -> None:
-    document = params.text_document
-    started = time.perf_counter()
-    with quiet_gc():
-        halves = split.fork_second_half(document.uri, document.text)
-        stop = halves.offset if halves is not None else None
-        log = OpenLog(
-            document.uri, document.text, document.version, ls.codec, read=False, stop=stop
-        )
-        cut = time.perf_counter()
-        preview = None
-        if halves is None:
-            log.index.rebuild()
-        elif (preview := halves.read_first_half(log.index)) is None:
-            halves.read_second_half(log.index)  # the child's half is not to be used
-    ls.logs[document.uri] = log
-    indexed = time.perf_counter()
-    ls.publish(log, preview)
-    if halves is not None and preview is not None:  # the child read the second half
-        with quiet_gc():
-            halves.read_second_half(log.index)
-        if ls.ready.is_set() and ls.diagnostics_of(log)[0] != ls.published.get(log.uri):
-            logger.warning("%s: the halves' diagnostics differ from the index's", log.uri)
-            ls.publish(log)
-    published = time.perf_counter()
-    asyncio.get_running_loop().call_later(COMPLETION_DELAY, ls.complete_later, log)
-    shown = view.view_uri(document.uri)
-    if ls.content_registered and shown in ls.view_uris:
-        # The client may hold the view of this log from before it was closed (or a
-        # request for it failed while it was closed): have it read the view again.
-        ls.workspace_text_document_content_refresh(
-            types.TextDocumentContentRefreshParams(uri=shown)
-        )
-    logger.info(
-        "opened %s: %d lines cut into chunks in %.3f s, indexed in %.3f s%s, "
-        "diagnostics published in %.3f s",
-        document.uri,
-        len(log.document),
-        cut - started,
-        indexed - cut,
-        " (two processes)" if preview is not None else "",
-        published - indexed,
-    )
+    log = opening.open_log(params.text_document, ls.codec, ls.logs, ls.publisher)
+    opening.complete_in_background(log, ls.logs)
+    ls.views.opened(log.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -524,26 +206,18 @@ def did_change(ls: StackmarkServer, params: types.DidChangeTextDocumentParams) -
     log = ls.logs.get(params.text_document.uri)
     if log is None:
         return
-    with quiet_gc():
-        for change in params.content_changes:
-            try:
-                log.change(change, params.text_document.version)
-            except Exception:  # the text is right; read it again rather than stop serving
-                logger.exception("the index could not follow an edit of %s", log.uri)
-                log.index.rebuild()
-    ls.view_changed(log)
-    ls.publish(log)
+    log.edit(params.content_changes, params.text_document.version)
+    ls.views.changed(log)
+    ls.publisher.publish(log)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.logs.pop(uri, None)
-    ls.views.pop(uri, None)
-    ls.records.pop(uri, None)
-    ls.published.pop(uri, None)
+    ls.views.closed(uri)
+    ls.publisher.closed(uri)
     release_closed()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 # -- features ------------------------------------------------------------------------------
@@ -552,14 +226,15 @@ def did_close(ls: StackmarkServer, params: types.DidCloseTextDocumentParams) -> 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 @guarded(lambda: None)
 async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover | None:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.service is None:
+    log, service = _log(ls, params.text_document.uri), ls.configuration.service
+    if log is None or service is None:
         return None
     target = log.target(params.position)
     if target is None:
         return None
-    built = await HoverBuilder(log, ls.service, ls.naming, ls.messages, ls.settings).build(target)
-    if ls.supports_markdown():
+    settings = ls.configuration.settings
+    built = await HoverBuilder(log, service, ls.naming, ls.messages, settings).build(target)
+    if capabilities.markdown_hovers(ls.client_capabilities):
         contents = types.MarkupContent(kind=types.MarkupKind.Markdown, value=built.markdown())
     else:
         contents = types.MarkupContent(kind=types.MarkupKind.PlainText, value=built.plaintext())
@@ -571,15 +246,15 @@ async def hover(ls: StackmarkServer, params: types.HoverParams) -> types.Hover |
 async def definition(
     ls: StackmarkServer, params: types.DefinitionParams
 ) -> list[types.LocationLink] | list[types.Location] | None:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.navigation is None:
+    log, lookups = _log(ls, params.text_document.uri), ls.configuration.navigation
+    if log is None or lookups is None:
         return None
     target = log.target(params.position)
     if target is None:
         return None
     line, column = log.to_index(params.position)
-    found = await navigation.Navigator(log, ls.navigation).definition(target, line, column)
-    if ls.supports_links():
+    found = await navigation.Navigator(log, lookups).definition(target, line, column)
+    if capabilities.location_links(ls.client_capabilities):
         return found
     return [
         types.Location(uri=link.target_uri, range=link.target_selection_range) for link in found
@@ -589,11 +264,11 @@ async def definition(
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
 @guarded(lambda: [])
 async def inlay_hint(ls: StackmarkServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.service is None:
+    log, service = _log(ls, params.text_document.uri), ls.configuration.service
+    if log is None or service is None:
         return []
     first, stop = params.range.start.line, params.range.end.line + 1
-    return await inlay_hints(log, ls.service, ls.naming, first, stop)
+    return await inlay_hints(log, service, ls.naming, first, stop)
 
 
 @server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, tokens.LEGEND)
@@ -633,12 +308,11 @@ async def document_symbol(
 async def document_link(
     ls: StackmarkServer, params: types.DocumentLinkParams
 ) -> list[types.DocumentLink]:
-    log = _log(ls, params.text_document.uri)
-    if log is None or ls.sources is None:
+    log, sources = _log(ls, params.text_document.uri), ls.configuration.sources
+    if log is None or sources is None:
         return []
-    links = ls.capabilities.text_document and ls.capabilities.text_document.document_link
-    tooltips = bool(links and links.tooltip_support)
-    return navigation.links(log, ls.sources.local, ls.messages, tooltips)
+    tooltips = capabilities.link_tooltips(ls.client_capabilities)
+    return navigation.links(log, sources.local, ls.messages, tooltips)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -647,7 +321,7 @@ async def code_lens(ls: StackmarkServer, params: types.CodeLensParams) -> list[t
     log = _log(ls, params.text_document.uri)
     if log is None:
         return []
-    return outline.code_lenses(log, ls.messages, SYMBOLIZE_COMMAND)
+    return outline.code_lenses(log, ls.messages, commands.SYMBOLIZE)
 
 
 @server.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
@@ -655,48 +329,25 @@ async def text_document_content(
     ls: StackmarkServer, params: types.TextDocumentContentParams
 ) -> dict[str, object]:
     await ls.ready.wait()
-    log = ls.log_for_view(params.uri)
-    if log is None:
-        raise ValueError(f"no open log for {params.uri}")
-    ls.view_uris[params.uri] = log.uri
-    shown = await ls.view_of(log)
+    shown = await ls.views.content(params.uri)
     # TextDocumentContentResult's shape, as a plain object: its text is written out
     # piece by piece when the answer is sent (`StackmarkProtocol._send_data`).
     return {"text": shown.large_text()}
 
 
-@server.command(SYMBOLIZE_COMMAND)
+@server.command(commands.SYMBOLIZE)
 async def symbolize_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """Open the symbolized view (at the backtrace of `line`): [uri, line?]."""
     await ls.ready.wait()
-    uri, line = _command_arguments(arguments)
-    result = await ls.symbolize(uri, line, with_text=False)
-    if ls.content_registered and ls.supports_show_document():
-        ls.refresh_view_now(uri)  # an edit still waiting to be announced: before showing
-        position = types.Position(line=result["line"], character=0)
-        await ls.window_show_document_async(
-            types.ShowDocumentParams(
-                uri=result["uri"],
-                take_focus=True,
-                selection=types.Range(start=position, end=position),
-            )
-        )
-    return result
+    return await commands.symbolize(ls, *commands.arguments(arguments))
 
 
-@server.command(SYMBOLIZED_TEXT_COMMAND)
+@server.command(commands.SYMBOLIZED_TEXT)
 async def symbolized_text_command(ls: StackmarkServer, *arguments: Any) -> dict[str, Any]:
     """The symbolized text of a log, for clients without virtual documents: [uri, line?]."""
     await ls.ready.wait()
-    uri, line = _command_arguments(arguments)
-    return await ls.symbolize(uri, line, with_text=True)
-
-
-def _command_arguments(arguments: tuple[Any, ...]) -> tuple[str, int]:
-    if not arguments or not isinstance(arguments[0], str):
-        raise ValueError("expected the log's URI as the first argument")
-    line = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], int) else 0
-    return arguments[0], line
+    uri, line = commands.arguments(arguments)
+    return await commands.symbolized(ls.logs, ls.views, uri, line, with_text=True)
 
 
 def serve() -> None:
@@ -710,4 +361,4 @@ def _head_arrived(start: bytes) -> None:
     """The first bytes of a large message (on the reading thread): if it opens a log,
     have the loop publish its first crash reports' diagnostics."""
     if server.ready.is_set() and (head := parse_head(start)) is not None:
-        server.loop_call(server.publish_head, head)
+        server.loop_call(server.publisher.publish_head, head)
