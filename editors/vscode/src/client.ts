@@ -22,7 +22,7 @@ export const DOCUMENT_SELECTOR = [
   { scheme: "untitled", language: "stackmark-log" },
 ];
 
-/** The server's command behind the "Symbolize" code lens (server/stackmark_lsp/server.py). */
+/** The server's command behind the "Symbolize" code lens (server/stackmark_lsp/commands.py). */
 const SYMBOLIZE_COMMAND = "stackmark.symbolize";
 
 /** Setting keys the server reads (server/stackmark_lsp/settings.py). */
