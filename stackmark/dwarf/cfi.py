@@ -211,7 +211,7 @@ def read_cfi(
         id_at = cursor.pos
         entry_id = cursor.uint(offset_size, "CIE id or pointer")
         is_cie = entry_id == 0 if is_eh else entry_id == (1 << (8 * offset_size)) - 1
-        body = _Cursor(data[:end], section, source, endian, id_at + offset_size)
+        body = _Cursor(data, section, source, endian, id_at + offset_size, end=end)
         if is_cie:
             cies[offset] = _read_cie(body, offset, address_size)
         else:
@@ -248,7 +248,7 @@ def _read_cie_at(
     entry_id = cursor.uint(offset_size, "CIE id")
     if entry_id != (0 if is_eh else (1 << (8 * offset_size)) - 1):
         raise cursor.error(f"an FDE points at 0x{at:x}, which is not a CIE", at)
-    return _read_cie(_Cursor(data[:end], section, source, endian, cursor.pos), at, address_size)
+    return _read_cie(_Cursor(data, section, source, endian, cursor.pos, end=end), at, address_size)
 
 
 def _read_cie(cursor: _Cursor, offset: int, address_size: int) -> Cie:
@@ -347,8 +347,9 @@ class _Cursor(Cursor):
         endian: str,
         pos: int = 0,
         origin: int = 0,
+        end: int | None = None,
     ) -> None:
-        super().__init__(data, pos, len(data), little=endian == "<", source=source)
+        super().__init__(data, pos, end, little=endian == "<", source=source)
         self.section = section
         self.endian = endian
         self.origin = origin
@@ -362,7 +363,7 @@ class _Cursor(Cursor):
         return self.error(f"{what} at 0x{offset:x} runs past the end of its entry", offset)
 
     def cstring(self, what: str) -> str:
-        nul = self.data.find(b"\0", self.pos)
+        nul = self.data.find(b"\0", self.pos, self.end)
         if nul < 0:
             raise self.error(f"{what} is not NUL-terminated", self.pos)
         text = self.data[self.pos : nul].decode("ascii", "replace")

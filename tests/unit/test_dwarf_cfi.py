@@ -113,3 +113,23 @@ def test_a_value_cut_by_the_end_of_its_entry_is_named_where_the_entry_ends() -> 
     with pytest.raises(FormatError, match="runs past the end of its entry") as caught:
         fde.rows()
     assert caught.value.offset == at + 19
+
+
+def test_an_augmentation_string_is_looked_for_in_its_own_entry_only() -> None:
+    # A CIE of 8 bytes: id 0, version 1, then "zRz" with no NUL before the entry
+    # ends at 4 + 8 = 12. The next entry (a whole CIE) has NULs: none may end it.
+    cut_short = struct.pack("<IIB", 8, 0, 1) + b"zRz"
+    with pytest.raises(FormatError, match="augmentation is not NUL-terminated") as caught:
+        read_cfi(cut_short + CIE, ".eh_frame", address=SECTION_ADDRESS)
+    assert caught.value.offset == 9  # where the string starts: after length, id, version
+
+
+def test_every_entry_is_read_within_its_own_bounds_on_a_long_section() -> None:
+    # 2,000 FDEs after one CIE: each one read, each pointing back at the same CIE.
+    data = bytearray(CIE)
+    for _ in range(2000):
+        data += _fde(len(data), FDE_CODE)
+    fdes = read_cfi(bytes(data), ".eh_frame", address=SECTION_ADDRESS)
+    assert len(fdes) == 2000
+    assert {fde.cie.offset for fde in fdes} == {0}
+    assert {fde.instructions for fde in fdes} == {FDE_CODE + b"\0" * (-(13 + len(FDE_CODE)) % 4)}
