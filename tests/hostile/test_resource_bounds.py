@@ -234,6 +234,7 @@ def test_gsym_inline_tree_nested_deeper_than_python_recurses() -> None:
     """A 2,000-level inline tree: RecursionError escaped before, now a RecordError."""
     from stackmark.formats.gsym import GsymCreator
     from stackmark.formats.gsym.function_info import INLINE_INFO, FunctionInfo
+    from stackmark.formats.gsym.line_table import LineEntry
 
     tree = bytearray()
     depth = 2000
@@ -243,14 +244,17 @@ def test_gsym_inline_tree_nested_deeper_than_python_recurses() -> None:
     tree += bytes(depth - 1)
     creator = GsymCreator()
     name = creator.insert_string("deep")
+    file = creator.insert_file("/src/deep.c")
     record = (INLINE_INFO, bytes(tree))
-    creator.add_function(FunctionInfo(0x1000, 0x10, name, other_records=[record]))
+    # A line table, so that a lookup walks the inline tree (it skips it without one).
+    rows = [LineEntry(0x1000, file, 1)]
+    creator.add_function(FunctionInfo(0x1000, 0x10, name, line_table=rows, other_records=[record]))
     creator.finalize()
     reader = GsymReader.from_bytes(creator.encode(), "deep.gsym")
     with pytest.raises(FormatError, match="levels deep"):
         list(reader.functions())
     with pytest.raises(FormatError, match="levels deep"):
-        reader.locate(0, 0x1008)  # the walk lookups make (they skip it without a line table)
+        reader.lookup(0x1008)
 
 
 # -- compressed debug sections ----------------------------------------------------------------

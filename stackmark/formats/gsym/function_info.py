@@ -16,6 +16,8 @@ parent's start address.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from stackmark.formats.gsym.call_sites import CallSiteInfo, decode_call_sites, encode_call_sites
 from stackmark.formats.gsym.codec import RecordCursor, RecordError, Writer
 from stackmark.formats.gsym.inline_info import (
@@ -124,14 +126,7 @@ def decode_function_info(
             "0x00000000",
         )
     info = FunctionInfo(start, size, name)
-    while True:
-        info_type = cur.u32("missing FunctionInfo InfoType value")
-        length = cur.u32("missing FunctionInfo InfoType length")
-        if length > cur.remaining:
-            raise cur.fail(f"missing FunctionInfo data for InfoType {info_type}")
-        payload = cur.sub(length, "InfoType payload")
-        if info_type == END_OF_LIST:
-            return info
+    for info_type, payload in address_infos(cur):
         if info_type not in known_types:
             if not keep_unknown:
                 at = payload.pos - 8
@@ -150,6 +145,40 @@ def decode_function_info(
             info.merged = decode_merged_functions(payload, start, known_types, keep_unknown)
         else:
             info.call_sites = decode_call_sites(payload)
+    return info
+
+
+def address_infos(
+    cur: RecordCursor, *, as_lookup: bool = False
+) -> Iterator[tuple[int, RecordCursor]]:
+    """Each (InfoType, payload) of the record at `cur`, after its Size and Name, up to
+    the EndOfList marker (which is read, not given): the one walk of a FunctionInfo's
+    framing. A record cut short raises what LLVM says there: FunctionInfo::decode's
+    texts, or with `as_lookup` FunctionInfo::lookup's ("FunctionInfo data is
+    truncated"; the reason stackmark gives names the InfoType and its length)."""
+    while True:
+        if as_lookup and cur.remaining < 8:
+            raise RecordError(
+                "FunctionInfo data is truncated",
+                offset=cur.pos,
+                source=cur.source,
+                llvm_reason="FunctionInfo data is truncated",
+            )
+        info_type = cur.u32("missing FunctionInfo InfoType value")
+        length = cur.u32("missing FunctionInfo InfoType length")
+        if length > cur.remaining:
+            if as_lookup:
+                raise RecordError(
+                    f"InfoType {info_type} record of {length} bytes runs past the end of the file",
+                    offset=cur.pos - 8,
+                    source=cur.source,
+                    llvm_reason="FunctionInfo data is truncated",
+                )
+            raise cur.fail(f"missing FunctionInfo data for InfoType {info_type}")
+        payload = cur.sub(length, "InfoType payload")
+        if info_type == END_OF_LIST:
+            return
+        yield info_type, payload
 
 
 def merged_records(cur: RecordCursor) -> list[RecordCursor]:

@@ -35,12 +35,12 @@ from stackmark.formats.gsym.call_sites import decode_call_sites
 from stackmark.formats.gsym.codec import RecordCursor, RecordError
 from stackmark.formats.gsym.function_info import (
     CALL_SITE_INFO,
-    END_OF_LIST,
     INLINE_INFO,
     KNOWN_INFO_TYPES,
     LINE_TABLE_INFO,
     MERGED_FUNCTIONS_INFO,
     FunctionInfo,
+    address_infos,
     decode_function_info,
     merged_records,
 )
@@ -51,8 +51,8 @@ from stackmark.formats.gsym.header import (
     decode_header,
     detect_byte_order,
 )
-from stackmark.formats.gsym.inline_info import InlineFrame, inline_path
-from stackmark.formats.gsym.line_table import LineEntry, lookup_line
+from stackmark.formats.gsym.inline_info import inline_path
+from stackmark.formats.gsym.line_table import lookup_line
 from stackmark.formats.gsym.lookup import GsymLookupError, LookupResult, SourceLocation
 
 _TYPECODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -373,26 +373,7 @@ class GsymReader:
         row = None
         has_line_table = False
         inline_cursor: RecordCursor | None = None
-        while True:
-            if cur.remaining < 8:
-                raise RecordError(
-                    "FunctionInfo data is truncated",
-                    offset=cur.pos,
-                    source=self.source,
-                    llvm_reason="FunctionInfo data is truncated",
-                )
-            info_type = cur.u32("InfoType")
-            length = cur.u32("InfoType length")
-            if length > cur.remaining:
-                raise RecordError(
-                    f"InfoType {info_type} record of {length} bytes runs past the end of the file",
-                    offset=cur.pos - 8,
-                    source=self.source,
-                    llvm_reason="FunctionInfo data is truncated",
-                )
-            payload = cur.sub(length, "InfoType payload")
-            if info_type == END_OF_LIST:
-                break
+        for info_type, payload in address_infos(cur, as_lookup=True):
             if info_type == LINE_TABLE_INFO:
                 has_line_table = True
                 row = lookup_line(payload, start, addr)
@@ -437,24 +418,3 @@ class GsymReader:
             if site.return_offset == return_offset:
                 return [self.string(ref) for ref in site.match_regex]
         return []
-
-    def locate(self, index: int, addr: int) -> tuple[LineEntry | None, list[InlineFrame]]:
-        """The raw parts of a lookup in function `index`: the line row in effect
-        at `addr` (None without one) and the inline nodes holding it, root first."""
-        start = self.address(index)
-        offset = self.info_offsets[index]
-        cur = self._cursor(offset, self.size)
-        cur.u32("missing FunctionInfo Size")
-        cur.u32("missing FunctionInfo Name")
-        row: LineEntry | None = None
-        path: list[InlineFrame] = []
-        while True:
-            info_type = cur.u32("missing FunctionInfo InfoType value")
-            length = cur.u32("missing FunctionInfo InfoType length")
-            payload = cur.sub(length, "FunctionInfo data is truncated")
-            if info_type == END_OF_LIST:
-                return row, path
-            if info_type == LINE_TABLE_INFO:
-                row = lookup_line(payload, start, addr)
-            elif info_type == INLINE_INFO:
-                path = inline_path(payload, start, addr)
