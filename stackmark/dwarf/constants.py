@@ -151,6 +151,46 @@ DW_FORM_GNU_str_index = 0x1F02
 DW_FORM_GNU_ref_alt = 0x1F20
 DW_FORM_GNU_strp_alt = 0x1F21
 
+# -- form classes (7.5.5): the forms a value of one kind is written in ------------------
+STRX_FORMS = frozenset(
+    {
+        DW_FORM_strx,
+        DW_FORM_strx1,
+        DW_FORM_strx2,
+        DW_FORM_strx3,
+        DW_FORM_strx4,
+        DW_FORM_GNU_str_index,
+    }
+)
+"""An index into the unit's part of .debug_str_offsets."""
+ADDRX_FORMS = frozenset(
+    {
+        DW_FORM_addrx,
+        DW_FORM_addrx1,
+        DW_FORM_addrx2,
+        DW_FORM_addrx3,
+        DW_FORM_addrx4,
+        DW_FORM_GNU_addr_index,
+    }
+)
+"""An index into the unit's part of .debug_addr."""
+LOCAL_REF_FORMS = frozenset(
+    {DW_FORM_ref1, DW_FORM_ref2, DW_FORM_ref4, DW_FORM_ref8, DW_FORM_ref_udata}
+)
+"""A reference within the unit (an offset from the unit's start)."""
+CONSTANT_FORMS = frozenset(
+    {
+        DW_FORM_data1,
+        DW_FORM_data2,
+        DW_FORM_data4,
+        DW_FORM_data8,
+        DW_FORM_udata,
+        DW_FORM_sdata,
+        DW_FORM_implicit_const,
+    }
+)
+"""A constant (class constant; DW_FORM_data16 is left out: no value stackmark reads uses it)."""
+
 # -- range list entries (7.25) ------------------------------------------------------
 DW_RLE_end_of_list = 0x00
 DW_RLE_base_addressx = 0x01

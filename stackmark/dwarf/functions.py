@@ -52,6 +52,7 @@ from stackmark.dwarf.abbrev import (
     form_size,
     skip_attributes,
 )
+from stackmark.dwarf.constants import ADDRX_FORMS, CONSTANT_FORMS
 from stackmark.dwarf.sections import Buffer, Section
 from stackmark.errors import FormatError, StackmarkError
 
@@ -803,27 +804,6 @@ _ROLES = {
 }
 _M_VALUE, _M_CONSTANT, _M_ZERO = 0, 1, 2
 _INT_SIZES = frozenset({0, 1, 2, 4, 8, V_ULEB, V_SLEB, V_U24})  # forms whose raw value is an int
-_ADDRX_FORMS = frozenset(
-    {
-        C.DW_FORM_addrx,
-        C.DW_FORM_addrx1,
-        C.DW_FORM_addrx2,
-        C.DW_FORM_addrx3,
-        C.DW_FORM_addrx4,
-        C.DW_FORM_GNU_addr_index,
-    }
-)
-_CONSTANT_FORMS = frozenset(
-    {
-        C.DW_FORM_data1,
-        C.DW_FORM_data2,
-        C.DW_FORM_data4,
-        C.DW_FORM_data8,
-        C.DW_FORM_udata,
-        C.DW_FORM_sdata,
-        C.DW_FORM_implicit_const,
-    }
-)
 
 _Item = tuple[int, int, int, int, list["AddressRange"], int, int, int]
 """One subroutine the compiled walk found (see `_walk_compiled`)."""
@@ -844,9 +824,9 @@ def _meaning(role: int, form: int, size: int) -> int | None:
     is_int = size in _INT_SIZES
     if role >= 4:  # call_file, call_line, call_column: Function takes any int, else 0
         return _M_VALUE if is_int else _M_ZERO
-    if not is_int or form in _ADDRX_FORMS or form == C.DW_FORM_rnglistx:
+    if not is_int or form in ADDRX_FORMS or form == C.DW_FORM_rnglistx:
         return None
-    if role == 2 and form in _CONSTANT_FORMS:
+    if role == 2 and form in CONSTANT_FORMS:
         return _M_CONSTANT
     return _M_VALUE
 

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from stackmark.binary import read_sleb_lenient, read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, IndirectValue
+from stackmark.dwarf.constants import CONSTANT_FORMS
 from stackmark.dwarf.functions import find_recursively
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import byteorder
@@ -409,7 +410,7 @@ def _unsigned_constant(
     form = abbrev.plan(unit.enc).forms[attr]
     if isinstance(value, IndirectValue):
         form, value = value.form, value.value
-    if not isinstance(value, int) or form not in _CONSTANT_FORMS or form == C.DW_FORM_sdata:
+    if not isinstance(value, int) or form not in CONSTANT_FORMS or form == C.DW_FORM_sdata:
         return None  # llvm reads no unsigned constant from DW_FORM_sdata
     return value & _MASK64
 
@@ -423,7 +424,7 @@ def _signed_constant(
     form = abbrev.plan(unit.enc).forms[attr]
     if isinstance(value, IndirectValue):
         form, value = value.form, value.value
-    if not isinstance(value, int) or form not in _CONSTANT_FORMS:
+    if not isinstance(value, int) or form not in CONSTANT_FORMS:
         return None
     width = _SIGNED_WIDTH.get(form)
     if width is not None and value >= 1 << (width - 1):
@@ -433,14 +434,3 @@ def _signed_constant(
     return value
 
 
-_CONSTANT_FORMS = frozenset(
-    {
-        C.DW_FORM_data1,
-        C.DW_FORM_data2,
-        C.DW_FORM_data4,
-        C.DW_FORM_data8,
-        C.DW_FORM_sdata,
-        C.DW_FORM_udata,
-        C.DW_FORM_implicit_const,
-    }
-)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Encoding, IndirectValue, decode_attributes
+from stackmark.dwarf.constants import ADDRX_FORMS, CONSTANT_FORMS, LOCAL_REF_FORMS, STRX_FORMS
 from stackmark.dwarf.sections import Section
 from stackmark.errors import FormatError
 
@@ -28,46 +29,10 @@ if TYPE_CHECKING:
     from stackmark.dwarf.lines import LineTable
     from stackmark.dwarf.unit_parts import AddressRange, ReaderView
 
-STRX_FORMS = frozenset(
-    {
-        C.DW_FORM_strx,
-        C.DW_FORM_strx1,
-        C.DW_FORM_strx2,
-        C.DW_FORM_strx3,
-        C.DW_FORM_strx4,
-        C.DW_FORM_GNU_str_index,
-    }
-)
-"""The forms of an index into the unit's part of .debug_str_offsets."""
 
 # DWARF 5 unit headers: unit_type (u8) and address_size (u8), side by side.
 _UNIT_TYPE_AND_ADDRESS_SIZE = struct.Struct("BB")
 
-_ADDRX_FORMS = frozenset(
-    {
-        C.DW_FORM_addrx,
-        C.DW_FORM_addrx1,
-        C.DW_FORM_addrx2,
-        C.DW_FORM_addrx3,
-        C.DW_FORM_addrx4,
-        C.DW_FORM_GNU_addr_index,
-    }
-)
-LOCAL_REF_FORMS = frozenset(
-    {C.DW_FORM_ref1, C.DW_FORM_ref2, C.DW_FORM_ref4, C.DW_FORM_ref8, C.DW_FORM_ref_udata}
-)
-"""The forms of a reference within the unit (an offset from the unit's start)."""
-_CONSTANT_FORMS = frozenset(
-    {
-        C.DW_FORM_data1,
-        C.DW_FORM_data2,
-        C.DW_FORM_data4,
-        C.DW_FORM_data8,
-        C.DW_FORM_udata,
-        C.DW_FORM_sdata,
-        C.DW_FORM_implicit_const,
-    }
-)
 
 
 class UnitHeader:
@@ -437,7 +402,7 @@ class Unit:
             form, value = value.form, value.value
         if not isinstance(value, int):
             return None
-        if form in _ADDRX_FORMS:
+        if form in ADDRX_FORMS:
             return self.indexed_address(value)
         return value
 
@@ -509,9 +474,9 @@ class Unit:
             form, value = value.form, value.value
         if not isinstance(value, int):
             return None
-        if form in _CONSTANT_FORMS:
+        if form in CONSTANT_FORMS:
             return low + value
-        if form in _ADDRX_FORMS:
+        if form in ADDRX_FORMS:
             return self.indexed_address(value)
         return value
 
@@ -526,7 +491,7 @@ class Unit:
             high = values.get(C.DW_AT_high_pc)
             if isinstance(low, int) and high is not None:
                 form = forms[C.DW_AT_high_pc]
-                if isinstance(high, int) and form in _CONSTANT_FORMS:
+                if isinstance(high, int) and form in CONSTANT_FORMS:
                     return [(low, low + high)]
                 high = self.high_pc(abbrev, values, low)
                 if high is not None:

@@ -41,8 +41,9 @@ from stackmark.dwarf.abbrev import (
     decode_attributes,
     skip_attributes,
 )
+from stackmark.dwarf.constants import LOCAL_REF_FORMS
 from stackmark.dwarf.functions import compiled_walk_entry, compiled_walk_frame, find_recursively
-from stackmark.dwarf.unit import LOCAL_REF_FORMS, Unit
+from stackmark.dwarf.unit import Unit
 from stackmark.dwarf.unit_parts import UnitView
 from stackmark.errors import FormatError
 from stackmark.formats.gsym import name_kernel

@@ -18,7 +18,8 @@ from functools import partial
 from stackmark._native import load
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import Abbrev, Encoding, Plan, form_size
-from stackmark.dwarf.unit import LOCAL_REF_FORMS, STRX_FORMS, Unit
+from stackmark.dwarf.constants import LOCAL_REF_FORMS, STRX_FORMS
+from stackmark.dwarf.unit import Unit
 from stackmark.dwarf.unit_parts import ReaderView, UnitView
 from stackmark.errors import FormatError
 
