@@ -12,7 +12,8 @@ reads what it is given and checks the DWO id itself (model: addr2line's
 
 A finder opens each path once and keeps what it opened, so one finder
 belongs to one reader (the default) or to a caller that wants the files
-kept.
+kept. It pickles as a fresh finder (the files stay behind), so that the
+GSYM converter's worker processes look where their caller does.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class SplitDwarfFinder:
     def __init__(self) -> None:
         self._opened: dict[str, ElfFile | None] = {}
 
+    def __reduce__(self) -> tuple[type[SplitDwarfFinder], tuple[()]]:
+        return (SplitDwarfFinder, ())  # a worker process opens its own files
+
     def package(self, referrer: str) -> ElfFile | None:
         return self._open(referrer + ".dwp")
 
@@ -54,15 +58,19 @@ class SplitDwarfFinder:
                 yield elf
 
     def _open(self, path: str) -> ElfFile | None:
-        if path not in self._opened:
-            elf: ElfFile | None = None
-            if os.path.isfile(path):
-                try:
-                    elf = ElfFile.open(path)
-                except FormatError:
-                    elf = None
-            self._opened[path] = elf
-        return self._opened[path]
+        if path in self._opened:
+            return self._opened[path]
+        elf: ElfFile | None = None
+        if os.path.isfile(path):
+            try:
+                elf = ElfFile.open(path)
+            except FormatError:
+                elf = None
+        # Readers in several threads may share a finder: the first file opened is kept.
+        kept = self._opened.setdefault(path, elf)
+        if elf is not None and kept is not elf:
+            elf.close()
+        return kept
 
 
 def _dwo_candidates(name: str, comp_dir: str | None, referrer: str) -> list[str]:

@@ -8,11 +8,13 @@ reads from them what it read where they were built.
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.split_files import SplitDwarfFinder
 from stackmark.elf import ElfFile
 from tests.support import sym_builds
 
@@ -57,3 +59,17 @@ def test_a_dwo_file_is_read_from_where_the_caller_says(tmp_path: Path) -> None:
     assert function_names(reader) == where_built
     assert load.packages == [str(binary)]  # a package is asked for first, once
     assert load.names and all(name.endswith(".dwo") for name in load.names)
+
+
+def test_a_finder_pickles_as_a_fresh_one_that_looks_in_the_same_places(tmp_path: Path) -> None:
+    """The GSYM converter's worker processes get the caller's finder pickled: the
+    files it opened stay behind, and the copy finds them again."""
+    binary = sym_builds.split_dwarf(sym_builds.C_SOURCE, "-g", "-O2", directory=tmp_path)
+    finder = SplitDwarfFinder()
+    reader = DwarfReader(ElfFile.open(binary), load_split=finder)
+    names = function_names(reader)
+    assert finder._opened  # it keeps the .dwo files it opened, which do not pickle
+
+    copy = pickle.loads(pickle.dumps(finder))
+    assert isinstance(copy, SplitDwarfFinder) and not copy._opened
+    assert function_names(DwarfReader(ElfFile.open(binary), load_split=copy)) == names
