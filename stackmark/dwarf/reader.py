@@ -115,9 +115,13 @@ class DwarfReader:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, load_supplementary: SupplementaryLoad | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        load_supplementary: SupplementaryLoad | None = None,
+        load_split: SplitDwarfLoad | None = None,
     ) -> DwarfReader:
-        return cls(ElfFile.open(path), load_supplementary=load_supplementary)
+        return cls(ElfFile.open(path), load_supplementary=load_supplementary, load_split=load_split)
 
     def _section(self, name: str) -> Section:
         section = self.elf.section(name)
