@@ -1,18 +1,21 @@
 """Finding the files split DWARF lives in: the package FILE.dwp, or a unit's .dwo file.
 
 `DwarfReader` does not search the file system: for a skeleton unit it asks
-a `SplitDwarfLoad` for the package of the file it reads, and, when there
-is none, for the .dwo files that may hold the unit the skeleton names; it
-reads what it is given and checks the DWO id itself (model: addr2line's
-`SplitDwarfLoad`). `SplitDwarfFinder`, the default, looks where llvm looks:
+the `SplitDwarfLoad` its caller gave for the package of the file it reads,
+and, when there is none, for the .dwo files that may hold the unit the
+skeleton names; it reads what it is given and checks the DWO id itself
+(model: addr2line's `SplitDwarfLoad`). Given none, it looks for nothing.
+`SplitDwarfFinder` looks where llvm looks:
 
 1. the package: `FILE.dwp` beside the file (FILE's own name plus `.dwp`);
 2. a .dwo file: at its absolute name; else under the skeleton's
    DW_AT_comp_dir, then beside the file; last, its base name beside the file.
 
-A finder opens each path once and keeps what it opened, so one finder
-belongs to one reader (the default) or to a caller that wants the files
-kept. It pickles as a fresh finder (the files stay behind), so that the
+The symbol store gives one to each module's files (`ModuleFiles.load_split`:
+the module's DWARF source and its GSYM cache build read the same files);
+`stackmark gsym convert` and `verify` give one, and so does
+llvm-symbolizer-stackmark. A finder opens each path once and keeps what it
+opened. It pickles as a fresh finder (the files stay behind), so that the
 GSYM converter's worker processes look where their caller does.
 """
 
@@ -40,7 +43,7 @@ class SplitDwarfLoad(Protocol):
 
 
 class SplitDwarfFinder:
-    """The default `SplitDwarfLoad`: llvm's places (see the module docstring)."""
+    """A `SplitDwarfLoad` looking in llvm's places (see the module docstring)."""
 
     def __init__(self) -> None:
         self._opened: dict[str, ElfFile | None] = {}
