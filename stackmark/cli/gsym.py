@@ -349,6 +349,7 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from stackmark.dwarf.split_files import SplitDwarfFinder
     from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.formats.gsym.verify import verify_gsym
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
@@ -359,6 +360,7 @@ def _verify(args: argparse.Namespace) -> int:
         progress=_progress_printer(),
         # a dwz file: beside the binary, then where GDB looks by default
         load_supplementary=supplementary_finder(DEFAULT_DEBUG_FILE_DIRECTORIES),
+        load_split=SplitDwarfFinder(),  # split DWARF: where llvm looks
     )
     out = sys.stdout
     for line in report.details[: args.max_errors]:
@@ -404,6 +406,7 @@ def _segment_size(text: str) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from stackmark.conversion.files import convert_file
+    from stackmark.dwarf.split_files import SplitDwarfFinder
     from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.process_end import keep_until_exit
     from stackmark.symbols.store import DEFAULT_DEBUG_FILE_DIRECTORIES
@@ -424,6 +427,7 @@ def _convert(args: argparse.Namespace) -> int:
         load_supplementary=supplementary_finder(
             args.debug_file_directory or DEFAULT_DEBUG_FILE_DIRECTORIES
         ),
+        load_split=SplitDwarfFinder(),  # split DWARF: where llvm looks
     )
     keep_until_exit(result)
     return 0

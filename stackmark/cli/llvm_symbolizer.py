@@ -478,9 +478,13 @@ class Answerer:
             from stackmark.dwarf.reader import DwarfReader
 
             try:
-                # a dwz file: where the symbolizer's store looks for debug files
-                load = self.symbolizer.store.load_supplementary
-                self._readers[path] = DwarfReader.open(path, load_supplementary=load)
+                # dwz and .dwo files: where the symbolizer's store looks for them
+                store = self.symbolizer.store
+                self._readers[path] = DwarfReader.open(
+                    path,
+                    load_supplementary=store.load_supplementary,
+                    load_split=store.split_dwarf_finder(),
+                )
             except (StackmarkError, OSError):
                 self._readers[path] = None
         return self._readers[path]

@@ -122,8 +122,9 @@ def _build_gsym_entries(
     status: StatusLine,
 ) -> None:
     """Make the GSYM cache entries the workers will read (one conversion per build ID;
-    dwz supplementary files are found in `debug_file_directories`, as the symbolizer
-    finds them)."""
+    dwz supplementary files are found in `debug_file_directories`, and split DWARF's
+    files where llvm looks, as the symbolizer finds them)."""
+    from stackmark.dwarf.split_files import SplitDwarfFinder
     from stackmark.dwarf.supplementary import supplementary_finder
     from stackmark.errors import StackmarkError
     from stackmark.symbols.cache import GsymCache
@@ -141,7 +142,10 @@ def _build_gsym_entries(
         )
         try:
             cache.get_or_build(
-                resolution.build_id, resolution.binary, load_supplementary=load_supplementary
+                resolution.build_id,
+                resolution.binary,
+                load_supplementary=load_supplementary,
+                load_split=SplitDwarfFinder(),
             )
         except (StackmarkError, OSError) as exc:
             # The workers read DWARF for this module instead.

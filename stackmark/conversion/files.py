@@ -23,6 +23,7 @@ from functools import partial
 from typing import TextIO
 
 from stackmark.conversion.from_breakpad import convert_breakpad
+from stackmark.dwarf.split_files import SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import is_elf
 from stackmark.errors import StackmarkError
@@ -80,6 +81,7 @@ def convert_file(
     segment_size: int | None = None,
     arch_filters: Collection[str | int] = (),
     load_supplementary: SupplementaryLoad | None = None,
+    load_split: SplitDwarfLoad | None = None,
 ) -> ConversionResult:
     """Convert `input_path`, write `output_path`, print llvm's log; returns the
     result of the last file written.
@@ -90,8 +92,9 @@ def convert_file(
     .dSYM bundle (each file inside is converted to `output_path`). The log is
     as llvm-gsymutil --quiet prints it with `quiet`. With `segment_size`, the
     segment files `output_path-0x<first address>` are written instead, as
-    llvm does. `load_supplementary` finds an ELF file's dwz supplementary file
-    (None: none is looked for).
+    llvm does. `load_supplementary` finds an ELF file's dwz supplementary file,
+    `load_split` its split DWARF's .dwp and .dwo files (None: none is looked
+    for).
     """
     if log is not None:
         log.write(f"Input file: {input_path}\n")
@@ -108,6 +111,7 @@ def convert_file(
             progress=progress,
             arch_filters=arch_filters,
             load_supplementary=load_supplementary,
+            load_split=load_split,
         )
     assert result is not None
     return result
@@ -132,6 +136,7 @@ def _convert_path(
     progress: ProgressSink | None,
     arch_filters: Collection[str | int],
     load_supplementary: SupplementaryLoad | None,
+    load_split: SplitDwarfLoad | None,
 ) -> ConversionResult:
     if not os.path.isfile(path):  # a FIFO would block the reads below
         raise StackmarkError(f"{path}: not a regular file")
@@ -150,6 +155,7 @@ def _convert_path(
             little=little,
             segment_size=segment_size,
             load_supplementary=load_supplementary,
+            load_split=load_split,
         )
         return _write(path, output_path, convert, out)
     if not is_macho(path):

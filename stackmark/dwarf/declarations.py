@@ -20,6 +20,9 @@ module's DWARF once, on the first such request for that module. It keeps:
 A DIE without its own DW_AT_decl_* takes them from the DIE its
 DW_AT_specification or DW_AT_abstract_origin names (C++ members defined
 out of class, abstract instances of inlined functions), as llvm does.
+
+Only the file's own DIEs are walked: the split units of split DWARF (in
+.dwo files) are not read, so the reader is given no `load_split`.
 """
 
 from __future__ import annotations

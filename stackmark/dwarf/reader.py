@@ -24,16 +24,21 @@ lookup, each one's inline tree on first use; a line program on first use.
 Everything parsed is kept. Objects may be shared between threads: lazy
 parts are published only once complete.
 
-Split DWARF: a skeleton unit's `functions()` come from its .dwo file
-(found through DW_AT_dwo_name and DW_AT_comp_dir, or next to the binary),
-or from the package FILE.dwp beside the binary when there is one,
-read with the skeleton's address table and line table. dwz: names and
+The reader searches no file system: files it needs besides the one it
+reads are asked of callables its caller gives (model: addr2line's
+`SplitDwarfLoad`), and without one it looks for nothing. Split DWARF: a
+skeleton unit's `functions()` come from its split unit, in the package
+or the .dwo file `load_split` gives (stackmark.dwarf.split_files; the
+symbol store, `stackmark gsym` and llvm-symbolizer-stackmark give a
+`SplitDwarfFinder`, which looks where llvm looks), read with the
+skeleton's address table and line table; without `load_split`, or when
+no file is given, a skeleton unit answers from itself alone (its line
+table), as llvm does when the .dwo file is missing. dwz: names and
 abstract instances moved to a supplementary file (.gnu_debugaltlink) are
 read from it, when the caller gives a `load_supplementary` to ask for it
 (the symbol store's looks in the user's debug-file directories,
-stackmark.dwarf.supplementary); without one the reader looks for no file
-and such references stay unresolved, as when the file is not found. Split
-files are asked of `load_split`. Relocatable objects (.o,
+stackmark.dwarf.supplementary); without one such references stay
+unresolved, as when the file is not found. Relocatable objects (.o,
 .ko): each debug section is read with its relocations applied
 (`stackmark.elf_relocations`).
 """
@@ -50,7 +55,7 @@ from stackmark.dwarf.abbrev import Abbrev, parse_abbrev_table
 from stackmark.dwarf.aranges import AddressRanges, read_aranges
 from stackmark.dwarf.dwp import Contributions, UnitIndex
 from stackmark.dwarf.sections import Section, SectionSource
-from stackmark.dwarf.split_files import SplitDwarfFinder, SplitDwarfLoad
+from stackmark.dwarf.split_files import SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.dwarf.unit import Unit, UnitHeader
 from stackmark.elf import ET_REL, ElfFile
@@ -78,8 +83,8 @@ class DwarfReader:
         """`windows` narrows sections to one unit's part of a .dwp (stackmark.dwarf.dwp).
         `load_supplementary` is asked for the dwz file .gnu_debugaltlink names
         (None: no file is looked for, and references into it stay unresolved),
-        `load_split` for the .dwp and .dwo files of split units (default: a
-        `SplitDwarfFinder` of this reader's own, looking where llvm looks)."""
+        `load_split` for the .dwp and .dwo files of split units (None: none is
+        looked for, and a skeleton unit answers from itself alone)."""
         self.elf = elf
         self.name = elf.name
         self.endian = elf.endian
@@ -102,7 +107,7 @@ class DwarfReader:
         self._unit_offsets: list[int] | None = None
         self._units: dict[int, Unit] = {}
         self._address_ranges: AddressRanges | None = None
-        self._load_split = load_split if load_split is not None else SplitDwarfFinder()
+        self._load_split = load_split
         self._dwo_readers: dict[str, DwarfReader | None] = {}
         self._dwp: tuple[ElfFile, UnitIndex] | None = None
         self._places: dict[str, dict[int, int]] = {}
@@ -114,9 +119,13 @@ class DwarfReader:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, load_supplementary: SupplementaryLoad | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        load_supplementary: SupplementaryLoad | None = None,
+        load_split: SplitDwarfLoad | None = None,
     ) -> DwarfReader:
-        return cls(ElfFile.open(path), load_supplementary=load_supplementary)
+        return cls(ElfFile.open(path), load_supplementary=load_supplementary, load_split=load_split)
 
     def _section(self, name: str) -> Section:
         section = self.elf.section(name)
@@ -290,9 +299,13 @@ class DwarfReader:
     def load_split_unit(self, skeleton: Unit) -> Unit | None:
         """The split unit matching `skeleton` (by DWO id), or None.
 
-        As llvm looks: in the package FILE.dwp beside this file when there is
-        one (and then only there), else in the .dwo file the skeleton names."""
-        dwp = self._dwp_file()
+        As llvm looks: in the package of this file when `load_split` gives one
+        (and then only there), else in the .dwo file the skeleton names. No
+        `load_split`: None, as when no file is found."""
+        load = self._load_split
+        if load is None:
+            return None  # the caller gave no way to find them
+        dwp = self._dwp_file(load)
         if dwp is not None:
             elf, index = dwp
             contributions = (
@@ -306,7 +319,7 @@ class DwarfReader:
         name = skeleton.dwo_name
         if not name:
             return None
-        for elf in self._load_split.dwo_files(name, skeleton.comp_dir, self.name):
+        for elf in load.dwo_files(name, skeleton.comp_dir, self.name):
             reader = self._dwo_reader(elf)
             if reader is None:
                 continue
@@ -315,11 +328,11 @@ class DwarfReader:
                 return unit
         return None
 
-    def _dwp_file(self) -> tuple[ElfFile, UnitIndex] | None:
-        """The package of this file (`load_split`) and its unit index, when there is
-        one and it can be read."""
+    def _dwp_file(self, load: SplitDwarfLoad) -> tuple[ElfFile, UnitIndex] | None:
+        """The package of this file (asked of `load` once) and its unit index, when
+        there is one and it can be read."""
         if not self._dwp_loaded:
-            elf = self._load_split.package(self.name)
+            elf = load.package(self.name)
             if elf is not None:
                 try:
                     index = UnitIndex(elf.section_data(".debug_cu_index"), elf.endian, elf.name)

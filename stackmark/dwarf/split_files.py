@@ -1,18 +1,22 @@
 """Finding the files split DWARF lives in: the package FILE.dwp, or a unit's .dwo file.
 
 `DwarfReader` does not search the file system: for a skeleton unit it asks
-a `SplitDwarfLoad` for the package of the file it reads, and, when there
-is none, for the .dwo files that may hold the unit the skeleton names; it
-reads what it is given and checks the DWO id itself (model: addr2line's
-`SplitDwarfLoad`). `SplitDwarfFinder`, the default, looks where llvm looks:
+the `SplitDwarfLoad` its caller gave for the package of the file it reads,
+and, when there is none, for the .dwo files that may hold the unit the
+skeleton names; it reads what it is given and checks the DWO id itself
+(model: addr2line's `SplitDwarfLoad`). Given none, it looks for nothing.
+`SplitDwarfFinder` looks where llvm looks:
 
 1. the package: `FILE.dwp` beside the file (FILE's own name plus `.dwp`);
 2. a .dwo file: at its absolute name; else under the skeleton's
    DW_AT_comp_dir, then beside the file; last, its base name beside the file.
 
-A finder opens each path once and keeps what it opened, so one finder
-belongs to one reader (the default) or to a caller that wants the files
-kept.
+The symbol store gives one to each module's files (`ModuleFiles.load_split`:
+the module's DWARF source and its GSYM cache build read the same files);
+`stackmark gsym convert` and `verify` give one, and so does
+llvm-symbolizer-stackmark. A finder opens each path once and keeps what it
+opened. It pickles as a fresh finder (the files stay behind), so that the
+GSYM converter's worker processes look where their caller does.
 """
 
 from __future__ import annotations
@@ -39,10 +43,13 @@ class SplitDwarfLoad(Protocol):
 
 
 class SplitDwarfFinder:
-    """The default `SplitDwarfLoad`: llvm's places (see the module docstring)."""
+    """A `SplitDwarfLoad` looking in llvm's places (see the module docstring)."""
 
     def __init__(self) -> None:
         self._opened: dict[str, ElfFile | None] = {}
+
+    def __reduce__(self) -> tuple[type[SplitDwarfFinder], tuple[()]]:
+        return (SplitDwarfFinder, ())  # a worker process opens its own files
 
     def package(self, referrer: str) -> ElfFile | None:
         return self._open(referrer + ".dwp")
@@ -54,15 +61,19 @@ class SplitDwarfFinder:
                 yield elf
 
     def _open(self, path: str) -> ElfFile | None:
-        if path not in self._opened:
-            elf: ElfFile | None = None
-            if os.path.isfile(path):
-                try:
-                    elf = ElfFile.open(path)
-                except FormatError:
-                    elf = None
-            self._opened[path] = elf
-        return self._opened[path]
+        if path in self._opened:
+            return self._opened[path]
+        elf: ElfFile | None = None
+        if os.path.isfile(path):
+            try:
+                elf = ElfFile.open(path)
+            except FormatError:
+                elf = None
+        # Readers in several threads may share a finder: the first file opened is kept.
+        kept = self._opened.setdefault(path, elf)
+        if elf is not None and kept is not elf:
+            elf.close()
+        return kept
 
 
 def _dwo_candidates(name: str, comp_dir: str | None, referrer: str) -> list[str]:

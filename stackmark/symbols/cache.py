@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import threading
     from array import array
 
+    from stackmark.dwarf.split_files import SplitDwarfLoad
     from stackmark.dwarf.supplementary import SupplementaryLoad
     from stackmark.formats.gsym.convert import ProgressSink
     from stackmark.formats.gsym.from_dwarf import ExtrasCollector
@@ -191,11 +192,13 @@ class GsymCache:
         progress: ProgressSink | None = None,
         *,
         load_supplementary: SupplementaryLoad | None = None,
+        load_split: SplitDwarfLoad | None = None,
     ) -> CacheEntry:
         """The sound entry for `build_id`, made from `dwarf_file` when missing
         (`progress`, if given, hears how the conversion goes). `load_supplementary`
-        finds a dwz supplementary file as the symbolizer does (`ModuleFiles`' own,
-        looking in the user's debug-file directories; None: none is looked
+        finds a dwz supplementary file and `load_split` split DWARF's files as
+        the symbolizer does (`ModuleFiles`' own, looking in the user's
+        debug-file directories and where llvm looks; None: none is looked
         for)."""
         entry = self.validate(build_id)
         if entry is not None:
@@ -209,7 +212,9 @@ class GsymCache:
                 if entry is not None:
                     return entry
                 _remove_stale_temporaries(lock_path.parent)
-                self._build(dwarf_file, gsym_path, extras_path, progress, load_supplementary)
+                self._build(
+                    dwarf_file, gsym_path, extras_path, progress, load_supplementary, load_split
+                )
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         entry = self.validate(build_id)
@@ -224,6 +229,7 @@ class GsymCache:
         extras_path: Path,
         progress: ProgressSink | None = None,
         load_supplementary: SupplementaryLoad | None = None,
+        load_split: SplitDwarfLoad | None = None,
     ) -> None:
         # The converter is imported here, not at the top: a warm lookup
         # (the common case) never needs it, and it costs ~30 ms to import.
@@ -243,6 +249,7 @@ class GsymCache:
                     extras=collector,
                     progress=progress,
                     load_supplementary=load_supplementary,
+                    load_split=load_split,
                     dwarf_done=columns.start,
                 )
             finally:

@@ -107,8 +107,12 @@ class ElfSymbolSource:
         if self._has_dwarf:
             from stackmark.dwarf.reader import DwarfReader
 
-            load = self.files.load_supplementary
-            self._dwarf = DwarfReader(self._dwarf_elf, load_supplementary=load)
+            files = self.files
+            self._dwarf = DwarfReader(
+                self._dwarf_elf,
+                load_supplementary=files.load_supplementary,
+                load_split=files.load_split,
+            )
 
     @property
     def symtab(self) -> SymbolTable:

@@ -140,6 +140,7 @@ class BackgroundGsymBuilds:
                     files.dwarf_file,
                     progress,
                     load_supplementary=files.load_supplementary,
+                    load_split=files.load_split,
                 )
                 gsym = GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
             except (StackmarkError, OSError):

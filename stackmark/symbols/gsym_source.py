@@ -248,6 +248,7 @@ def gsym_source_factory(cache: GsymCache, progress: ProgressSink | None = None) 
                 files.dwarf_file,
                 progress,
                 load_supplementary=files.load_supplementary,
+                load_split=files.load_split,
             )
             return GsymSource(str(entry.gsym), str(entry.extras), files, entry.identity)
         except (StackmarkError, OSError):

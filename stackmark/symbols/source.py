@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from stackmark.model import DataSymbol, SourceFrame
 
 if TYPE_CHECKING:
+    from stackmark.dwarf.split_files import SplitDwarfLoad
     from stackmark.dwarf.supplementary import SupplementaryLoad
 
 
@@ -29,12 +30,13 @@ class ModuleFiles:
     file found under a debug-file directory). `debug` is a separate file
     with the DWARF, when `binary` is stripped and names one through
     `.gnu_debuglink`; None otherwise. `how` says where `binary` was found.
-    `load_supplementary` finds a dwz supplementary file where the store looks
-    (None: none is looked for). (A plain class rather than a
-    dataclass: it is on the start-up path.)
+    `load_supplementary` finds a dwz supplementary file where the store looks,
+    `load_split` the .dwp and .dwo files of split DWARF (None: none is looked
+    for); the module's DWARF source and its GSYM cache conversion both ask
+    them. (A plain class rather than a dataclass: it is on the start-up path.)
     """
 
-    __slots__ = ("binary", "build_id", "debug", "how", "load_supplementary")
+    __slots__ = ("binary", "build_id", "debug", "how", "load_split", "load_supplementary")
 
     def __init__(
         self,
@@ -43,12 +45,14 @@ class ModuleFiles:
         debug: str | None = None,
         how: str = "",
         load_supplementary: SupplementaryLoad | None = None,
+        load_split: SplitDwarfLoad | None = None,
     ):
         self.build_id = build_id
         self.binary = binary
         self.debug = debug
         self.how = how
         self.load_supplementary = load_supplementary
+        self.load_split = load_split
 
     def _key(self) -> tuple[str, str, str | None, str]:
         return (self.build_id, self.binary, self.debug, self.how)

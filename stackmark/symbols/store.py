@@ -44,6 +44,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from stackmark.dwarf.split_files import SplitDwarfFinder
 from stackmark.dwarf.supplementary import supplementary_finder
 from stackmark.elf import SHT_NOBITS, ElfFile, is_elf
 from stackmark.errors import FormatError
@@ -376,7 +377,14 @@ class SymbolStore:
         return lookup
 
     def _files(self, build_id: str, binary: str, debug: str | None, how: str) -> ModuleFiles:
-        return ModuleFiles(build_id, binary, debug, how, self.load_supplementary)
+        return ModuleFiles(
+            build_id, binary, debug, how, self.load_supplementary, self.split_dwarf_finder()
+        )
+
+    def split_dwarf_finder(self) -> SplitDwarfFinder:
+        """Where split DWARF's .dwp and .dwo files are looked for: llvm's places. A new
+        finder each time: it keeps the files it opens, so one serves one module."""
+        return SplitDwarfFinder()
 
     def _without_build_id(self, module_path: str, lookup: Lookup) -> Lookup:
         facts = self._inspect(module_path)

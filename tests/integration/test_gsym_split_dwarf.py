@@ -1,6 +1,8 @@
 """`gsym convert` on split DWARF (skeleton units, their .dwo files or a .dwp
 package) and on relocatable objects, byte for byte and line for line against
-llvm-gsymutil-19; and the symbolizer on a .dwp package against llvm-symbolizer-19.
+llvm-gsymutil-19, in one process or several; the symbolizer on a .dwp package
+against llvm-symbolizer-19; and a GSYM cache entry of a split program, which
+reads the .dwo files the DWARF source reads.
 
 Fixtures are built at test time: a gcc -gsplit-dwarf program (two units,
 inline chains), a clang-19 -gsplit-dwarf object file (ET_REL: the skeleton's
@@ -206,3 +208,43 @@ def test_symbolizer_reads_split_units_from_a_dwp(packager: str, tmp_path: Path) 
     assert "top_mix" in expected.text  # an inlined frame, from the package
     got = stackmark(log, "--compat=llvm19", *options)
     assert got.text == expected.text
+
+
+def test_worker_processes_read_the_dwo_files_as_one_process_does(tmp_path: Path) -> None:
+    """With --jobs=2 each worker process converts its units with the split DWARF
+    finder it is given (the caller's, pickled): llvm's bytes still."""
+    _build_split_program(tmp_path)
+    _convert_both(tmp_path, "split_prog")
+    _stackmark(tmp_path, "convert", "split_prog", "-o", "jobs.gsym", "--jobs=2")
+    assert (tmp_path / "jobs.gsym").read_bytes() == (tmp_path / "llvm.gsym").read_bytes()
+
+
+def test_a_cache_build_reads_the_dwo_files_the_dwarf_source_reads(tmp_path: Path) -> None:
+    """The GSYM cache entry of a split-DWARF program is converted with the split
+    units the symbolizer's DWARF source reads (the store's finder, which
+    `ModuleFiles` carries to both): the entry holds llvm-gsymutil-19's bytes, and
+    `--gsym-cache=build` prints what DWARF does, inlined frames included."""
+    from stackmark.symbols.cache import GsymCache
+    from tests.support.symbolizer_oracle import line_table_addresses
+
+    program = _build_split_program(tmp_path)
+    ident = build_id(program)
+    lines = [
+        f"{{{{{{module:0:split_prog:elf:{ident}}}}}}}",
+        "{{{mmap:0x10000:0x10000:load:0:rx:0}}}",
+    ]
+    lines += [
+        f"{{{{{{bt:{i}:{0x10000 + address:#x}:pc}}}}}}"
+        for i, address in enumerate(line_table_addresses(program))
+    ]
+    log = ("\n".join(lines) + "\n").encode()
+    cache = tmp_path / "cache"
+    options = (f"--obj={program}",)
+    through_gsym = stackmark(log, *options, "--gsym-cache=build", f"--gsym-cache-dir={cache}")
+    entry = GsymCache(cache).validate(ident)
+    assert entry is not None  # the entry answered
+    _llvm(tmp_path, "--convert", "split_prog", "-o", "llvm.gsym", "--num-threads=1")
+    assert entry.gsym.read_bytes() == (tmp_path / "llvm.gsym").read_bytes()
+    through_dwarf = stackmark(log, *options, "--gsym-cache=off")
+    assert through_gsym.text == through_dwarf.text
+    assert "top_mix" in through_dwarf.text  # an inlined frame, from a .dwo file

@@ -18,6 +18,7 @@ import pytest
 
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.split_files import SplitDwarfFinder
 from stackmark.dwarf.unit import Die
 from tests.conftest import require_tool
 from tests.support import sym_builds
@@ -229,7 +230,7 @@ def test_every_die_matches_llvm_dwarfdump(variant: str) -> None:
 @pytest.mark.parametrize("version", ["-gdwarf-5", "-gdwarf-4"])
 def test_split_dwarf_units_match_llvm_dwarfdump(source: str, version: str) -> None:
     binary = sym_builds.split_dwarf(source, "-g", "-O2", version)
-    reader = DwarfReader.open(binary)
+    reader = DwarfReader.open(binary, load_split=SplitDwarfFinder())
     check_against_dwarfdump(binary, reader)
     skeleton = next(reader.units())
     split = skeleton.split_unit

@@ -589,7 +589,7 @@ def _worker_chunk(binary: Path) -> tuple[dwarf_units._Chunk, list[int], list[int
     with ElfFile.open(str(binary)) as elf:
         offsets = [unit.offset for unit in DwarfReader(elf).units()]
     chunk = dwarf_units._convert_units(
-        partial(ElfFile.open, str(binary)), None, offsets, None, True
+        partial(ElfFile.open, str(binary)), None, None, offsets, None, True
     )
     strings = [0] + [1000 + 7 * i for i, (is_file, _) in enumerate(chunk.events) if not is_file]
     files = [0] + [500 + 3 * i for i, (is_file, _) in enumerate(chunk.events) if is_file]

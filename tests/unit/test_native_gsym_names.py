@@ -28,6 +28,7 @@ from stackmark.binary import read_uleb
 from stackmark.dwarf import constants as C
 from stackmark.dwarf.abbrev import skip_form
 from stackmark.dwarf.reader import DwarfReader
+from stackmark.dwarf.split_files import SplitDwarfFinder
 from stackmark.dwarf.supplementary import supplementary_finder
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile
@@ -109,8 +110,11 @@ PROGRAMS: dict[str, Callable[[Path], Path]] = {
 
 def _reader(elf: ElfFile) -> DwarfReader:
     """The DWARF of `elf`; a dwz program's supplementary file is read from where its
-    link names it (the reader looks for no file it is not told how to find)."""
-    return DwarfReader(elf, load_supplementary=supplementary_finder(()))
+    link names it, a split program's .dwo files from where llvm finds them (the
+    reader looks for no file it is not told how to find)."""
+    return DwarfReader(
+        elf, load_supplementary=supplementary_finder(()), load_split=SplitDwarfFinder()
+    )
 
 
 def _functions(reader: DwarfReader) -> list[DieFunction]:

@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.split_files import SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.creator import GsymCreator, GsymWriteError, RecordEncoder
@@ -133,6 +134,7 @@ def convert_elf(
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    load_split: SplitDwarfLoad | None = None,
     dwarf_done: Callable[[], None] | None = None,
 ) -> ConversionResult:
     """GSYM bytes for the ELF file at `path` (DWARF, then its symbol table).
@@ -145,7 +147,9 @@ def convert_elf(
     (stackmark.formats.gsym.segments). `load_supplementary` finds a dwz
     supplementary file (None: none is looked for; the GSYM cache passes the
     symbol store's, which looks where the user said, and `stackmark gsym
-    convert` one over its --debug-file-directory).
+    convert` one over its --debug-file-directory), `load_split` the .dwp and
+    .dwo files of split DWARF (None: none is looked for; both pass a
+    `SplitDwarfFinder`, which looks where llvm looks).
     """
     with gc_paused(), ElfFile.open(path) as elf:
         return convert_image(
@@ -156,6 +160,7 @@ def convert_elf(
             extras=extras,
             segment_size=segment_size,
             load_supplementary=load_supplementary,
+            load_split=load_split,
             dwarf_done=dwarf_done,
         )
 
@@ -193,10 +198,11 @@ def convert_image(
     extras: ExtrasCollector | None = None,
     segment_size: int | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    load_split: SplitDwarfLoad | None = None,
     dwarf_done: Callable[[], None] | None = None,
 ) -> ConversionResult:
     """GSYM bytes for one object file: DWARF, then its symbol table (llvm's order);
-    `load_supplementary` and `dwarf_done` as for `convert_elf`."""
+    `load_supplementary`, `load_split` and `dwarf_done` as for `convert_elf`."""
     from stackmark.formats.gsym.dwarf_units import convert_dwarf, default_jobs
     from stackmark.formats.gsym.parallel_records import records_in_parallel
 
@@ -215,6 +221,7 @@ def convert_image(
         extras=extras,
         reopen=image.reopen,
         load_supplementary=load_supplementary,
+        load_split=load_split,
     )
     if dwarf_done is not None:
         dwarf_done()

@@ -13,9 +13,11 @@ workers' indexes. So the output never depends on the number of processes.
 The object file is any `SectionSource` (an ELF file, a Mach-O image); the
 workers open their own copy through `reopen`, a picklable callable. The
 reader does not search for other files itself: a dwz supplementary file is
-asked of `load_supplementary` (stackmark.dwarf.supplementary), which the
-caller gives (the symbol store's looks in the user's debug-file
-directories; none: no file is looked for); the workers get the same one.
+asked of `load_supplementary` (stackmark.dwarf.supplementary), split
+DWARF's .dwp and .dwo files of `load_split` (stackmark.dwarf.split_files),
+which the caller gives (the symbol store's look in the user's debug-file
+directories and where llvm looks; none: no file is looked for); the
+workers get the same ones, pickled.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from stackmark._native import load
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.split_files import SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.elf import ElfFile
 from stackmark.formats.gsym.dwarf_names import NameBuilder
@@ -85,16 +88,18 @@ def convert_dwarf(
     extras: ExtrasCollector | None = None,
     reopen: Reopen | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    load_split: SplitDwarfLoad | None = None,
 ) -> DwarfReport:
     """Add the FunctionInfos of every compile unit of `obj` to `creator`.
 
     `jobs` 0 picks one process per core for large DWARF, else one. Workers
     open the file with `reopen` (default: `obj.name` as an ELF file).
-    `load_supplementary` finds a dwz supplementary file (None: none is looked
-    for); with several processes it must be picklable.
+    `load_supplementary` finds a dwz supplementary file, `load_split` the files
+    of split DWARF (None: none is looked for); with several processes they
+    must be picklable.
     """
     report = DwarfReport()
-    dwarf = DwarfReader(obj, load_supplementary=load_supplementary)
+    dwarf = DwarfReader(obj, load_supplementary=load_supplementary, load_split=load_split)
     if not dwarf.has_info:
         return report
     units = list(dwarf.units())
@@ -103,7 +108,15 @@ def convert_dwarf(
     if jobs > 1 and len(units) >= 2:
         opener = reopen if reopen is not None else partial(ElfFile.open, obj.name)
         _convert_parallel(
-            opener, load_supplementary, units_sizes(units), creator, jobs, report, progress, extras
+            opener,
+            load_supplementary,
+            load_split,
+            units_sizes(units),
+            creator,
+            jobs,
+            report,
+            progress,
+            extras,
         )
         return report
     names = NameBuilder()
@@ -219,6 +232,7 @@ _kept_by_worker: list[object] = []
 def _convert_chunk(
     reopen: Reopen,
     load_supplementary: SupplementaryLoad | None,
+    load_split: SplitDwarfLoad | None,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -234,7 +248,9 @@ def _convert_chunk(
     them as before."""
     heap: list[object] = []
     with gc_paused():
-        chunk = _convert_units(reopen, load_supplementary, offsets, text_ranges, want_extras, heap)
+        chunk = _convert_units(
+            reopen, load_supplementary, load_split, offsets, text_ranges, want_extras, heap
+        )
     if keep and _peak_bytes() < WORKER_KEEP_LIMIT:
         _kept_by_worker.append((heap, chunk))
     return chunk
@@ -252,6 +268,7 @@ def _peak_bytes() -> int:
 def _convert_units(
     reopen: Reopen,
     load_supplementary: SupplementaryLoad | None,
+    load_split: SplitDwarfLoad | None,
     offsets: list[int],
     text_ranges: list[Range] | None,
     want_extras: bool,
@@ -268,7 +285,7 @@ def _convert_units(
     collector = ExtrasCollector() if want_extras else None
     obj = reopen()
     try:
-        dwarf = DwarfReader(obj, load_supplementary=load_supplementary)
+        dwarf = DwarfReader(obj, load_supplementary=load_supplementary, load_split=load_split)
         names = NameBuilder()
         functions: list[FunctionInfo] = []
         for offset in offsets:
@@ -362,6 +379,7 @@ def _flatten_functions(
 def _convert_parallel(
     reopen: Reopen,
     load_supplementary: SupplementaryLoad | None,
+    load_split: SplitDwarfLoad | None,
     sizes: list[tuple[int, int]],
     creator: GsymCreator,
     jobs: int,
@@ -394,6 +412,7 @@ def _convert_parallel(
                 _convert_chunk,
                 reopen,
                 load_supplementary,
+                load_split,
                 offsets,
                 ranges,
                 extras is not None,

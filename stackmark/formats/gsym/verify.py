@@ -14,7 +14,8 @@ that a seeded random sample of `limit` addresses is (`limit=None`: all).
 
 The binary is an ELF file or a Mach-O one: a thin file, a .dSYM bundle,
 or the slice of a universal file whose LC_UUID is the GSYM's UUID. A dwz
-supplementary file is asked of `load_supplementary` (none: not read).
+supplementary file is asked of `load_supplementary`, split DWARF's .dwp and
+.dwo files of `load_split` (none: not read).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 from stackmark.dwarf.functions import Function
 from stackmark.dwarf.reader import DwarfReader
 from stackmark.dwarf.sections import SectionSource
+from stackmark.dwarf.split_files import SplitDwarfLoad
 from stackmark.dwarf.supplementary import SupplementaryLoad
 from stackmark.dwarf.unit import Unit
 from stackmark.elf import ElfFile, is_elf
@@ -138,11 +140,14 @@ def verify_gsym(
     seed: int = 1,
     progress: ProgressSink | None = None,
     load_supplementary: SupplementaryLoad | None = None,
+    load_split: SplitDwarfLoad | None = None,
 ) -> VerifyReport:
     report = VerifyReport()
     reader = GsymReader.open(gsym_path)
     binary = open_binary(binary_path, reader.uuid)
-    dwarf = _DwarfFrames(DwarfReader(binary, load_supplementary=load_supplementary))
+    dwarf = _DwarfFrames(
+        DwarfReader(binary, load_supplementary=load_supplementary, load_split=load_split)
+    )
     report.functions = reader.num_addresses
     spans = []
     for i in range(reader.num_addresses):
