@@ -4,15 +4,30 @@ DWARF 5 section 6.4 ("Call Frame Information") and the Linux Standard Base's
 `.eh_frame` (pointer encodings, augmentation strings). Layout of one entry:
 
     u32 length (0xffffffff: then u64; 0 in .eh_frame: terminator)
-    CIE:  id (.eh_frame 0; .debug_frame all ones), u8 version, augmentation
-          string, [.debug_frame v4: u8 address_size, u8 segment_size],
+    CIE:  id (.eh_frame 0; .debug_frame all ones), u8 version (1, 3 or 4),
+          augmentation string, ["eh": GCC 2's address-sized eh_ptr],
+          [version 4: u8 address_size (the file's), u8 segment_size (0)],
           uleb code_alignment, sleb data_alignment, return-address column
           (u8 in version 1, else uleb), [augmentation data: "z" length, then
           per letter: L lsda encoding, P personality, R FDE encoding, S
-          signal frame, B AArch64 B key], initial instructions
+          signal frame, B AArch64 B key, G MTE], initial instructions
     FDE:  CIE pointer (.eh_frame: distance back from this field; .debug_frame:
-          section offset), initial location and range (.eh_frame: in the
-          CIE's "R" encoding), ["z": augmentation data], instructions
+          section offset), initial location and range (in the CIE's "R"
+          encoding, absptr without one; the range by its format only),
+          ["z": augmentation data], instructions
+
+Pointer encodings (DW_EH_PE_*): the low nibble is the format (absptr,
+uleb128, udata2/4/8, sleb128, sdata2/4/8), the high nibble what it is
+relative to. FDE addresses are absolute or pc-relative (what gas and LLVM
+write); the personality pointer is only stepped over.
+
+The entries are walked once, by `walk_fdes`, for both readers of CFI:
+`read_cfi` (every FDE with its instructions: SFrame generation,
+`sframe-bt --from-cfi`) and `CfiRanges` (`dwarf/cfi_ranges.py`: which pcs
+FDEs cover, for the GDB unwinder), which stops at each FDE's header and
+copies no instructions. Each entry is read within its length, every CIE
+the walk meets is parsed, and the CIE an FDE points at must be one; what
+the walk refuses is what GDB's `dwarf2/frame.c` cannot use either.
 
 Everything gas accepts is read: every DW_CFA opcode of DWARF 5 and the GNU
 and AArch64 ones (DW_CFA_GNU_args_size, negative_offset_extended,
@@ -26,12 +41,17 @@ offset. The bytes must already be relocated (relocatable objects).
     for fde in entries:
         for row in fde.rows():   # CfiRow: pc, cfa, registers, ra_signed
             ...
+    for header in walk_fdes(data, ".eh_frame", address=0x2000):
+        header.start, header.size   # FdeHeader: no instructions copied
 """
 
 from __future__ import annotations
 
 import enum
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from stackmark.binary import Cursor
 from stackmark.errors import FormatError
@@ -70,9 +90,8 @@ DW_CFA_GNU_args_size = 0x2E
 DW_CFA_GNU_negative_offset_extended = 0x2F
 
 # -- DW_EH_PE pointer encodings (LSB, .eh_frame) -----------------------------------
-DW_EH_PE_omit = 0xFF
-DW_EH_PE_pcrel = 0x10
-DW_EH_PE_datarel = 0x30
+DW_EH_PE_pcrel = 0x10  # the high nibble: what the value is relative to
+DW_EH_PE_funcrel = 0x40  # the last one LSB defines before aligned (0x50)
 _EH_PE_FORMATS = {  # low nibble -> (size in bytes, signed); 0 = address size, -1 = LEB128
     0x0: (0, False),
     0x1: (-1, False),
@@ -178,6 +197,19 @@ class Fde:
         return self._rows
 
 
+class FdeHeader(NamedTuple):
+    """One FDE as the entry walk reads it, up to its instructions: which pcs it
+    covers (`start`, `size`) and where its instructions lie
+    (`data[instructions_offset:end]`, not copied). Offsets are section offsets."""
+
+    offset: int
+    cie: Cie
+    start: int
+    size: int
+    instructions_offset: int
+    end: int
+
+
 def read_cfi(
     data: bytes,
     section: str,
@@ -188,43 +220,103 @@ def read_cfi(
     source: str | None = None,
 ) -> list[Fde]:
     """Every FDE of a `.eh_frame` (at `address`) or `.debug_frame` section, in section order."""
+    return [
+        Fde(
+            header.offset,
+            header.cie,
+            header.start,
+            header.size,
+            bytes(data[header.instructions_offset : header.end]),
+            header.instructions_offset,
+            section,
+            source,
+            endian,
+            address_size,
+            address,
+        )
+        for header in walk_fdes(
+            data,
+            section,
+            address=address,
+            endian=endian,
+            address_size=address_size,
+            source=source,
+        )
+    ]
+
+
+def walk_fdes(
+    data: bytes,
+    section: str,
+    *,
+    address: int = 0,
+    endian: str = "<",
+    address_size: int = 8,
+    source: str | None = None,
+) -> Iterator[FdeHeader]:
+    """The FDEs' headers of a `.eh_frame` (at `address`) or `.debug_frame`
+    section, in section order: the one walk of the entries (see the module
+    docstring), parsing every CIE it meets. `read_cfi` copies each FDE's
+    instructions; `CfiRanges` stops at the header."""
     is_eh = section.startswith(".eh_frame")
+    size = len(data)
+    mask = (1 << (8 * address_size)) - 1
     cursor = _Cursor(data, section, source, endian)
-    cies: dict[int, Cie] = {}
-    fdes: list[Fde] = []
-    while cursor.pos < len(data):
+    # CIE offset -> the CIE and its FDEs' two pointers as one struct (None: read field by field)
+    cies: dict[int, tuple[Cie, struct.Struct | None]] = {}
+    while cursor.pos < size:
         offset = cursor.pos
-        length = cursor.uint(4, "entry length")
+        cursor.end = size
+        length = cursor.u32("entry length")
         offset_size = 4
         if length == 0xFFFFFFFF:
-            length, offset_size = cursor.uint(8, "64-bit entry length"), 8
+            length, offset_size = cursor.u64("64-bit entry length"), 8
         if length == 0:
             if is_eh:
                 break  # the terminator
             continue
         end = cursor.pos + length
-        if end > len(data):
+        if end > size:
             raise cursor.error(
-                f"entry of {length} bytes runs past the end of the section ({len(data)} bytes)",
+                f"entry of {length} bytes runs past the end of the section ({size} bytes)",
                 offset,
             )
+        cursor.end = end  # every field below is read within the entry
         id_at = cursor.pos
         entry_id = cursor.uint(offset_size, "CIE id or pointer")
-        is_cie = entry_id == 0 if is_eh else entry_id == (1 << (8 * offset_size)) - 1
-        body = _Cursor(data, section, source, endian, id_at + offset_size, end=end)
-        if is_cie:
-            cies[offset] = _read_cie(body, offset, address_size)
+        if entry_id == (0 if is_eh else (1 << (8 * offset_size)) - 1):
+            cie = _read_cie(cursor, offset, address_size)
+            cies[offset] = cie, _fde_range_layout(cie.fde_encoding, address_size, endian)
+            cursor.pos = end
+            continue
+        cie_at = id_at - entry_id if is_eh else entry_id
+        known = cies.get(cie_at)
+        if known is None:
+            if not 0 <= cie_at < size:
+                raise cursor.error(f"FDE's CIE pointer {cie_at:#x} is outside the section", id_at)
+            cie = _read_cie_at(data, cie_at, section, source, endian, address_size, is_eh)
+            known = cies[cie_at] = cie, _fde_range_layout(cie.fde_encoding, address_size, endian)
+        cie, layout = known
+        at = cursor.pos
+        if layout is not None and at + layout.size <= end:
+            # The fast path of `_read_fde_range` (the common case: one struct read)
+            start, covered = layout.unpack_from(data, at)
+            if cie.fde_encoding & DW_EH_PE_pcrel:
+                start += address + at
+            start, covered = start & mask, covered & mask
+            cursor.pos = at + layout.size
         else:
-            cie_at = id_at - entry_id if is_eh else entry_id
-            cie = cies.get(cie_at)
-            if cie is None:
-                if not 0 <= cie_at < len(data):
-                    raise cursor.error(f"FDE's CIE pointer 0x{cie_at:x} is outside", id_at)
-                cie = _read_cie_at(data, cie_at, section, source, endian, address_size, is_eh)
-                cies[cie_at] = cie
-            fdes.append(_read_fde(body, offset, cie, is_eh, address, address_size))
+            start, covered = _read_fde_range(cursor, cie, address, address_size)
+        if cie.has_augmentation_data:
+            skip = cursor.uleb("FDE augmentation data length")
+            if skip > end - cursor.pos:
+                raise cursor.error(
+                    f"FDE augmentation data of {skip} bytes runs past the end of its entry",
+                    cursor.pos,
+                )
+            cursor.pos += skip  # the LSDA pointer, not needed here
+        yield FdeHeader(offset, cie, start, covered, cursor.pos, end)
         cursor.pos = end
-    return fdes
 
 
 def _read_cie_at(
@@ -245,49 +337,62 @@ def _read_cie_at(
     end = cursor.pos + length
     if end > len(data):
         raise cursor.error("CIE runs past the end of the section", at)
+    cursor.end = end
     entry_id = cursor.uint(offset_size, "CIE id")
     if entry_id != (0 if is_eh else (1 << (8 * offset_size)) - 1):
         raise cursor.error(f"an FDE points at 0x{at:x}, which is not a CIE", at)
-    return _read_cie(_Cursor(data, section, source, endian, cursor.pos, end=end), at, address_size)
+    return _read_cie(cursor, at, address_size)
 
 
 def _read_cie(cursor: _Cursor, offset: int, address_size: int) -> Cie:
-    version = cursor.uint(1, "CIE version")
+    """The CIE whose version field is at the cursor; `cursor.end` is the CIE's end."""
+    version = cursor.u8("CIE version")
     if version not in (1, 3, 4):
         raise cursor.error(f"CIE version {version} (1, 3 and 4 are known)", cursor.pos - 1)
     augmentation = cursor.cstring("CIE augmentation")
+    if augmentation == "eh":
+        cursor.uint(address_size, "eh data")  # GCC 2's eh_ptr, right after the string
     if version == 4:
-        cursor.uint(1, "CIE address size")
-        cursor.uint(1, "CIE segment selector size")
+        at = cursor.pos
+        cie_address_size = cursor.u8("CIE address size")
+        if cie_address_size != address_size:
+            raise cursor.error(
+                f"CIE address size {cie_address_size}, not the file's {address_size}", at
+            )
+        segment_selector_size = cursor.u8("CIE segment selector size")
+        if segment_selector_size != 0:
+            raise cursor.error(f"CIE segment selector size {segment_selector_size}", at + 1)
     code_alignment = cursor.uleb("code alignment factor")
     data_alignment = cursor.sleb("data alignment factor")
     ra_register = (
-        cursor.uint(1, "return address column")
-        if version == 1
-        else cursor.uleb("return address column")
+        cursor.u8("return address column") if version == 1 else cursor.uleb("return address column")
     )
-    fde_encoding = 0
+    fde_encoding = 0  # DW_EH_PE_absptr
     has_data = augmentation.startswith("z")
     if has_data:
         data_length = cursor.uleb("augmentation data length")
         data_end = cursor.pos + data_length
+        entry_end = cursor.end
+        if data_end > entry_end:
+            raise cursor.error(
+                f"CIE augmentation data of {data_length} bytes runs past the end of its entry",
+                cursor.pos,
+            )
+        cursor.end = data_end  # each letter's data is read within the augmentation data
         for letter in augmentation[1:]:
             if letter == "R":
-                fde_encoding = cursor.uint(1, "FDE pointer encoding")
+                fde_encoding = cursor.u8("FDE pointer encoding")
             elif letter == "L":
-                cursor.uint(1, "LSDA pointer encoding")
+                cursor.u8("LSDA pointer encoding")
             elif letter == "P":
-                encoding = cursor.uint(1, "personality encoding")
-                cursor.encoded(encoding, 0, address_size, "personality routine")
+                cursor.skip_encoded(cursor.u8("personality encoding"), address_size, "personality")
             elif letter in "SBG":
                 pass  # no data: signal frame, AArch64 B key, MTE-tagged frames
             else:
                 break  # unknown letter: the length lets us skip the rest
-        cursor.pos = data_end
+        cursor.pos, cursor.end = data_end, entry_end
     elif augmentation not in ("", "eh"):
         raise cursor.error(f"unknown CIE augmentation {augmentation!r}", offset)
-    elif augmentation == "eh":
-        cursor.uint(address_size, "eh data")
     instructions_at = cursor.pos
     return Cie(
         offset,
@@ -303,39 +408,35 @@ def _read_cie(cursor: _Cursor, offset: int, address_size: int) -> Cie:
     )
 
 
-def _read_fde(
-    cursor: _Cursor, offset: int, cie: Cie, is_eh: bool, address: int, address_size: int
-) -> Fde:
-    if is_eh:
-        encoding = cie.fde_encoding
-        start = cursor.encoded(encoding, address, address_size, "FDE initial location")
-        size = cursor.encoded(encoding & 0x0F, address, address_size, "FDE address range")
-    else:
-        start = cursor.uint(address_size, "FDE initial location")
-        size = cursor.uint(address_size, "FDE address range")
-    if cie.has_augmentation_data:
-        length = cursor.uleb("FDE augmentation data length")
-        cursor.pos += length  # the LSDA pointer, not needed here
-    instructions_at = cursor.pos
-    return Fde(
-        offset,
-        cie,
-        start,
-        size,
-        cursor.rest(),
-        instructions_at,
-        cursor.section,
-        cursor.source,
-        cursor.endian,
-        address_size,
-        address,
-    )
+def _read_fde_range(cursor: _Cursor, cie: Cie, address: int, address_size: int) -> tuple[int, int]:
+    """(initial location, address range) at the cursor: both in the CIE's "R"
+    encoding (absptr without one), the range by its value format only, in
+    both sections, as GDB reads them (`dwarf2/frame.c`)."""
+    encoding = cie.fde_encoding
+    start = cursor.encoded(encoding, address, address_size, "FDE initial location")
+    size = cursor.encoded(encoding & 0x0F, address, address_size, "FDE address range")
+    return start, size
+
+
+def _fde_range_layout(encoding: int, address_size: int, endian: str) -> struct.Struct | None:
+    """Both FDE pointers of `encoding` as one struct when they are fixed-size
+    and absolute or pc-relative (what gas and LLVM write); None: LEB128 or an
+    encoding `_Cursor.encoded` refuses, read (and reported) field by field."""
+    form = _EH_PE_FORMATS.get(encoding & 0x0F)
+    if encoding & 0xF0 not in (0, DW_EH_PE_pcrel) or form is None or form[0] == -1:
+        return None
+    width, signed = form
+    code = {2: "h", 4: "i", 8: "q"}.get(width or address_size)
+    if code is None:
+        return None
+    return struct.Struct(endian + (code if signed else code.upper()) * 2)
 
 
 class _Cursor(Cursor):
-    """The shared `Cursor` over one CFI entry (or the whole section), whose
-    errors name the section and the section offset (`origin` is the section
-    offset of data[0]; instruction bytes start later)."""
+    """The shared `Cursor` over one CFI section (the walk narrows `end` to the
+    entry it reads) or one run of instructions, whose errors name the section
+    and the section offset (`origin` is the section offset of data[0];
+    instruction bytes start later)."""
 
     __slots__ = ("endian", "origin", "section")
 
@@ -373,30 +474,38 @@ class _Cursor(Cursor):
     def block(self, what: str) -> bytes:
         return self.bytes(self.uleb(f"{what} length"), what)
 
-    def encoded(self, encoding: int, address: int, address_size: int, what: str) -> int:
-        """A DW_EH_PE-encoded pointer; pc-relative ones resolved against `address`.
-
-        An indirect pointer (personality routines) gives the address of the
-        pointer, and a data-relative one its raw value: neither value is needed
-        here (gas writes FDE addresses absolute or pc-relative)."""
-        if encoding == DW_EH_PE_omit:
-            return 0
-        at = self.pos
+    def _raw_encoded(self, encoding: int, address_size: int, what: str) -> int:
+        """The value of a DW_EH_PE pointer by its format (the low nibble), unapplied."""
         form = _EH_PE_FORMATS.get(encoding & 0x0F)
         if form is None:
-            raise self.error(f"{what}: unsupported pointer encoding 0x{encoding:02x}", at)
+            raise self.error(f"{what}: unsupported pointer encoding 0x{encoding:02x}", self.pos)
         size, signed = form
         if size == -1:
-            value = self.sleb(what) if signed else self.uleb(what)
-        else:
-            size = size or address_size
-            value = self.sint(size, what) if signed else self.uint(size, what)
-        application = encoding & 0x70
-        if application == DW_EH_PE_pcrel:
+            return self.sleb(what) if signed else self.uleb(what)
+        size = size or address_size
+        return self.sint(size, what) if signed else self.uint(size, what)
+
+    def encoded(self, encoding: int, address: int, address_size: int, what: str) -> int:
+        """A DW_EH_PE-encoded address: absolute, or pc-relative resolved against
+        `address` (the section's). The others need a base this reader does not
+        have (datarel: the GOT; textrel, funcrel) or a load (indirect), and
+        are refused: gas and LLVM write FDE addresses absolute or pc-relative."""
+        at = self.pos
+        if encoding & 0xF0 not in (0, DW_EH_PE_pcrel):
+            raise self.error(f"{what}: unsupported pointer encoding 0x{encoding:02x}", at)
+        value = self._raw_encoded(encoding, address_size, what)
+        if encoding & DW_EH_PE_pcrel:
             value += address + at
-        elif application not in (0, DW_EH_PE_datarel):
-            raise self.error(f"{what}: unsupported pointer application 0x{application:02x}", at)
         return value & ((1 << (8 * address_size)) - 1)
+
+    def skip_encoded(self, encoding: int, address_size: int, what: str) -> None:
+        """Step over a DW_EH_PE pointer whose value is not needed (the
+        personality routine): only its format says its size, whatever it is
+        relative to, and whether it is indirect. Aligned pointers (0x50) are
+        refused: their size depends on padding."""
+        if encoding & 0x70 > DW_EH_PE_funcrel:
+            raise self.error(f"{what}: unsupported pointer encoding 0x{encoding:02x}", self.pos)
+        self._raw_encoded(encoding, address_size, what)
 
 
 @dataclass(slots=True)
