@@ -10,7 +10,8 @@ import struct
 
 import pytest
 
-from stackmark.dwarf.cfi import CfaRule, RegisterRule, RuleKind, read_cfi, walk_fdes
+from stackmark.dwarf.cfi import CfaRule, RegisterRule, RuleKind, read_cfi
+from stackmark.dwarf.cfi_entries import walk_fdes
 from stackmark.errors import FormatError
 
 SECTION_ADDRESS = 0x2000
