@@ -1,7 +1,7 @@
 """Bounds-checked reads, record layouts and LEB128, written once for every binary format.
 
-The readers of GSYM and its extras, DWARF's headers, CFI (and the FDE
-ranges the debuggers ask for) and DWP index, ELF and its relocations,
+The readers of GSYM and its extras, DWARF's headers, CFI (one walk for
+its rows and the FDE ranges the debuggers ask for) and DWP index, ELF and its relocations,
 Mach-O and the Compact Image Map read through this module, so that a value
 running past the end of its data is found in one way and reported as a
 `FormatError` naming the source and the offset, never an IndexError or a
@@ -18,8 +18,8 @@ are declared as `RecordLayout`s. This module imports nothing of stackmark but
                         uint, sint, uleb/sleb, bytes, unpack, record, sub.
                         A format keeps its own error texts by overriding
                         `overrun` (GSYM's `RecordCursor`, DWARF's
-                        `SectionCursor`, CFI's entry cursor, the FDE
-                        ranges', the DWP index's, the image map's).
+                        `SectionCursor`, CFI's `CfiCursor`, the DWP
+                        index's, the image map's).
     unpack_at           one struct layout at an offset, checked against an end
                         (headers and table entries read at random).
     U16, U32, U64       the fixed-width layouts by byte order, shared with writers.
