@@ -43,6 +43,8 @@ from stackmark.symbols.source import ModuleFiles
 from stackmark.symbols.symtab import SymbolTable
 
 if TYPE_CHECKING:
+    from stackmark.dwarf.functions import Function
+    from stackmark.dwarf.lines import LineRow, LineTable
     from stackmark.dwarf.reader import DwarfReader
 
 
@@ -137,19 +139,24 @@ class ElfSymbolSource:
         )
         return frames
 
-    def _dwarf_frames(self, address: int) -> list[SourceFrame]:
+    def _located(self, address: int) -> tuple[list[Function], LineTable | None, LineRow | None]:
+        """The inline chain at `address` (innermost first), its unit's line table and
+        the row there: what `_dwarf_frames` and `_dwarf_starts` read (llvm's
+        getInliningInfoForAddress fills both at once). No chain and no row when no
+        unit covers the address."""
         dwarf = self.dwarf
         assert dwarf is not None
         unit = dwarf.unit_for_address(address)
         if unit is None:
-            return []
+            return [], None, None
         chain = unit.code_unit.inline_chain(address)
         table = unit.line_table()
-        section = None
-        if self._binary.e_type == ET_REL:
-            section = code_section_at(self._binary, address)
+        section = code_section_at(self._binary, address) if self._binary.e_type == ET_REL else None
+        return chain, table, table.lookup(address, section) if table is not None else None
+
+    def _dwarf_frames(self, address: int) -> list[SourceFrame]:
+        chain, table, row = self._located(address)
         if not chain:
-            row = table.lookup(address, section) if table is not None else None
             if row is None or table is None or not table.has_file(row.file):
                 return []
             path = table.file_name(row.file, relative=self._relative)
@@ -160,7 +167,6 @@ class ElfSymbolSource:
             file: str | None = None
             line = column = 0
             if i == 0:
-                row = table.lookup(address, section) if table is not None else None
                 if row is not None and table is not None and table.has_file(row.file):
                     file = table.file_name(row.file, relative=self._relative)
                     line, column = row.line, row.column
@@ -193,17 +199,8 @@ class ElfSymbolSource:
         return starts
 
     def _dwarf_starts(self, address: int) -> list[FrameStart]:
-        """The chain `_dwarf_frames` walks, read for its starts (llvm's
-        getInliningInfoForAddress fills both at once)."""
-        dwarf = self.dwarf
-        assert dwarf is not None
-        unit = dwarf.unit_for_address(address)
-        if unit is None:
-            return []
-        chain = unit.code_unit.inline_chain(address)
-        table = unit.line_table()
-        section = code_section_at(self._binary, address) if self._binary.e_type == ET_REL else None
-        row = table.lookup(address, section) if table is not None else None
+        """The chain `_dwarf_frames` walks, read for its starts."""
+        chain, table, row = self._located(address)
         found = row is not None and table is not None and table.has_file(row.file)
         discriminator = row.discriminator if row is not None and found else 0
         if not chain:
