@@ -34,15 +34,15 @@ def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
     base = section.start
     native = endian == ("<" if sys.byteorder == "little" else ">")
     size = section.size
-    cursor = section.cursor(0, endian)
-    while cursor.offset < size:
-        offset = cursor.offset
+    cursor = section.cursor(0, endian)  # its positions are the buffer's: pos - base
+    while cursor.pos - base < size:
+        offset = cursor.pos - base
         length = cursor.u32("address range set length")
         offset_size = 4
         if length == 0xFFFFFFFF:
             length = cursor.u64("address range set length")
             offset_size = 8
-        set_end = cursor.offset + length
+        set_end = cursor.pos - base + length
         if set_end > size:
             raise section.error(
                 f"address range set at 0x{offset:x} runs past the end of the section", offset
@@ -54,7 +54,7 @@ def read_aranges(section: Section, endian: str) -> list[ArangeSet]:
             )
         unit_offset = cursor.uint(offset_size, "unit offset")
         addr_size, seg_size = cursor.unpack(_ADDRESS_AND_SEGMENT_SIZE, "address size")
-        pos = cursor.offset
+        pos = cursor.pos - base
         if addr_size not in (2, 4, 8) or seg_size != 0:
             raise section.error(
                 f"address range set at 0x{offset:x} has address size {addr_size} and "

@@ -184,21 +184,22 @@ class DwarfReader:
             section = self.info
             size = section.size
             cursor = section.cursor(0, self.endian)
-            while cursor.offset < size:
-                offset = cursor.offset
+            base = cursor.base  # positions are the buffer's: offsets are pos - base
+            while cursor.pos - base < size:
+                offset = cursor.pos - base
                 length = cursor.u32("unit length")
                 if length == 0xFFFFFFFF:
                     length = cursor.u64("64-bit unit length")
                 elif length >= 0xFFFFFFF0:
                     raise section.error(f"reserved unit length 0x{length:x}", offset)
-                end = cursor.offset + length
+                end = cursor.pos - base + length
                 if end > size:
                     raise section.error(
                         f"unit at 0x{offset:x} claims {length} bytes, past the end of the section",
                         offset,
                     )
                 offsets.append(offset)
-                cursor.pos = cursor.base + end
+                cursor.pos = base + end
             self._unit_offsets = offsets
         return self._unit_offsets
 
