@@ -25,25 +25,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from stackmark.plain import Record
+
 if TYPE_CHECKING:
     from stackmark.dwarf.locals import Local
 
-Record = dict[str, Any]
+JsonRecord = dict[str, Any]
 
 
-class JsonFrame:
+class JsonFrame(Record):
     """The fields of one frame of a `Symbol` list (llvm's DILineInfo)."""
 
-    __slots__ = (
-        "column",
-        "discriminator",
-        "file",
+    __slots__ = _fields = __match_args__ = (
         "function",
+        "file",
         "line",
+        "column",
         "start_address",
         "start_file",
         "start_line",
+        "discriminator",
     )
+    function: str | None
+    file: str | None
+    line: int
+    column: int
+    start_address: int | None
+    start_file: str | None
+    start_line: int
+    discriminator: int
 
     def __init__(
         self,
@@ -74,21 +84,21 @@ def hex_(value: int) -> str:
     return f"0x{value:x}"
 
 
-def request(module_name: str, address: int | None) -> Record:
+def request(module_name: str, address: int | None) -> JsonRecord:
     """The part every record has (no `Address` for a line that named none)."""
-    out: Record = {"ModuleName": module_name}
+    out: JsonRecord = {"ModuleName": module_name}
     if address is not None:
         out["Address"] = hex_(address)
     return out
 
 
-def error(module_name: str, address: int | None, message: str) -> Record:
+def error(module_name: str, address: int | None, message: str) -> JsonRecord:
     out = request(module_name, address)
     out["Error"] = {"Message": message}
     return out
 
 
-def code(module_name: str, address: int | None, frames: Sequence[JsonFrame]) -> Record:
+def code(module_name: str, address: int | None, frames: Sequence[JsonFrame]) -> JsonRecord:
     out = request(module_name, address)
     out["Symbol"] = [
         {
@@ -106,17 +116,17 @@ def code(module_name: str, address: int | None, frames: Sequence[JsonFrame]) -> 
     return out
 
 
-def data(module_name: str, address: int, name: str, start: int, size: int) -> Record:
+def data(module_name: str, address: int, name: str, start: int, size: int) -> JsonRecord:
     out = request(module_name, address)
     out["Data"] = {"Name": name, "Size": hex_(size), "Start": hex_(start)}
     return out
 
 
-def frame(module_name: str, address: int, found: Sequence[Local]) -> Record:
+def frame(module_name: str, address: int, found: Sequence[Local]) -> JsonRecord:
     out = request(module_name, address)
-    locals_: list[Record] = []
+    locals_: list[JsonRecord] = []
     for local in found:
-        one: Record = {
+        one: JsonRecord = {
             "DeclFile": local.decl_file or "",
             "DeclLine": local.decl_line,
             "FunctionName": local.function or "",
@@ -131,7 +141,7 @@ def frame(module_name: str, address: int, found: Sequence[Local]) -> Record:
     return out
 
 
-def dumps(value: Record | list[Record], pretty: bool) -> str:
+def dumps(value: JsonRecord | list[JsonRecord], pretty: bool) -> str:
     """`value` as llvm prints it: keys sorted, compact, or indented by two with -p; a line."""
     import json  # here: the plain output style, a sanitizer's, never needs it
 

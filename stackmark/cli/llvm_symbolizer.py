@@ -314,7 +314,7 @@ class Answerer:
             body = unknown(request.command)
         return head + body + "\n"
 
-    def answer_json(self, request: Request | BadRequest, obj: str | None) -> llvm_json.Record:
+    def answer_json(self, request: Request | BadRequest, obj: str | None) -> llvm_json.JsonRecord:
         """The answer to one request as llvm's JSON record (stackmark.cli.llvm_json)."""
         if isinstance(request, BadRequest):
             self._warn_once(request.reason, request.reason)
@@ -350,7 +350,7 @@ class Answerer:
     @staticmethod
     def _empty_json(
         command: str, name: str, address: int, code_frames: list[JsonFrame]
-    ) -> llvm_json.Record:
+    ) -> llvm_json.JsonRecord:
         """An answer with nothing in it (`code_frames`: what a CODE answer lists then)."""
         if command == "CODE":
             return llvm_json.code(name, address, code_frames)
