@@ -99,9 +99,10 @@ class StackmarkServer(LanguageServer):
         """Call `function` on the event loop: now if this is its thread, else soon."""
         try:
             asyncio.get_running_loop()
-            function(*args)
-        except RuntimeError:
+        except RuntimeError:  # another thread: no loop runs here
             self._loop.call_soon_threadsafe(function, *args)
+            return
+        function(*args)
 
     @property
     def _loop(self) -> asyncio.AbstractEventLoop:
